@@ -1,1 +1,45 @@
+//! mdb: a memory-mapped, copy-on-write B+tree database engine that reads and
+//! writes LMDB 0.9 data files.
+//!
+//! ```
+//! # let dir = tempfile::tempdir().unwrap();
+//! use mdb::{Database, EnvOptions, Txn, WriteFlags};
+//! let env = EnvOptions::new().map_size(64 << 20).open(dir.path())?;
+//! let mut w = env.write_txn()?;
+//! w.put(Database::MAIN, b"hello", b"world", WriteFlags::EMPTY)?;
+//! w.commit()?;
+//! let r = env.read_txn()?;
+//! assert_eq!(r.get(Database::MAIN, b"hello")?, Some(&b"world"[..]));
+//! # Ok::<(), mdb::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+
+pub mod check;
+pub mod cmp;
+mod commit;
+mod cursor;
+mod db;
+mod env;
 pub mod error;
+mod freelist;
+pub mod io;
+pub(crate) mod lock;
+pub mod meta;
+mod mmap;
+pub mod page;
+mod tree;
+mod txn;
+mod write;
+
+/// Version string printed by the tools' `-V`.
+pub const VERSION_STRING: &str = concat!("mdb ", env!("CARGO_PKG_VERSION"), " (LMDB 0.9.24 compatible)");
+
+pub use cursor::{Cursor, Range, RwCursor};
+pub use db::{Database, DbFlags, Stat};
+pub use env::{Env, EnvFlags, EnvInfo, EnvOptions, MAX_KEY_SIZE};
+pub use error::{Error, Result};
+pub use lock::ReaderInfo;
+pub use tree::Item;
+pub use txn::{RoTxn, RwTxn, Txn};
+pub use write::WriteFlags;

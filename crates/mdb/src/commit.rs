@@ -1,0 +1,95 @@
+//! Commit: write back database records, save the free list, write the
+//! dirty pages, sync, then flip the meta page (lmdb-format.md §9).
+
+use crate::db::Database;
+use crate::env::EnvFlags;
+use crate::error::{Error, Result};
+use crate::meta::{Meta, META_WRITE_OFF};
+use crate::page::NodeData;
+use crate::txn::RwTxn;
+use crate::WriteFlags;
+
+impl RwTxn<'_> {
+    /// Make every change durable (per the environment's sync flags) and
+    /// visible to new readers. On error nothing of this transaction is
+    /// visible and everything committed before it is intact.
+    pub fn commit(mut self) -> Result<()> {
+        if self.broken.get() {
+            return Err(Error::BadTxn);
+        }
+        let r = self.commit_inner();
+        self.finish();
+        r
+    }
+
+    fn commit_inner(&mut self) -> Result<()> {
+        let named: Vec<(Database, crate::meta::DbRecord)> = self
+            .dbs
+            .borrow()
+            .iter()
+            .enumerate()
+            .skip(2)
+            .filter_map(|(i, d)| d.filter(|d| d.dirty).map(|d| (Database(i as u32), d.rec)))
+            .collect();
+        let any_db = self.dbs.borrow().iter().flatten().any(|d| d.dirty);
+        if self.dirty.is_empty() && !any_db && self.free.freed.is_empty() {
+            return Ok(());
+        }
+        for (db, rec) in named {
+            let name = self.env.dbi_info(db)?.name.ok_or(Error::BadDbi)?;
+            self.put_node(Database::MAIN, &name, NodeData::SubDb(&rec.encode()), WriteFlags::EMPTY)?;
+        }
+        self.save_freelist()?;
+
+        let env = self.env;
+        let ps = env.psize;
+        let meta = Meta {
+            address: self.base.address,
+            mapsize: self.base.mapsize.max(env.map.len() as u64),
+            free: self.rec(Database::FREE)?,
+            main: self.rec(Database::MAIN)?,
+            last_pgno: self.next_pgno - 1,
+            txnid: self.txnid,
+        };
+        let mut pgs: Vec<u64> = self.dirty.keys().copied().collect();
+        pgs.sort_unstable();
+        let flags = env.flags();
+        let meta_off = (self.txnid & 1) as usize * ps;
+        let upd = meta.encode_update();
+        if flags.contains(EnvFlags::WRITE_MAP) {
+            for pg in &pgs {
+                env.map.write(*pg as usize * ps, &self.dirty[pg])?;
+            }
+            let sync = !flags.contains(EnvFlags::MAP_ASYNC);
+            if !flags.contains(EnvFlags::NO_SYNC) {
+                env.map.sync(0, env.map.len(), sync)?;
+            }
+            env.map.write(meta_off + META_WRITE_OFF, &upd)?;
+            if !flags.contains(EnvFlags::NO_SYNC) && !flags.contains(EnvFlags::NO_META_SYNC) {
+                env.map.sync(meta_off, ps, sync)?;
+            }
+        } else {
+            let runs: Vec<(u64, &[u8])> = pgs
+                .iter()
+                .map(|pg| (*pg * ps as u64, &self.dirty[pg][..]))
+                .collect();
+            env.file.write_pages(&runs)?;
+            if !flags.contains(EnvFlags::NO_SYNC) {
+                env.file.sync_data()?;
+            }
+            let durable = !flags.contains(EnvFlags::NO_SYNC) && !flags.contains(EnvFlags::NO_META_SYNC);
+            if let Err(e) = env
+                .file
+                .write_meta((meta_off + META_WRITE_OFF) as u64, &upd, durable)
+            {
+                // The meta page may be half written: only a reopen can tell.
+                env.panicked.store(true, std::sync::atomic::Ordering::Relaxed);
+                return Err(e);
+            }
+        }
+        if let Some(l) = &env.lock {
+            l.set_txnid(self.txnid);
+        }
+        Ok(())
+    }
+}

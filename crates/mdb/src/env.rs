@@ -1,0 +1,482 @@
+//! The environment: data file, map, lock file, and the database registry.
+
+use crate::db::{Database, Stat};
+use crate::error::{Error, Result};
+use crate::io::{DataFile, FaultInjector};
+use crate::lock::{LockFile, ReaderInfo};
+use crate::meta::{Meta, META_LEN};
+use crate::mmap::Map;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Environment flags (LMDB's `MDB_*` open flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct EnvFlags(pub u32);
+
+impl EnvFlags {
+    /// No flags.
+    pub const EMPTY: EnvFlags = EnvFlags(0);
+    /// `MDB_FIXEDMAP` (not supported yet: rejected at open).
+    pub const FIXED_MAP: EnvFlags = EnvFlags(0x01);
+    /// `MDB_NOSUBDIR`: the path is the data file; the lock file is `path-lock`.
+    pub const NO_SUB_DIR: EnvFlags = EnvFlags(0x4000);
+    /// `MDB_NOSYNC`: never sync at commit (a system crash may lose or corrupt the tail).
+    pub const NO_SYNC: EnvFlags = EnvFlags(0x10000);
+    /// `MDB_RDONLY`: read-only environment.
+    pub const READ_ONLY: EnvFlags = EnvFlags(0x20000);
+    /// `MDB_NOMETASYNC`: do not sync the meta page (the next commit does).
+    pub const NO_META_SYNC: EnvFlags = EnvFlags(0x40000);
+    /// `MDB_WRITEMAP`: map the file read-write and commit through the map.
+    pub const WRITE_MAP: EnvFlags = EnvFlags(0x80000);
+    /// `MDB_MAPASYNC`: with WRITEMAP, flush asynchronously.
+    pub const MAP_ASYNC: EnvFlags = EnvFlags(0x100000);
+    /// `MDB_NOTLS`: reader slots belong to transactions, not threads.
+    pub const NO_TLS: EnvFlags = EnvFlags(0x200000);
+    /// `MDB_NOLOCK`: no lock file; the caller serialises all access.
+    pub const NO_LOCK: EnvFlags = EnvFlags(0x400000);
+    /// `MDB_NORDAHEAD`: no read-ahead (accepted, no effect here).
+    pub const NO_READAHEAD: EnvFlags = EnvFlags(0x800000);
+    /// `MDB_NOMEMINIT`: accepted; new pages are always zero-initialised here.
+    pub const NO_MEM_INIT: EnvFlags = EnvFlags(0x1000000);
+
+    /// Whether every flag of `o` is set.
+    pub fn contains(self, o: EnvFlags) -> bool {
+        self.0 & o.0 == o.0
+    }
+    /// The raw bits.
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+    const VALID: u32 = 0x01 | 0x4000 | 0x1F_0000 | 0x20_0000 | 0x40_0000 | 0x80_0000 | 0x100_0000;
+    const CHANGEABLE: u32 = 0x10000 | 0x40000 | 0x100000 | 0x1000000;
+}
+
+impl std::ops::BitOr for EnvFlags {
+    type Output = EnvFlags;
+    fn bitor(self, o: EnvFlags) -> EnvFlags {
+        EnvFlags(self.0 | o.0)
+    }
+}
+
+/// Environment information, as `mdb_stat -e` prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvInfo {
+    /// Fixed map address recorded in the meta (0 unless FIXEDMAP).
+    pub map_addr: usize,
+    /// This handle's map size in bytes.
+    pub map_size: usize,
+    /// Highest page number in use (pages used = this + 1).
+    pub last_pgno: u64,
+    /// Id of the newest committed transaction.
+    pub last_txnid: u64,
+    /// Reader slots available.
+    pub max_readers: u32,
+    /// High-water mark of reader slots used.
+    pub num_readers: u32,
+}
+
+/// Default map size: LMDB's 1 MiB.
+pub const DEFAULT_MAPSIZE: usize = 1 << 20;
+/// Longest key (and DB name) accepted.
+pub const MAX_KEY_SIZE: usize = 511;
+
+/// Builder for opening an [`Env`].
+///
+/// ```no_run
+/// let env = mdb::EnvOptions::new().map_size(1 << 30).max_dbs(8).open("/tmp/db")?;
+/// # Ok::<(), mdb::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct EnvOptions {
+    map_size: usize,
+    max_dbs: u32,
+    max_readers: u32,
+    flags: EnvFlags,
+    mode: u32,
+    fault: Option<Arc<dyn FaultInjector>>,
+}
+
+impl Default for EnvOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl EnvOptions {
+    /// LMDB's defaults: map size from the file (1 MiB for a new one), 126 readers, no named DBs.
+    pub fn new() -> EnvOptions {
+        EnvOptions {
+            map_size: 0,
+            max_dbs: 0,
+            max_readers: 126,
+            flags: EnvFlags::EMPTY,
+            mode: 0o644,
+            fault: None,
+        }
+    }
+    /// Map size in bytes (0 = take it from the file). It bounds the database size.
+    pub fn map_size(&mut self, bytes: usize) -> &mut Self {
+        self.map_size = bytes;
+        self
+    }
+    /// How many named databases may be open at once.
+    pub fn max_dbs(&mut self, n: u32) -> &mut Self {
+        self.max_dbs = n;
+        self
+    }
+    /// Reader slots, used when this process creates the lock file.
+    pub fn max_readers(&mut self, n: u32) -> &mut Self {
+        self.max_readers = n.max(1);
+        self
+    }
+    /// Open flags.
+    pub fn flags(&mut self, f: EnvFlags) -> &mut Self {
+        self.flags = f;
+        self
+    }
+    /// File mode for created files (before the umask).
+    pub fn mode(&mut self, mode: u32) -> &mut Self {
+        self.mode = mode;
+        self
+    }
+    /// Route every data-file write and sync through `f` (tests).
+    pub fn fault_injector(&mut self, f: Arc<dyn FaultInjector>) -> &mut Self {
+        self.fault = Some(f);
+        self
+    }
+    /// Open (or create) the environment at `path`.
+    pub fn open(&self, path: impl AsRef<Path>) -> Result<Env> {
+        Env::open_with(self, path.as_ref())
+    }
+}
+
+/// One entry of the process-wide database handle table.
+#[derive(Debug, Clone)]
+pub(crate) struct DbiInfo {
+    pub(crate) name: Option<Vec<u8>>,
+    pub(crate) flags: u16,
+}
+
+/// An open environment. `Send + Sync`: share it between threads by reference or `Arc`.
+pub struct Env {
+    pub(crate) path: PathBuf,
+    pub(crate) flags: AtomicU32,
+    pub(crate) psize: usize,
+    pub(crate) map: Map,
+    pub(crate) file: DataFile,
+    pub(crate) lock: Option<LockFile>,
+    pub(crate) dbis: RwLock<Vec<DbiInfo>>,
+    pub(crate) max_dbs: u32,
+    /// Reader slots this process owns and is not using.
+    pub(crate) idle_slots: Mutex<Vec<usize>>,
+    /// In-process writer exclusion for NOLOCK (and a guard against re-entry).
+    pub(crate) local_writer: Mutex<()>,
+    pub(crate) panicked: AtomicBool,
+    pub(crate) id: usize,
+}
+
+static NEXT_ENV_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+fn page_size_os() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    (p.max(4096) as usize).min(32768)
+}
+
+impl Env {
+    /// Open an environment with default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Env> {
+        EnvOptions::new().open(path)
+    }
+
+    fn open_with(o: &EnvOptions, path: &Path) -> Result<Env> {
+        let mut flags = o.flags;
+        if flags.0 & !EnvFlags::VALID != 0 || flags.contains(EnvFlags::FIXED_MAP) {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        let rdonly = flags.contains(EnvFlags::READ_ONLY);
+        if rdonly {
+            flags.0 &= !EnvFlags::WRITE_MAP.0;
+        }
+        let (data_path, lock_path) = if flags.contains(EnvFlags::NO_SUB_DIR) {
+            let md = std::fs::metadata(path);
+            if let Ok(m) = md {
+                if m.is_dir() {
+                    return Err(Error::Os(libc::EISDIR));
+                }
+            }
+            let mut l = path.as_os_str().to_owned();
+            l.push("-lock");
+            (path.to_path_buf(), PathBuf::from(l))
+        } else {
+            let m = std::fs::metadata(path)?;
+            if !m.is_dir() {
+                return Err(Error::Os(libc::ENOTDIR));
+            }
+            (path.join("data.mdb"), path.join("lock.mdb"))
+        };
+
+        let lock = if flags.contains(EnvFlags::NO_LOCK) {
+            None
+        } else {
+            Some(LockFile::open(&lock_path, o.max_readers, o.mode)?)
+        };
+
+        let mut oo = OpenOptions::new();
+        oo.read(true).mode(o.mode).custom_flags(libc::O_CLOEXEC);
+        if !rdonly {
+            oo.write(true).create(true);
+        }
+        let file: File = oo.open(&data_path)?;
+        let meta_sync = if rdonly {
+            None
+        } else {
+            Some(
+                OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_DSYNC | libc::O_CLOEXEC)
+                    .open(&data_path)?,
+            )
+        };
+        let df = DataFile::new(file, meta_sync, o.fault.clone());
+
+        let flen = df.len()?;
+        let meta = if flen == 0 {
+            if rdonly {
+                return Err(Error::Os(libc::ENOENT));
+            }
+            let psize = page_size_os();
+            let mapsize = if o.map_size == 0 {
+                DEFAULT_MAPSIZE
+            } else {
+                o.map_size
+            };
+            let m = Meta::new_env(psize as u32, mapsize as u64, (flags.0 & 0x4001) as u16);
+            let mut both = m.encode_page(0, psize);
+            both.extend_from_slice(&m.encode_page(1, psize));
+            df.file_write_initial(&both)?;
+            m
+        } else {
+            let mut b0 = [0u8; META_LEN];
+            df.read_exact_at(&mut b0, 0)?;
+            let m0 = Meta::decode(&b0)?;
+            let mut b1 = [0u8; META_LEN];
+            df.read_exact_at(&mut b1, m0.psize() as u64)?;
+            let m1 = Meta::decode(&b1)?;
+            if m1.psize() != m0.psize() {
+                return Err(Error::Invalid);
+            }
+            if m1.txnid > m0.txnid {
+                m1
+            } else {
+                m0
+            }
+        };
+        let psize = meta.psize() as usize;
+        let mut mapsize = if o.map_size != 0 {
+            o.map_size
+        } else {
+            meta.mapsize as usize
+        };
+        let used = (meta.last_pgno as usize + 1) * psize;
+        mapsize = mapsize.max(used);
+        mapsize = mapsize.div_ceil(psize) * psize;
+        let writemap = flags.contains(EnvFlags::WRITE_MAP);
+        if writemap {
+            df.extend_to(mapsize as u64)?;
+        }
+        let map = Map::new(&df.file, mapsize, writemap)?;
+        if let Some(l) = &lock {
+            if l.is_first() {
+                l.finish_open(meta.txnid)?;
+            }
+        }
+        let mut dbis = vec![
+            DbiInfo {
+                name: None,
+                flags: meta.free.flags,
+            },
+            DbiInfo {
+                name: None,
+                flags: meta.main.flags,
+            },
+        ];
+        dbis.reserve(o.max_dbs as usize);
+        Ok(Env {
+            path: path.to_path_buf(),
+            flags: AtomicU32::new(flags.0),
+            psize,
+            map,
+            file: df,
+            lock,
+            dbis: RwLock::new(dbis),
+            max_dbs: o.max_dbs,
+            idle_slots: Mutex::new(Vec::new()),
+            local_writer: Mutex::new(()),
+            panicked: AtomicBool::new(false),
+            id: NEXT_ENV_ID.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+
+    /// The path the environment was opened with.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Flags in effect.
+    pub fn flags(&self) -> EnvFlags {
+        EnvFlags(self.flags.load(Ordering::Relaxed))
+    }
+
+    /// Set (`on`) or clear the changeable flags NO_SYNC, NO_META_SYNC, MAP_ASYNC, NO_MEM_INIT.
+    pub fn set_flags(&self, f: EnvFlags, on: bool) -> Result<()> {
+        if f.0 & !EnvFlags::CHANGEABLE != 0 {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        if on {
+            self.flags.fetch_or(f.0, Ordering::Relaxed);
+        } else {
+            self.flags.fetch_and(!f.0, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Page size of the data file.
+    pub fn page_size(&self) -> usize {
+        self.psize
+    }
+
+    /// Longest key accepted (511, as LMDB).
+    pub fn max_key_size(&self) -> usize {
+        MAX_KEY_SIZE
+    }
+
+    /// The newest committed meta page.
+    pub(crate) fn newest_meta(&self) -> Result<Meta> {
+        if let Some(l) = &self.lock {
+            let t = l.txnid();
+            let m = self.meta_page((t & 1) as usize)?;
+            if m.txnid == t {
+                return Ok(m);
+            }
+        }
+        let (m0, m1) = (self.meta_page(0)?, self.meta_page(1)?);
+        Ok(if m1.txnid > m0.txnid { m1 } else { m0 })
+    }
+
+    pub(crate) fn meta_page(&self, n: usize) -> Result<Meta> {
+        let b = self.map.slice(n * self.psize, META_LEN)?;
+        let mut copy = [0u8; META_LEN];
+        copy.copy_from_slice(b);
+        Meta::decode(&copy)
+    }
+
+    /// Map size, page usage, last transaction and reader counts.
+    pub fn info(&self) -> Result<EnvInfo> {
+        let m = self.newest_meta()?;
+        Ok(EnvInfo {
+            map_addr: m.address as usize,
+            map_size: self.map.len(),
+            last_pgno: m.last_pgno,
+            last_txnid: m.txnid,
+            max_readers: self.lock.as_ref().map_or(0, |l| l.max_readers()),
+            num_readers: self.lock.as_ref().map_or(0, |l| l.num_readers()),
+        })
+    }
+
+    /// Statistics of the main database in the newest snapshot.
+    pub fn stat(&self) -> Result<Stat> {
+        let m = self.newest_meta()?;
+        Ok(Stat::from_record(self.psize, &m.main))
+    }
+
+    /// Flush the data file to disk. Without `force`, a NO_SYNC environment does nothing.
+    pub fn sync(&self, force: bool) -> Result<()> {
+        let f = self.flags();
+        if f.contains(EnvFlags::READ_ONLY) {
+            return Err(Error::Os(libc::EACCES));
+        }
+        if !force && f.contains(EnvFlags::NO_SYNC) {
+            return Ok(());
+        }
+        if f.contains(EnvFlags::WRITE_MAP) {
+            let sync = force || !f.contains(EnvFlags::MAP_ASYNC);
+            return self.map.sync(0, self.map.len(), sync);
+        }
+        self.file.sync_data()
+    }
+
+    /// Live reader slots of every process using this environment.
+    pub fn readers(&self) -> Vec<ReaderInfo> {
+        self.lock.as_ref().map_or_else(Vec::new, |l| l.readers())
+    }
+
+    /// The reader table in `mdb_reader_list` format.
+    pub fn reader_list_text(&self) -> String {
+        match &self.lock {
+            Some(l) => l.reader_list_text(),
+            None => "(no reader locks)\n".to_string(),
+        }
+    }
+
+    /// Clear reader slots left by dead processes; returns how many were cleared.
+    pub fn reader_check(&self) -> Result<usize> {
+        match &self.lock {
+            Some(l) => l.reader_check(),
+            None => Ok(0),
+        }
+    }
+
+    /// Flags of an open database handle (from the registry).
+    pub(crate) fn dbi_info(&self, db: Database) -> Result<DbiInfo> {
+        let t = self.dbis.read().unwrap();
+        t.get(db.0 as usize)
+            .cloned()
+            .ok_or(Error::Os(libc::EINVAL))
+    }
+
+    /// Find or register the handle for a named database.
+    pub(crate) fn register_dbi(&self, name: &[u8], flags: u16) -> Result<Database> {
+        let mut t = self.dbis.write().unwrap();
+        if let Some(i) = t.iter().position(|d| d.name.as_deref() == Some(name)) {
+            t[i].flags = flags;
+            return Ok(Database(i as u32));
+        }
+        let info = DbiInfo {
+            name: Some(name.to_vec()),
+            flags,
+        };
+        // Reuse a closed slot first.
+        if let Some(i) = t.iter().skip(2).position(|d| d.name.is_none()) {
+            t[i + 2] = info;
+            return Ok(Database((i + 2) as u32));
+        }
+        if t.len() >= 2 + self.max_dbs as usize {
+            return Err(Error::DbsFull);
+        }
+        t.push(info);
+        Ok(Database((t.len() - 1) as u32))
+    }
+
+    /// Close a named database handle so its slot can be reused (`mdb_dbi_close`).
+    /// The handle must not be used by any live transaction afterwards.
+    pub fn close_db(&self, db: Database) {
+        if db.0 >= 2 {
+            let mut t = self.dbis.write().unwrap();
+            if let Some(d) = t.get_mut(db.0 as usize) {
+                d.name = None;
+            }
+        }
+    }
+}
+
+impl DataFile {
+    /// Write the two meta pages of a new file and make them durable.
+    pub(crate) fn file_write_initial(&self, both: &[u8]) -> Result<()> {
+        self.write_pages(&[(0, both)])?;
+        self.sync_data()
+    }
+}

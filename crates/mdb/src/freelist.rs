@@ -1,0 +1,249 @@
+//! Page allocation and the free-page database (lmdb-format.md §8).
+//!
+//! A page freed by this transaction that an older snapshot can still see
+//! goes to `freed` and is saved under this transaction's id. A page this
+//! transaction allocated and freed again is "loose" and reused at once.
+//! Pages of free records older than every reader (`key < oldest`) are
+//! "reclaimed" into an in-memory list; what is left unused at commit is
+//! filed back under the consumed keys, so nothing is ever lost.
+
+use crate::db::Database;
+use crate::error::{Error, Result};
+use crate::page::{rd64, wr64};
+use crate::tree::CursorPos;
+use crate::txn::RwTxn;
+use crate::write::Value;
+use crate::WriteFlags;
+
+/// Free-list state of one write transaction.
+pub(crate) struct FreeState {
+    /// Pages from committed snapshots freed by this transaction.
+    pub(crate) freed: Vec<u64>,
+    /// Pages allocated and freed again in this transaction.
+    pub(crate) loose: Vec<u64>,
+    /// Reusable pages taken from free records, sorted descending.
+    pub(crate) reclaimed: Vec<u64>,
+    /// Largest free-record key consumed so far.
+    pub(crate) consumed: u64,
+    /// Records with keys below this are invisible to every reader.
+    pub(crate) oldest: u64,
+    /// No further record can be consumed in this transaction.
+    exhausted: bool,
+    /// Saving the free list: allocation must not consume further records.
+    saving: bool,
+}
+
+impl FreeState {
+    pub(crate) fn new(oldest: u64) -> FreeState {
+        FreeState {
+            freed: Vec::new(),
+            loose: Vec::new(),
+            reclaimed: Vec::new(),
+            consumed: 0,
+            oldest,
+            exhausted: false,
+            saving: false,
+        }
+    }
+
+    /// Take `n` consecutive reclaimed pages, preferring the lowest numbers.
+    fn take_run(&mut self, n: usize) -> Option<u64> {
+        let r = &mut self.reclaimed;
+        if r.len() < n {
+            return None;
+        }
+        if n == 1 {
+            return r.pop();
+        }
+        // Descending list: a run is r[i-n+1..=i] with r[j] == r[j+1] + 1.
+        let mut i = r.len() - 1;
+        while i + 1 >= n {
+            let lo = i + 1 - n;
+            if r[lo] == r[i] + (n as u64 - 1) {
+                let first = r[i];
+                r.drain(lo..=i);
+                return Some(first);
+            }
+            i -= 1;
+        }
+        None
+    }
+}
+
+/// Largest number of page ids in one free record we reserve at once, beyond need.
+const SLACK: usize = 8;
+
+impl RwTxn<'_> {
+    /// Allocate `n` consecutive pages.
+    pub(crate) fn alloc(&mut self, n: usize) -> Result<u64> {
+        if n == 1 {
+            if let Some(p) = self.free.loose.pop() {
+                return Ok(p);
+            }
+        }
+        loop {
+            if let Some(p) = self.free.take_run(n) {
+                return Ok(p);
+            }
+            if self.free.saving || !self.consume_record()? {
+                break;
+            }
+        }
+        if self.next_pgno + n as u64 > self.max_pgno {
+            return Err(Error::MapFull);
+        }
+        let p = self.next_pgno;
+        self.next_pgno += n as u64;
+        Ok(p)
+    }
+
+    /// Free `n` pages starting at `pg`.
+    pub(crate) fn free_pages(&mut self, pg: u64, n: usize) {
+        if let Some(buf) = self.dirty.remove(&pg) {
+            if buf.len() == self.env.psize {
+                self.spare.push(buf);
+            }
+            self.free.loose.extend(pg..pg + n as u64);
+        } else {
+            self.free.freed.extend(pg..pg + n as u64);
+        }
+    }
+
+    /// Move the next free record old enough into the reclaimed list.
+    fn consume_record(&mut self) -> Result<bool> {
+        if self.free.exhausted {
+            return Ok(false);
+        }
+        let rec = self.rec(Database::FREE)?;
+        let mut pos = CursorPos::new();
+        pos.seek(&*self, &rec, &(self.free.consumed + 1).to_le_bytes())?;
+        let (key, pages) = match pos.current(&*self)? {
+            None => {
+                self.free.exhausted = true;
+                return Ok(false);
+            }
+            Some((k, v)) => {
+                if k.len() != 8 || v.len() < 8 {
+                    return Err(Error::Corrupted);
+                }
+                let key = rd64(k, 0);
+                if key >= self.free.oldest {
+                    self.free.exhausted = true;
+                    return Ok(false);
+                }
+                let n = rd64(v, 0) as usize;
+                if n > (v.len() - 8) / 8 {
+                    return Err(Error::Corrupted);
+                }
+                let pages: Vec<u64> = (0..n).map(|i| rd64(v, 8 + 8 * i)).collect();
+                (key, pages)
+            }
+        };
+        if pages.iter().any(|&p| p < 2 || p >= self.next_pgno) {
+            return Err(Error::Corrupted);
+        }
+        self.free.reclaimed.extend_from_slice(&pages);
+        self.free.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+        self.free.consumed = key;
+        Ok(true)
+    }
+
+    /// Capacity in page ids of the free record `key`, if it exists.
+    fn record_cap(&self, key: u64) -> Result<Option<usize>> {
+        let rec = self.rec(Database::FREE)?;
+        Ok(crate::tree::get_node(self, &rec, &key.to_le_bytes())?
+            .map(|n| (n.dsize() / 8).saturating_sub(1)))
+    }
+
+    fn reserve_record(&mut self, key: u64, ids: usize) -> Result<()> {
+        self.put_value_inner(
+            Database::FREE,
+            &key.to_le_bytes(),
+            Value::Reserve(8 * (ids + 1)),
+            WriteFlags::EMPTY,
+        )
+    }
+
+    fn fill_record(&mut self, key: u64, ids: &[u64]) -> Result<()> {
+        let v = self.value_mut(Database::FREE, &key.to_le_bytes())?;
+        if v.len() < 8 * (ids.len() + 1) {
+            return Err(Error::PageFull);
+        }
+        wr64(v, 0, ids.len() as u64);
+        for (i, &p) in ids.iter().enumerate() {
+            wr64(v, 8 + 8 * i, p);
+        }
+        Ok(())
+    }
+
+    /// Write the free list into the free database (commit step). Writing it
+    /// allocates and frees pages itself, so space is reserved until the
+    /// sizes stop changing and only then filled in place.
+    pub(crate) fn save_freelist(&mut self) -> Result<()> {
+        self.free.saving = true;
+        let consumed = self.free.consumed;
+        // Records consumed by this transaction go away first.
+        if consumed > 0 {
+            loop {
+                let rec = self.rec(Database::FREE)?;
+                let mut pos = CursorPos::new();
+                let key = match pos.first(&*self, &rec)? {
+                    Some((k, _)) if k.len() == 8 && rd64(k, 0) <= consumed => rd64(k, 0),
+                    _ => break,
+                };
+                self.del_inner(Database::FREE, &key.to_le_bytes())?;
+            }
+        }
+        let txnid = self.txnid;
+        for _ in 0..1000 {
+            if consumed == 0 && !self.free.loose.is_empty() {
+                // No consumed key to re-file under: loose pages join this txn's record.
+                let l = std::mem::take(&mut self.free.loose);
+                self.free.freed.extend(l);
+            }
+            let nf = self.free.freed.len();
+            if nf > 0 && self.record_cap(txnid)?.is_none_or(|c| c < nf) {
+                self.reserve_record(txnid, nf + nf / 8 + SLACK)?;
+                continue;
+            }
+            let nl = self.free.reclaimed.len() + self.free.loose.len();
+            if nl > 0 && self.record_cap(consumed)?.is_none_or(|c| c < nl) {
+                self.reserve_record(consumed, nl + nl / 8 + SLACK)?;
+                continue;
+            }
+            if consumed == 0 && !self.free.loose.is_empty() {
+                continue;
+            }
+            // Stable: fill in place (no allocation from here on).
+            let mut freed = std::mem::take(&mut self.free.freed);
+            if !freed.is_empty() {
+                freed.sort_unstable_by(|a, b| b.cmp(a));
+                freed.dedup();
+                self.fill_record(txnid, &freed)?;
+            }
+            let mut left = std::mem::take(&mut self.free.reclaimed);
+            left.append(&mut self.free.loose);
+            if !left.is_empty() {
+                left.sort_unstable_by(|a, b| b.cmp(a));
+                self.fill_record(consumed, &left)?;
+            }
+            return Ok(());
+        }
+        Err(Error::PageFull)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn take_run_prefers_low_pages() {
+        let mut f = FreeState::new(0);
+        f.reclaimed = vec![20, 12, 11, 10, 5, 3];
+        assert_eq!(f.take_run(1), Some(3));
+        assert_eq!(f.take_run(3), Some(10));
+        assert_eq!(f.reclaimed, vec![20, 5]);
+        assert_eq!(f.take_run(2), None);
+    }
+}

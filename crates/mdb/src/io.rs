@@ -1,0 +1,210 @@
+//! All file writes and syncs of the engine, in one place.
+//!
+//! Commits call [`DataFile::write_pages`], [`DataFile::sync_data`] and
+//! [`DataFile::write_meta`]; nothing else writes to the data file. A test can
+//! install a [`FaultInjector`] to fail or tear any of them (ENOSPC, EIO, torn
+//! writes) and a write-ahead log can later take this seam over.
+
+use crate::error::{Error, Result};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::sync::Arc;
+
+/// One I/O step the engine is about to take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoOp {
+    /// Writing dirty pages at a file offset.
+    WritePages {
+        /// File offset.
+        offset: u64,
+        /// Bytes.
+        len: usize,
+    },
+    /// Flushing data pages to stable storage.
+    SyncData,
+    /// Writing the meta-page update at a file offset.
+    WriteMeta {
+        /// File offset.
+        offset: u64,
+        /// Bytes.
+        len: usize,
+    },
+}
+
+/// What a [`FaultInjector`] wants done with an [`IoOp`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoAction {
+    /// Perform the operation normally.
+    Proceed,
+    /// Fail it with this errno, writing nothing.
+    Fail(i32),
+    /// Write only the first `n` bytes, then fail with EIO (a torn write).
+    Tear(usize),
+}
+
+/// Hook through which tests inject I/O failures.
+pub trait FaultInjector: Send + Sync {
+    /// Decide the fate of `op`.
+    fn on_io(&self, op: IoOp) -> IoAction;
+}
+
+/// The data file with its two descriptors: one for pages, one (O_DSYNC when
+/// durable) for meta updates.
+pub(crate) struct DataFile {
+    pub(crate) file: File,
+    meta_sync: Option<File>,
+    fault: Option<Arc<dyn FaultInjector>>,
+}
+
+const IOV_MAX: usize = 1024;
+
+impl DataFile {
+    pub(crate) fn new(
+        file: File,
+        meta_sync: Option<File>,
+        fault: Option<Arc<dyn FaultInjector>>,
+    ) -> DataFile {
+        DataFile {
+            file,
+            meta_sync,
+            fault,
+        }
+    }
+
+    fn ask(&self, op: IoOp) -> IoAction {
+        match &self.fault {
+            Some(f) => f.on_io(op),
+            None => IoAction::Proceed,
+        }
+    }
+
+    /// Read exactly `buf.len()` bytes at `offset`; a short read is `Invalid`.
+    pub(crate) fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => return Err(Error::Invalid),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Current file length.
+    pub(crate) fn len(&self) -> Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
+    /// Write whole pages: `runs` are (file offset, bytes), sorted by offset.
+    /// Adjacent runs are merged into vectored writes.
+    pub(crate) fn write_pages(&self, runs: &[(u64, &[u8])]) -> Result<()> {
+        let mut i = 0;
+        while i < runs.len() {
+            let start = runs[i].0;
+            let mut end = start + runs[i].1.len() as u64;
+            let mut j = i + 1;
+            while j < runs.len() && j - i < IOV_MAX && runs[j].0 == end {
+                end += runs[j].1.len() as u64;
+                j += 1;
+            }
+            self.write_group(start, &runs[i..j])?;
+            i = j;
+        }
+        Ok(())
+    }
+
+    fn write_group(&self, offset: u64, group: &[(u64, &[u8])]) -> Result<()> {
+        let total: usize = group.iter().map(|r| r.1.len()).sum();
+        match self.ask(IoOp::WritePages { offset, len: total }) {
+            IoAction::Proceed => {}
+            IoAction::Fail(e) => return Err(Error::Os(e)),
+            IoAction::Tear(n) => {
+                let mut left = n.min(total);
+                let mut off = offset;
+                for (_, b) in group {
+                    let k = left.min(b.len());
+                    self.file.write_all_at(&b[..k], off)?;
+                    off += k as u64;
+                    left -= k;
+                }
+                return Err(Error::Os(libc::EIO));
+            }
+        }
+        if group.len() == 1 {
+            return Ok(self.file.write_all_at(group[0].1, offset)?);
+        }
+        let iov: Vec<libc::iovec> = group
+            .iter()
+            .map(|(_, b)| libc::iovec {
+                iov_base: b.as_ptr() as *mut libc::c_void,
+                iov_len: b.len(),
+            })
+            .collect();
+        // SAFETY: every iovec points into a live borrowed slice for the call's duration.
+        let n = unsafe {
+            libc::pwritev(
+                self.file.as_raw_fd(),
+                iov.as_ptr(),
+                iov.len() as i32,
+                offset as libc::off_t,
+            )
+        };
+        if n < 0 {
+            return Err(Error::last_os());
+        }
+        if (n as usize) < total {
+            // Finish a short vectored write piece by piece.
+            let mut skip = n as usize;
+            let mut off = offset + skip as u64;
+            for (_, b) in group {
+                if skip >= b.len() {
+                    skip -= b.len();
+                    continue;
+                }
+                self.file.write_all_at(&b[skip..], off)?;
+                off += (b.len() - skip) as u64;
+                skip = 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// fdatasync the data file.
+    pub(crate) fn sync_data(&self) -> Result<()> {
+        match self.ask(IoOp::SyncData) {
+            IoAction::Proceed => Ok(self.file.sync_data()?),
+            IoAction::Fail(e) => Err(Error::Os(e)),
+            IoAction::Tear(_) => Err(Error::Os(libc::EIO)),
+        }
+    }
+
+    /// Write the meta update; durable (O_DSYNC descriptor) when `durable`.
+    pub(crate) fn write_meta(&self, offset: u64, bytes: &[u8], durable: bool) -> Result<()> {
+        let f = match (&self.meta_sync, durable) {
+            (Some(f), true) => f,
+            _ => &self.file,
+        };
+        match self.ask(IoOp::WriteMeta {
+            offset,
+            len: bytes.len(),
+        }) {
+            IoAction::Proceed => Ok(f.write_all_at(bytes, offset)?),
+            IoAction::Fail(e) => Err(Error::Os(e)),
+            IoAction::Tear(n) => {
+                f.write_all_at(&bytes[..n.min(bytes.len())], offset)?;
+                Err(Error::Os(libc::EIO))
+            }
+        }
+    }
+
+    /// Extend the file to `len` bytes (WRITEMAP).
+    pub(crate) fn extend_to(&self, len: u64) -> Result<()> {
+        if self.len()? < len {
+            self.file.set_len(len)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,202 @@
+//! Meta pages and database records (lmdb-format.md §3, §4).
+
+use crate::error::{Error, Result};
+use crate::page::{rd16, rd32, rd64, wr16, wr32, wr64, P_INVALID, P_META};
+
+/// Magic number at meta page offset 16.
+pub const MAGIC: u32 = 0xBEEF_C0DE;
+/// Data file format version.
+pub const VERSION: u32 = 1;
+/// Offset of the part of a meta page rewritten at each commit.
+pub const META_WRITE_OFF: usize = 32;
+/// Length of that part (mapsize through txnid).
+pub const META_WRITE_LEN: usize = 120;
+/// Bytes of a meta page that carry data.
+pub const META_LEN: usize = 152;
+
+/// A 48-byte database record: the root and statistics of one B-tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DbRecord {
+    /// FREE record in the meta: page size. Otherwise 0 (DUPFIXED sub-DB: value size).
+    pub pad: u32,
+    /// Database flags.
+    pub flags: u16,
+    /// Tree height, 0 when empty.
+    pub depth: u16,
+    /// Branch pages.
+    pub branch_pages: u64,
+    /// Leaf pages.
+    pub leaf_pages: u64,
+    /// Overflow pages.
+    pub overflow_pages: u64,
+    /// Data items.
+    pub entries: u64,
+    /// Root page, `P_INVALID` when empty.
+    pub root: u64,
+}
+
+impl DbRecord {
+    /// An empty tree with the given flags.
+    pub const fn empty(flags: u16) -> DbRecord {
+        DbRecord {
+            pad: 0,
+            flags,
+            depth: 0,
+            branch_pages: 0,
+            leaf_pages: 0,
+            overflow_pages: 0,
+            entries: 0,
+            root: P_INVALID,
+        }
+    }
+
+    /// Decode from 48 bytes.
+    pub fn decode(b: &[u8]) -> DbRecord {
+        DbRecord {
+            pad: rd32(b, 0),
+            flags: rd16(b, 4),
+            depth: rd16(b, 6),
+            branch_pages: rd64(b, 8),
+            leaf_pages: rd64(b, 16),
+            overflow_pages: rd64(b, 24),
+            entries: rd64(b, 32),
+            root: rd64(b, 40),
+        }
+    }
+
+    /// Encode into 48 bytes.
+    pub fn encode(&self) -> [u8; 48] {
+        let mut b = [0u8; 48];
+        wr32(&mut b, 0, self.pad);
+        wr16(&mut b, 4, self.flags);
+        wr16(&mut b, 6, self.depth);
+        wr64(&mut b, 8, self.branch_pages);
+        wr64(&mut b, 16, self.leaf_pages);
+        wr64(&mut b, 24, self.overflow_pages);
+        wr64(&mut b, 32, self.entries);
+        wr64(&mut b, 40, self.root);
+        b
+    }
+}
+
+/// The decoded content of one meta page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    /// Fixed map address (FIXEDMAP), usually 0.
+    pub address: u64,
+    /// Map size in bytes (advisory).
+    pub mapsize: u64,
+    /// The free-page database.
+    pub free: DbRecord,
+    /// The main database.
+    pub main: DbRecord,
+    /// Highest page number allocated.
+    pub last_pgno: u64,
+    /// Transaction that wrote this meta.
+    pub txnid: u64,
+}
+
+impl Meta {
+    /// Page size recorded in the FREE record's pad.
+    pub fn psize(&self) -> u32 {
+        self.free.pad
+    }
+
+    /// Decode and validate the first [`META_LEN`] bytes of a meta page.
+    pub fn decode(b: &[u8]) -> Result<Meta> {
+        if b.len() < META_LEN {
+            return Err(Error::Invalid);
+        }
+        if rd16(b, 10) & P_META == 0 {
+            return Err(Error::Invalid);
+        }
+        if rd32(b, 16) != MAGIC {
+            return Err(Error::Invalid);
+        }
+        if rd32(b, 20) != VERSION {
+            return Err(Error::VersionMismatch);
+        }
+        let m = Meta {
+            address: rd64(b, 24),
+            mapsize: rd64(b, 32),
+            free: DbRecord::decode(&b[40..88]),
+            main: DbRecord::decode(&b[88..136]),
+            last_pgno: rd64(b, 136),
+            txnid: rd64(b, 144),
+        };
+        let ps = m.psize();
+        // A 32-bit LMDB file has 4-byte fields and shows an implausible psize here.
+        if !(512..=32768).contains(&ps) || !ps.is_power_of_two() || m.last_pgno < 1 {
+            return Err(Error::Invalid);
+        }
+        Ok(m)
+    }
+
+    /// The 120 bytes written at page offset 32 by a commit.
+    pub fn encode_update(&self) -> [u8; META_WRITE_LEN] {
+        let mut b = [0u8; META_WRITE_LEN];
+        wr64(&mut b, 0, self.mapsize);
+        b[8..56].copy_from_slice(&self.free.encode());
+        b[56..104].copy_from_slice(&self.main.encode());
+        wr64(&mut b, 104, self.last_pgno);
+        wr64(&mut b, 112, self.txnid);
+        b
+    }
+
+    /// A whole meta page for page number `pgno` (used when creating a file).
+    pub fn encode_page(&self, pgno: u64, psize: usize) -> Vec<u8> {
+        let mut b = vec![0u8; psize];
+        wr64(&mut b, 0, pgno);
+        wr16(&mut b, 10, P_META);
+        wr32(&mut b, 16, MAGIC);
+        wr32(&mut b, 20, VERSION);
+        wr64(&mut b, 24, self.address);
+        b[META_WRITE_OFF..META_WRITE_OFF + META_WRITE_LEN].copy_from_slice(&self.encode_update());
+        b
+    }
+
+    /// The meta of a brand-new environment.
+    pub fn new_env(psize: u32, mapsize: u64, env_flags: u16) -> Meta {
+        let mut free = DbRecord::empty(0x08 | env_flags);
+        free.pad = psize;
+        Meta {
+            address: 0,
+            mapsize,
+            free,
+            main: DbRecord::empty(0),
+            last_pgno: 1,
+            txnid: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_meta_bytes() {
+        let m = Meta::new_env(4096, 64 << 20, 0);
+        let p = m.encode_page(0, 4096);
+        assert_eq!(&p[16..20], &[0xde, 0xc0, 0xef, 0xbe]);
+        assert_eq!(&p[0x28..0x30], &[0, 0x10, 0, 0, 8, 0, 0, 0]);
+        assert_eq!(rd64(&p, 80), P_INVALID);
+        assert_eq!(rd64(&p, 128), P_INVALID);
+        assert_eq!(rd64(&p, 136), 1);
+        assert_eq!(Meta::decode(&p).unwrap(), m);
+    }
+
+    #[test]
+    fn rejects_bad_meta() {
+        let m = Meta::new_env(4096, 1 << 20, 0);
+        let mut p = m.encode_page(0, 4096);
+        p[20] = 2;
+        assert_eq!(Meta::decode(&p), Err(Error::VersionMismatch));
+        let mut p = m.encode_page(0, 4096);
+        p[16..20].copy_from_slice(&MAGIC.to_be_bytes());
+        assert_eq!(Meta::decode(&p), Err(Error::Invalid));
+        let mut p = m.encode_page(0, 4096);
+        p[40..44].copy_from_slice(&0u32.to_le_bytes());
+        assert_eq!(Meta::decode(&p), Err(Error::Invalid));
+    }
+}

@@ -1,0 +1,95 @@
+//! The memory map of the data file: the single-level store readers use.
+
+use crate::error::{Error, Result};
+use std::fs::File;
+use std::os::unix::io::AsRawFd;
+
+/// A shared mapping of the data file, read-only unless WRITEMAP.
+pub(crate) struct Map {
+    ptr: *mut u8,
+    len: usize,
+    writable: bool,
+}
+
+// SAFETY: the mapping is plain shared memory; all access goes through &self
+// slices of committed (immutable) pages or the single writer's exclusive path.
+unsafe impl Send for Map {}
+// SAFETY: as above; concurrent readers only read.
+unsafe impl Sync for Map {}
+
+impl Map {
+    /// Map `len` bytes of `file`.
+    pub(crate) fn new(file: &File, len: usize, writable: bool) -> Result<Map> {
+        let prot = if writable {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_READ
+        };
+        // SAFETY: mapping a file we hold open; the kernel validates the arguments.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                prot,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(Error::last_os());
+        }
+        Ok(Map {
+            ptr: p as *mut u8,
+            len,
+            writable,
+        })
+    }
+
+    /// Bytes of the mapping.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `len` bytes at `off`, or `PageNotFound` if outside the map.
+    #[inline]
+    pub(crate) fn slice(&self, off: usize, len: usize) -> Result<&[u8]> {
+        if off.checked_add(len).is_none_or(|e| e > self.len) {
+            return Err(Error::PageNotFound);
+        }
+        // SAFETY: in bounds of a live mapping; committed pages are never
+        // modified while a snapshot that can see them is alive (MVCC rule).
+        Ok(unsafe { std::slice::from_raw_parts(self.ptr.add(off), len) })
+    }
+
+    /// Copy `bytes` into the map at `off` (WRITEMAP commits only).
+    pub(crate) fn write(&self, off: usize, bytes: &[u8]) -> Result<()> {
+        if !self.writable || off + bytes.len() > self.len {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        // SAFETY: in bounds of a writable mapping; the writer only writes pages
+        // no live snapshot can see (reuse rule), so no reader observes the copy.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(off), bytes.len()) };
+        Ok(())
+    }
+
+    /// msync a byte range (WRITEMAP).
+    pub(crate) fn sync(&self, off: usize, len: usize, sync: bool) -> Result<()> {
+        let flags = if sync { libc::MS_SYNC } else { libc::MS_ASYNC };
+        // SAFETY: page-aligned range inside our mapping.
+        let r = unsafe { libc::msync(self.ptr.add(off) as *mut libc::c_void, len, flags) };
+        if r != 0 {
+            return Err(Error::last_os());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Map {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly what mmap returned; no borrows outlive the Env.
+        unsafe {
+            libc::munmap(self.ptr as *mut libc::c_void, self.len);
+        }
+    }
+}

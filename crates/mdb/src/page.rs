@@ -1,0 +1,526 @@
+//! Page and node layout (lmdb-format.md §2, §5): read views over page bytes
+//! and the in-place edits a write transaction makes to its dirty pages.
+//!
+//! Everything here works on byte slices; no `unsafe`. Reads of a page that
+//! may be corrupt are bounds-checked and fail with [`Error::Corrupted`].
+
+use crate::error::{Error, Result};
+
+/// Size of the page header.
+pub const HDR: usize = 16;
+/// Size of a node header.
+pub const NODE_HDR: usize = 8;
+/// "No page" marker (empty tree root).
+pub const P_INVALID: u64 = u64::MAX;
+
+/// Page flag: branch page.
+pub const P_BRANCH: u16 = 0x01;
+/// Page flag: leaf page.
+pub const P_LEAF: u16 = 0x02;
+/// Page flag: first page of an overflow run.
+pub const P_OVERFLOW: u16 = 0x04;
+/// Page flag: meta page.
+pub const P_META: u16 = 0x08;
+/// Page flag: fixed-size leaf (DUPFIXED).
+pub const P_LEAF2: u16 = 0x20;
+
+/// Node flag: value lives in an overflow run.
+pub const F_BIGDATA: u16 = 0x01;
+/// Node flag: value is a named database record.
+pub const F_SUBDATA: u16 = 0x02;
+/// Node flag: value holds duplicates.
+pub const F_DUPDATA: u16 = 0x04;
+
+#[inline]
+pub(crate) fn rd16(b: &[u8], off: usize) -> u16 {
+    u16::from_le_bytes([b[off], b[off + 1]])
+}
+#[inline]
+pub(crate) fn rd32(b: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(b[off..off + 4].try_into().unwrap())
+}
+#[inline]
+pub(crate) fn rd64(b: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(b[off..off + 8].try_into().unwrap())
+}
+#[inline]
+pub(crate) fn wr16(b: &mut [u8], off: usize, v: u16) {
+    b[off..off + 2].copy_from_slice(&v.to_le_bytes());
+}
+#[inline]
+pub(crate) fn wr32(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+}
+#[inline]
+pub(crate) fn wr64(b: &mut [u8], off: usize, v: u64) {
+    b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Largest node (header + key + inline data) a page may hold: any page fits two.
+pub fn node_max(psize: usize) -> usize {
+    (((psize - HDR) / 2) & !1) - 2
+}
+
+/// Pages needed by an overflow run holding `len` bytes.
+pub fn ov_pages(psize: usize, len: usize) -> usize {
+    (HDR - 1 + len) / psize + 1
+}
+
+/// Bytes a node occupies in the node area (even-aligned).
+#[inline]
+pub fn footprint(ksize: usize, stored: usize) -> usize {
+    (NODE_HDR + ksize + stored + 1) & !1
+}
+
+/// A read-only view of one branch or leaf page.
+#[derive(Clone, Copy)]
+pub struct Page<'a> {
+    b: &'a [u8],
+}
+
+/// A node of a branch or leaf page.
+#[derive(Clone, Copy)]
+pub struct Node<'a> {
+    b: &'a [u8],
+    branch: bool,
+}
+
+impl<'a> Page<'a> {
+    /// Wrap page bytes, checking that the header is plausible for a tree page.
+    #[inline]
+    pub fn new(b: &'a [u8]) -> Result<Page<'a>> {
+        if b.len() < HDR {
+            return Err(Error::Corrupted);
+        }
+        let p = Page { b };
+        let (lower, upper) = (p.lower() as usize, p.upper() as usize);
+        if p.flags() & (P_BRANCH | P_LEAF) == 0
+            || lower < HDR
+            || lower > upper
+            || upper > b.len()
+            || (lower & 1) != 0
+        {
+            return Err(Error::Corrupted);
+        }
+        Ok(p)
+    }
+    /// The raw bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.b
+    }
+    /// Page number recorded in the header.
+    pub fn pgno(&self) -> u64 {
+        rd64(self.b, 0)
+    }
+    /// Page flags.
+    #[inline]
+    pub fn flags(&self) -> u16 {
+        rd16(self.b, 10)
+    }
+    /// End of the pointer array.
+    #[inline]
+    pub fn lower(&self) -> u16 {
+        rd16(self.b, 12)
+    }
+    /// Start of the node area.
+    #[inline]
+    pub fn upper(&self) -> u16 {
+        rd16(self.b, 14)
+    }
+    /// Whether this is a branch page.
+    #[inline]
+    pub fn is_branch(&self) -> bool {
+        self.flags() & P_BRANCH != 0
+    }
+    /// Whether this is a leaf page.
+    #[inline]
+    pub fn is_leaf(&self) -> bool {
+        self.flags() & P_LEAF != 0
+    }
+    /// Number of nodes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        (self.lower() as usize - HDR) / 2
+    }
+    /// Whether the page has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Free bytes between the pointer array and the node area.
+    pub fn free(&self) -> usize {
+        (self.upper() - self.lower()) as usize
+    }
+    /// Node `i` (bounds-checked against corruption).
+    #[inline]
+    pub fn node(&self, i: usize) -> Result<Node<'a>> {
+        let off = rd16(self.b, HDR + 2 * i) as usize;
+        if off < self.lower() as usize || off + NODE_HDR > self.b.len() {
+            return Err(Error::Corrupted);
+        }
+        let branch = self.is_branch();
+        let ks = rd16(self.b, off + 6) as usize;
+        let stored = if branch {
+            0
+        } else {
+            let fl = rd16(self.b, off + 4);
+            if fl & F_BIGDATA != 0 {
+                8
+            } else {
+                (rd16(self.b, off) as usize) | (rd16(self.b, off + 2) as usize) << 16
+            }
+        };
+        let end = off + NODE_HDR + ks + stored;
+        if end > self.b.len() {
+            return Err(Error::Corrupted);
+        }
+        Ok(Node {
+            b: &self.b[off..end],
+            branch,
+        })
+    }
+    /// Key of node `i`.
+    #[inline]
+    pub fn key(&self, i: usize) -> Result<&'a [u8]> {
+        Ok(self.node(i)?.key())
+    }
+}
+
+impl<'a> Node<'a> {
+    /// Node flags (leaf nodes).
+    #[inline]
+    pub fn flags(&self) -> u16 {
+        if self.branch {
+            0
+        } else {
+            rd16(self.b, 4)
+        }
+    }
+    /// The key bytes.
+    #[inline]
+    pub fn key(&self) -> &'a [u8] {
+        let ks = rd16(self.b, 6) as usize;
+        &self.b[NODE_HDR..NODE_HDR + ks]
+    }
+    /// Child page of a branch node.
+    #[inline]
+    pub fn child(&self) -> u64 {
+        rd16(self.b, 0) as u64 | (rd16(self.b, 2) as u64) << 16 | (rd16(self.b, 4) as u64) << 32
+    }
+    /// Data size of a leaf node (the real value length, also for overflow values).
+    #[inline]
+    pub fn dsize(&self) -> usize {
+        (rd16(self.b, 0) as usize) | (rd16(self.b, 2) as usize) << 16
+    }
+    /// Inline data of a leaf node (for F_BIGDATA: the 8-byte overflow page number).
+    #[inline]
+    pub fn data(&self) -> &'a [u8] {
+        let ks = rd16(self.b, 6) as usize;
+        &self.b[NODE_HDR + ks..]
+    }
+    /// First page of the overflow run of an F_BIGDATA node.
+    pub fn ov_pgno(&self) -> u64 {
+        rd64(self.data(), 0)
+    }
+    /// The whole node bytes (header, key, stored data), without padding.
+    pub fn raw(&self) -> &'a [u8] {
+        self.b
+    }
+    /// Even-aligned size in the node area.
+    pub fn footprint(&self) -> usize {
+        (self.b.len() + 1) & !1
+    }
+}
+
+/// Binary search for `key` among a page's nodes.
+///
+/// Returns `(index, exact)`: the first node whose key is >= `key` (leaf), or
+/// for branch pages the child to descend into. `cmp` is the tree's comparator.
+#[inline]
+pub fn search(
+    p: &Page<'_>,
+    key: &[u8],
+    cmp: fn(&[u8], &[u8]) -> std::cmp::Ordering,
+) -> Result<(usize, bool)> {
+    use std::cmp::Ordering::*;
+    let n = p.len();
+    // Branch node 0 has the "minus infinity" key; search among 1..n.
+    let mut lo = if p.is_branch() { 1 } else { 0 };
+    let mut hi = n;
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        match cmp(p.key(mid)?, key) {
+            Less => lo = mid + 1,
+            Greater => hi = mid,
+            Equal => {
+                return Ok((mid, true));
+            }
+        }
+    }
+    if p.is_branch() {
+        // The last child whose separator <= key.
+        Ok((lo - 1, false))
+    } else {
+        Ok((lo, false))
+    }
+}
+
+/// What a new leaf node carries as data.
+#[derive(Clone, Copy)]
+pub enum NodeData<'a> {
+    /// Inline value bytes.
+    Inline(&'a [u8]),
+    /// Inline space of this length, left zeroed (MDB_RESERVE).
+    Reserve(usize),
+    /// An overflow reference: first page, real value length.
+    Overflow(u64, usize),
+    /// A named database record (48 bytes), flagged F_SUBDATA.
+    SubDb(&'a [u8; 48]),
+}
+
+impl NodeData<'_> {
+    /// Bytes stored inline in the node.
+    pub fn stored(&self) -> usize {
+        match *self {
+            NodeData::Inline(v) => v.len(),
+            NodeData::Reserve(n) => n,
+            NodeData::Overflow(..) => 8,
+            NodeData::SubDb(_) => 48,
+        }
+    }
+}
+
+/// Mutable operations on a dirty page buffer.
+pub mod edit {
+    use super::*;
+
+    /// Initialise an empty branch or leaf page.
+    pub fn init(b: &mut [u8], pgno: u64, flags: u16) {
+        let psize = b.len();
+        b[..HDR].fill(0);
+        wr64(b, 0, pgno);
+        wr16(b, 10, flags);
+        wr16(b, 12, HDR as u16);
+        wr16(b, 14, psize as u16);
+    }
+
+    /// Write a new page number into the header.
+    pub fn set_pgno(b: &mut [u8], pgno: u64) {
+        wr64(b, 0, pgno);
+    }
+
+    fn lower(b: &[u8]) -> usize {
+        rd16(b, 12) as usize
+    }
+    fn upper(b: &[u8]) -> usize {
+        rd16(b, 14) as usize
+    }
+
+    /// Reserve a node slot of `fp` bytes at index `i`; returns its offset, or
+    /// `None` if the page lacks room.
+    fn make_room(b: &mut [u8], i: usize, fp: usize) -> Option<usize> {
+        let (lo, up) = (lower(b), upper(b));
+        if up - lo < fp + 2 {
+            return None;
+        }
+        let n = (lo - HDR) / 2;
+        debug_assert!(i <= n);
+        let p = HDR + 2 * i;
+        b.copy_within(p..lo, p + 2);
+        let off = up - fp;
+        wr16(b, p, off as u16);
+        wr16(b, 12, (lo + 2) as u16);
+        wr16(b, 14, off as u16);
+        Some(off)
+    }
+
+    /// Insert a leaf node at index `i`. Returns false when it does not fit.
+    pub fn insert_leaf(b: &mut [u8], i: usize, key: &[u8], data: NodeData<'_>) -> bool {
+        let stored = data.stored();
+        let Some(off) = make_room(b, i, footprint(key.len(), stored)) else {
+            return false;
+        };
+        let (dsize, flags) = match data {
+            NodeData::Inline(v) => (v.len(), 0),
+            NodeData::Reserve(n) => (n, 0),
+            NodeData::Overflow(_, len) => (len, F_BIGDATA),
+            NodeData::SubDb(_) => (48, F_SUBDATA),
+        };
+        wr16(b, off, dsize as u16);
+        wr16(b, off + 2, (dsize >> 16) as u16);
+        wr16(b, off + 4, flags);
+        wr16(b, off + 6, key.len() as u16);
+        let k = off + NODE_HDR;
+        b[k..k + key.len()].copy_from_slice(key);
+        let d = k + key.len();
+        match data {
+            NodeData::Inline(v) => b[d..d + v.len()].copy_from_slice(v),
+            NodeData::Reserve(n) => b[d..d + n].fill(0),
+            NodeData::Overflow(pg, _) => wr64(b, d, pg),
+            NodeData::SubDb(r) => b[d..d + 48].copy_from_slice(r),
+        }
+        true
+    }
+
+    /// Insert a branch node at index `i`. Returns false when it does not fit.
+    pub fn insert_branch(b: &mut [u8], i: usize, key: &[u8], child: u64) -> bool {
+        let Some(off) = make_room(b, i, footprint(key.len(), 0)) else {
+            return false;
+        };
+        wr16(b, off, child as u16);
+        wr16(b, off + 2, (child >> 16) as u16);
+        wr16(b, off + 4, (child >> 32) as u16);
+        wr16(b, off + 6, key.len() as u16);
+        b[off + NODE_HDR..off + NODE_HDR + key.len()].copy_from_slice(key);
+        true
+    }
+
+    /// Insert an already-encoded node (as returned by [`Node::raw`]).
+    pub fn insert_raw(b: &mut [u8], i: usize, raw: &[u8]) -> bool {
+        let Some(off) = make_room(b, i, (raw.len() + 1) & !1) else {
+            return false;
+        };
+        b[off..off + raw.len()].copy_from_slice(raw);
+        true
+    }
+
+    /// Remove node `i`, closing the gap in the node area.
+    pub fn remove(b: &mut [u8], i: usize) {
+        let (lo, up) = (lower(b), upper(b));
+        let n = (lo - HDR) / 2;
+        let p = HDR + 2 * i;
+        let off = rd16(b, p) as usize;
+        let node = Page { b }.node(i).expect("dirty page is well-formed");
+        let fp = node.footprint();
+        // Shift the nodes stored below this one up by its footprint.
+        b.copy_within(up..off, up + fp);
+        for j in 0..n {
+            let q = HDR + 2 * j;
+            let o = rd16(b, q) as usize;
+            if o < off {
+                wr16(b, q, (o + fp) as u16);
+            }
+        }
+        b.copy_within(p + 2..lo, p);
+        wr16(b, 12, (lo - 2) as u16);
+        wr16(b, 14, (up + fp) as u16);
+    }
+
+    /// Set the child pointer of branch node `i`.
+    pub fn set_child(b: &mut [u8], i: usize, child: u64) {
+        let off = rd16(b, HDR + 2 * i) as usize;
+        wr16(b, off, child as u16);
+        wr16(b, off + 2, (child >> 16) as u16);
+        wr16(b, off + 4, (child >> 32) as u16);
+    }
+
+    /// Mutable inline data of leaf node `i`.
+    pub fn data_mut(b: &mut [u8], i: usize) -> &mut [u8] {
+        let off = rd16(b, HDR + 2 * i) as usize;
+        let ks = rd16(b, off + 6) as usize;
+        let fl = rd16(b, off + 4);
+        let len = if fl & F_BIGDATA != 0 {
+            8
+        } else {
+            rd16(b, off) as usize | (rd16(b, off + 2) as usize) << 16
+        };
+        let d = off + NODE_HDR + ks;
+        &mut b[d..d + len]
+    }
+
+    /// Rebuild the page from encoded nodes (in order), keeping its header.
+    /// Returns false if they do not fit.
+    pub fn rebuild(b: &mut [u8], flags: u16, nodes: &[&[u8]]) -> bool {
+        let pgno = rd64(b, 0);
+        init(b, pgno, flags);
+        for (i, raw) in nodes.iter().enumerate() {
+            if !insert_raw(b, i, raw) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Bytes a page would need to hold these encoded nodes.
+pub fn nodes_size<'a>(nodes: impl IntoIterator<Item = &'a [u8]>) -> usize {
+    nodes.into_iter().map(|r| ((r.len() + 1) & !1) + 2).sum()
+}
+
+/// Encode a branch node with the given key and child.
+pub fn encode_branch(key: &[u8], child: u64) -> Vec<u8> {
+    let mut v = vec![0u8; NODE_HDR + key.len()];
+    wr16(&mut v, 0, child as u16);
+    wr16(&mut v, 2, (child >> 16) as u16);
+    wr16(&mut v, 4, (child >> 32) as u16);
+    wr16(&mut v, 6, key.len() as u16);
+    v[NODE_HDR..].copy_from_slice(key);
+    v
+}
+
+/// Re-encode a branch node with a different key.
+pub fn rekey_branch(raw: &[u8], key: &[u8]) -> Vec<u8> {
+    let child = Node {
+        b: raw,
+        branch: true,
+    }
+    .child();
+    encode_branch(key, child)
+}
+
+/// Key of an encoded node.
+pub fn raw_key(raw: &[u8]) -> &[u8] {
+    let ks = rd16(raw, 6) as usize;
+    &raw[NODE_HDR..NODE_HDR + ks]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        a.cmp(b)
+    }
+
+    #[test]
+    fn limits() {
+        assert_eq!(node_max(4096), 2038);
+        assert_eq!(node_max(8192), 4086);
+        assert_eq!(ov_pages(4096, 4080), 1);
+        assert_eq!(ov_pages(4096, 4081), 2);
+    }
+
+    #[test]
+    fn insert_remove_search() {
+        let mut b = vec![0u8; 4096];
+        edit::init(&mut b, 2, P_LEAF);
+        assert!(edit::insert_leaf(&mut b, 0, b"banana", NodeData::Inline(b"yellow!")));
+        assert!(edit::insert_leaf(&mut b, 0, b"apple", NodeData::Inline(b"red")));
+        assert!(edit::insert_leaf(&mut b, 2, b"cherry", NodeData::Inline(b"dark-red")));
+        let p = Page::new(&b).unwrap();
+        assert_eq!(p.len(), 3);
+        assert_eq!(p.lower(), 22);
+        assert_eq!(p.node(1).unwrap().data(), b"yellow!");
+        assert_eq!(search(&p, b"banana", cmp).unwrap(), (1, true));
+        assert_eq!(search(&p, b"b", cmp).unwrap(), (1, false));
+        assert_eq!(search(&p, b"z", cmp).unwrap(), (3, false));
+        edit::remove(&mut b, 0);
+        let p = Page::new(&b).unwrap();
+        assert_eq!(p.len(), 2);
+        assert_eq!(p.key(0).unwrap(), b"banana");
+        assert_eq!(p.node(1).unwrap().data(), b"dark-red");
+        assert_eq!(p.upper() as usize, 4096 - 22 - 22);
+    }
+
+    #[test]
+    fn fills_up() {
+        let mut b = vec![0u8; 4096];
+        edit::init(&mut b, 2, P_LEAF);
+        let v = [7u8; 100];
+        let mut n = 0;
+        while edit::insert_leaf(&mut b, n, &(n as u32).to_be_bytes(), NodeData::Inline(&v)) {
+            n += 1;
+        }
+        // 4080 / (2 + 112) = 35
+        assert_eq!(n, 35);
+    }
+}

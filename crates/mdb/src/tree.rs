@@ -1,0 +1,317 @@
+//! B+tree reads: descending to a key, and the cursor stack shared by read
+//! and write cursors. No allocation on any of these paths.
+
+use crate::cmp;
+use crate::error::{Error, Result};
+use crate::meta::DbRecord;
+use crate::page::{search, Node, Page, F_BIGDATA, F_DUPDATA, P_INVALID};
+use crate::txn::sealed::Snapshot;
+
+/// Deepest tree a cursor can walk (LMDB's CURSOR_STACK).
+pub const MAX_DEPTH: usize = 32;
+
+/// Pages and node indices from the root (level 0) down to a leaf.
+#[derive(Clone, Copy)]
+pub(crate) struct Path {
+    pub(crate) pg: [u64; MAX_DEPTH],
+    pub(crate) ix: [usize; MAX_DEPTH],
+    pub(crate) len: usize,
+}
+
+impl Path {
+    pub(crate) const fn new() -> Path {
+        Path {
+            pg: [0; MAX_DEPTH],
+            ix: [0; MAX_DEPTH],
+            len: 0,
+        }
+    }
+    pub(crate) fn leaf(&self) -> usize {
+        self.len - 1
+    }
+}
+
+/// Walk from the root to the leaf that holds (or would hold) `key`.
+/// Returns the leaf index and whether the key matched exactly.
+pub(crate) fn descend<S: Snapshot>(
+    s: &S,
+    rec: &DbRecord,
+    key: &[u8],
+    path: &mut Path,
+) -> Result<(usize, bool)> {
+    let cmp = cmp::for_flags(rec.flags);
+    path.len = 0;
+    if rec.root == P_INVALID {
+        return Ok((0, false));
+    }
+    let mut pgno = rec.root;
+    loop {
+        if path.len >= MAX_DEPTH {
+            return Err(Error::CursorFull);
+        }
+        let p = s.page(pgno)?;
+        let (i, exact) = search(&p, key, cmp)?;
+        path.pg[path.len] = pgno;
+        path.ix[path.len] = i;
+        path.len += 1;
+        if p.is_leaf() {
+            if path.len != rec.depth as usize {
+                return Err(Error::Corrupted);
+            }
+            return Ok((i, exact));
+        }
+        if p.is_empty() {
+            return Err(Error::Corrupted);
+        }
+        pgno = p.node(i)?.child();
+    }
+}
+
+/// The leaf node for `key`, if present.
+pub(crate) fn get_node<'a, S: Snapshot>(
+    s: &'a S,
+    rec: &DbRecord,
+    key: &[u8],
+) -> Result<Option<Node<'a>>> {
+    if rec.root == P_INVALID {
+        return Ok(None);
+    }
+    let cmp = cmp::for_flags(rec.flags);
+    let mut pgno = rec.root;
+    for _ in 0..MAX_DEPTH {
+        let p = s.page(pgno)?;
+        let (i, exact) = search(&p, key, cmp)?;
+        if p.is_leaf() {
+            return if exact { Ok(Some(p.node(i)?)) } else { Ok(None) };
+        }
+        pgno = p.node(i)?.child();
+    }
+    Err(Error::CursorFull)
+}
+
+/// The value of a leaf node, following an overflow reference.
+#[inline]
+pub(crate) fn node_value<'a, S: Snapshot>(s: &'a S, n: Node<'a>) -> Result<&'a [u8]> {
+    let f = n.flags();
+    if f & F_DUPDATA != 0 {
+        return Err(Error::Incompatible);
+    }
+    if f & F_BIGDATA != 0 {
+        if n.data().len() < 8 {
+            return Err(Error::Corrupted);
+        }
+        s.overflow(n.ov_pgno(), n.dsize())
+    } else {
+        Ok(n.data())
+    }
+}
+
+/// Look up `key` and return its value.
+#[inline]
+pub(crate) fn get<'a, S: Snapshot>(
+    s: &'a S,
+    rec: &DbRecord,
+    key: &[u8],
+) -> Result<Option<&'a [u8]>> {
+    match get_node(s, rec, key)? {
+        Some(n) => node_value(s, n).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// A cursor position: a path whose leaf index may equal the leaf's length
+/// ("past the end", after a failed range search or deleting the last item).
+#[derive(Clone, Copy)]
+pub(crate) struct CursorPos {
+    pub(crate) path: Path,
+    /// No position yet (fresh cursor, or the database became empty).
+    pub(crate) unset: bool,
+    /// The item at the position replaced a deleted one: the next NEXT returns it.
+    pub(crate) just_deleted: bool,
+}
+
+/// A key/value pair borrowed from a transaction.
+pub type Item<'a> = (&'a [u8], &'a [u8]);
+
+impl CursorPos {
+    pub(crate) const fn new() -> CursorPos {
+        CursorPos {
+            path: Path::new(),
+            unset: true,
+            just_deleted: false,
+        }
+    }
+
+    fn leaf<'a, S: Snapshot>(&self, s: &'a S) -> Result<Page<'a>> {
+        s.page(self.path.pg[self.path.leaf()])
+    }
+
+    /// The item at the position, or None if past the end / unset.
+    pub(crate) fn current<'a, S: Snapshot>(&self, s: &'a S) -> Result<Option<Item<'a>>> {
+        if self.unset || self.path.len == 0 {
+            return Ok(None);
+        }
+        let p = self.leaf(s)?;
+        let i = self.path.ix[self.path.leaf()];
+        if i >= p.len() {
+            return Ok(None);
+        }
+        let n = p.node(i)?;
+        Ok(Some((n.key(), node_value(s, n)?)))
+    }
+
+    /// Descend from `level`'s current child to the leftmost (or rightmost) leaf.
+    fn descend_edge<S: Snapshot>(&mut self, s: &S, rec: &DbRecord, right: bool) -> Result<()> {
+        loop {
+            let lvl = self.path.len - 1;
+            let p = s.page(self.path.pg[lvl])?;
+            if p.is_leaf() {
+                if self.path.len != rec.depth as usize {
+                    return Err(Error::Corrupted);
+                }
+                return Ok(());
+            }
+            let child = p.node(self.path.ix[lvl])?.child();
+            if self.path.len >= MAX_DEPTH {
+                return Err(Error::CursorFull);
+            }
+            let c = s.page(child)?;
+            self.path.pg[self.path.len] = child;
+            self.path.ix[self.path.len] = if right { c.len().saturating_sub(1) } else { 0 };
+            self.path.len += 1;
+        }
+    }
+
+    fn edge<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+        right: bool,
+    ) -> Result<Option<Item<'a>>> {
+        self.just_deleted = false;
+        if rec.root == P_INVALID {
+            self.unset = true;
+            self.path.len = 0;
+            return Ok(None);
+        }
+        let root = s.page(rec.root)?;
+        self.path.pg[0] = rec.root;
+        self.path.ix[0] = if right { root.len().saturating_sub(1) } else { 0 };
+        self.path.len = 1;
+        self.descend_edge(s, rec, right)?;
+        self.unset = false;
+        self.current(s)
+    }
+
+    pub(crate) fn first<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+    ) -> Result<Option<Item<'a>>> {
+        self.edge(s, rec, false)
+    }
+
+    pub(crate) fn last<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+    ) -> Result<Option<Item<'a>>> {
+        self.edge(s, rec, true)
+    }
+
+    /// Move to the next leaf's first item; false (position kept) at the end.
+    fn step_leaf<S: Snapshot>(&mut self, s: &S, rec: &DbRecord, fwd: bool) -> Result<bool> {
+        let save = self.path;
+        let mut lvl = self.path.leaf();
+        loop {
+            if lvl == 0 {
+                self.path = save;
+                return Ok(false);
+            }
+            lvl -= 1;
+            let p = s.page(self.path.pg[lvl])?;
+            let i = self.path.ix[lvl];
+            let ok = if fwd { i + 1 < p.len() } else { i > 0 };
+            if ok {
+                self.path.ix[lvl] = if fwd { i + 1 } else { i - 1 };
+                self.path.len = lvl + 1;
+                self.descend_edge(s, rec, !fwd)?;
+                return Ok(true);
+            }
+        }
+    }
+
+    pub(crate) fn next<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+    ) -> Result<Option<Item<'a>>> {
+        if self.unset {
+            return self.first(s, rec);
+        }
+        if self.just_deleted {
+            self.just_deleted = false;
+            return self.current(s);
+        }
+        let l = self.path.leaf();
+        let p = self.leaf(s)?;
+        let i = self.path.ix[l];
+        if i + 1 < p.len() {
+            self.path.ix[l] = i + 1;
+            return self.current(s);
+        }
+        if i >= p.len() {
+            // Past the end stays past the end.
+            return Ok(None);
+        }
+        if self.step_leaf(s, rec, true)? {
+            self.current(s)
+        } else {
+            Ok(None)
+        }
+    }
+
+    pub(crate) fn prev<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+    ) -> Result<Option<Item<'a>>> {
+        if self.unset {
+            return self.last(s, rec);
+        }
+        self.just_deleted = false;
+        let l = self.path.leaf();
+        let i = self.path.ix[l];
+        if i > 0 {
+            let p = self.leaf(s)?;
+            self.path.ix[l] = (i - 1).min(p.len().saturating_sub(1));
+            return self.current(s);
+        }
+        if self.step_leaf(s, rec, false)? {
+            self.current(s)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Position at the first key >= `key`; returns whether it matched exactly.
+    /// Past the end when every key is smaller.
+    pub(crate) fn seek<S: Snapshot>(&mut self, s: &S, rec: &DbRecord, key: &[u8]) -> Result<bool> {
+        self.just_deleted = false;
+        let (i, exact) = descend(s, rec, key, &mut self.path)?;
+        if self.path.len == 0 {
+            self.unset = true;
+            return Ok(false);
+        }
+        self.unset = false;
+        let p = self.leaf(s)?;
+        if i >= p.len() && !p.is_empty() {
+            // The successor, if any, starts the next leaf.
+            self.path.ix[self.path.leaf()] = p.len() - 1;
+            if !self.step_leaf(s, rec, true)? {
+                self.path.ix[self.path.leaf()] = p.len();
+            }
+        }
+        Ok(exact)
+    }
+}

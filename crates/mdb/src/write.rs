@@ -1,0 +1,683 @@
+//! B+tree updates inside the write transaction: copy-on-write of the path,
+//! insertion with page splits, deletion with rebalancing and merging.
+
+use crate::cursor::check_key;
+use crate::db::Database;
+use crate::error::{Error, Result};
+use crate::meta::DbRecord;
+use crate::page::{
+    self, edit, encode_branch, footprint, node_max, nodes_size, ov_pages, raw_key, rekey_branch,
+    NodeData, Page, F_BIGDATA, F_SUBDATA, HDR, P_BRANCH, P_INVALID, P_LEAF, P_OVERFLOW,
+};
+use crate::tree::{descend, Path};
+use crate::txn::sealed::Snapshot;
+use crate::txn::RwTxn;
+
+/// Flags of a put (LMDB's `MDB_*` write flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct WriteFlags(pub u32);
+
+impl WriteFlags {
+    /// Insert or replace.
+    pub const EMPTY: WriteFlags = WriteFlags(0);
+    /// `MDB_NOOVERWRITE`: fail with `KeyExist` if the key exists.
+    pub const NO_OVERWRITE: WriteFlags = WriteFlags(0x10);
+    /// `MDB_NODUPDATA`: (DUPSORT only) fail if the pair exists.
+    pub const NO_DUP_DATA: WriteFlags = WriteFlags(0x20);
+    /// `MDB_CURRENT`: replace the item at the cursor.
+    pub const CURRENT: WriteFlags = WriteFlags(0x40);
+    /// `MDB_RESERVE`: reserve space for the value (see [`RwTxn::reserve`]).
+    pub const RESERVE: WriteFlags = WriteFlags(0x10000);
+    /// `MDB_APPEND`: the key is greater than every key (fast path, no split copying);
+    /// `KeyExist` otherwise.
+    pub const APPEND: WriteFlags = WriteFlags(0x20000);
+    /// `MDB_APPENDDUP`: (DUPSORT only) append a duplicate.
+    pub const APPEND_DUP: WriteFlags = WriteFlags(0x40000);
+
+    /// Whether every flag of `o` is set.
+    pub fn contains(self, o: WriteFlags) -> bool {
+        self.0 & o.0 == o.0
+    }
+}
+
+impl std::ops::BitOr for WriteFlags {
+    type Output = WriteFlags;
+    fn bitor(self, o: WriteFlags) -> WriteFlags {
+        WriteFlags(self.0 | o.0)
+    }
+}
+
+/// Below this many used bytes (per mille of the page) a page is rebalanced.
+const FILL_THRESHOLD: usize = 250;
+
+impl<'env> RwTxn<'env> {
+    fn check_usable(&self, db: Database) -> Result<DbRecord> {
+        if self.broken.get() {
+            return Err(Error::BadTxn);
+        }
+        if db == Database::FREE {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        self.rec(db)
+    }
+
+    /// Store `val` under `key`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Env, Database, Error, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"one", WriteFlags::EMPTY)?;
+    /// assert_eq!(w.put(Database::MAIN, b"k", b"two", WriteFlags::NO_OVERWRITE), Err(Error::KeyExist));
+    /// assert_eq!(w.get(Database::MAIN, b"k")?, Some(&b"one"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn put(&mut self, db: Database, key: &[u8], val: &[u8], flags: WriteFlags) -> Result<()> {
+        if flags.contains(WriteFlags::RESERVE) {
+            self.reserve(db, key, val.len(), flags)?.copy_from_slice(val);
+            return Ok(());
+        }
+        self.put_value(db, key, Value::Bytes(val), flags)
+    }
+
+    /// Reserve `len` bytes for the value of `key` and hand them back to fill in.
+    pub fn reserve(
+        &mut self,
+        db: Database,
+        key: &[u8],
+        len: usize,
+        flags: WriteFlags,
+    ) -> Result<&mut [u8]> {
+        self.put_value(db, key, Value::Reserve(len), flags)?;
+        self.value_mut(db, key)
+    }
+
+    /// Mutable access to the (dirty) value of `key`, right after a put.
+    pub(crate) fn value_mut(&mut self, db: Database, key: &[u8]) -> Result<&mut [u8]> {
+        let rec = self.rec(db)?;
+        let mut path = Path::new();
+        let (i, exact) = descend(&*self, &rec, key, &mut path)?;
+        if !exact {
+            return Err(Error::NotFound);
+        }
+        let leaf = path.pg[path.leaf()];
+        let n = self.page(leaf)?.node(i)?;
+        if n.flags() & F_BIGDATA != 0 {
+            let (pg, len) = (n.ov_pgno(), n.dsize());
+            let run = self.dirty.get_mut(&pg).ok_or(Error::Corrupted)?;
+            return Ok(&mut run[HDR..HDR + len]);
+        }
+        let buf = self.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+        Ok(edit::data_mut(buf, i))
+    }
+
+    fn put_value(&mut self, db: Database, key: &[u8], val: Value<'_>, flags: WriteFlags) -> Result<()> {
+        self.check_usable(db)?;
+        self.put_value_inner(db, key, val, flags)
+    }
+
+    /// Put without the user-facing checks (the free list uses it on FREE).
+    pub(crate) fn put_value_inner(&mut self, db: Database, key: &[u8], val: Value<'_>, flags: WriteFlags) -> Result<()> {
+        check_key(key)?;
+        let len = val.len();
+        if len > u32::MAX as usize {
+            return Err(Error::BadValSize);
+        }
+        let rec = self.rec(db)?;
+        if rec.flags & crate::db::INTEGERKEY != 0 && key.len() != 4 && key.len() != 8 {
+            return Err(Error::BadValSize);
+        }
+        let ps = self.env.psize;
+        let r = (|| {
+            let data = if NODE_HDR_PLUS + key.len() + len > node_max(ps) {
+                // Find the insert point first so a KeyExist failure allocates nothing.
+                self.precheck(db, key, flags)?;
+                let n = ov_pages(ps, len);
+                let pg = self.alloc(n)?;
+                let mut run = vec![0u8; n * ps].into_boxed_slice();
+                page::wr64(&mut run, 0, pg);
+                page::wr16(&mut run, 10, P_OVERFLOW);
+                page::wr32(&mut run, 12, n as u32);
+                if let Value::Bytes(v) = val {
+                    run[HDR..HDR + len].copy_from_slice(v);
+                }
+                self.dirty.insert(pg, run);
+                let mut rec = self.rec(db)?;
+                rec.overflow_pages += n as u64;
+                self.set_rec(db, rec);
+                NodeData::Overflow(pg, len)
+            } else {
+                match val {
+                    Value::Bytes(v) => NodeData::Inline(v),
+                    Value::Reserve(n) => NodeData::Reserve(n),
+                }
+            };
+            self.put_node(db, key, data, flags)
+        })();
+        self.fail_on_fatal(r)
+    }
+
+    /// Mark the transaction broken on errors that may leave it half-done.
+    pub(crate) fn fail_on_fatal<T>(&self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            if !matches!(e, Error::KeyExist | Error::NotFound | Error::BadValSize) {
+                self.broken.set(true);
+            }
+        }
+        r
+    }
+
+    /// Fail early with `KeyExist` for NOOVERWRITE/APPEND conflicts.
+    fn precheck(&self, db: Database, key: &[u8], flags: WriteFlags) -> Result<()> {
+        let rec = self.rec(db)?;
+        let mut path = Path::new();
+        let (i, exact) = descend(self, &rec, key, &mut path)?;
+        if exact && flags.contains(WriteFlags::NO_OVERWRITE) {
+            return Err(Error::KeyExist);
+        }
+        if flags.contains(WriteFlags::APPEND) && path.len > 0 && !self.is_append(&path, i, exact)? {
+            return Err(Error::KeyExist);
+        }
+        Ok(())
+    }
+
+    /// Whether inserting at leaf index `i` appends past the last key of the tree.
+    fn is_append(&self, path: &Path, i: usize, exact: bool) -> Result<bool> {
+        if exact {
+            return Ok(false);
+        }
+        for l in 0..path.len {
+            let p = self.page(path.pg[l])?;
+            let last = if l == path.leaf() { p.len() } else { p.len() - 1 };
+            let at = if l == path.leaf() { i } else { path.ix[l] };
+            if at != last {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Insert or replace a leaf node (the value is already placed if it is an overflow run).
+    pub(crate) fn put_node(
+        &mut self,
+        db: Database,
+        key: &[u8],
+        data: NodeData<'_>,
+        flags: WriteFlags,
+    ) -> Result<()> {
+        let mut rec = self.rec(db)?;
+        if rec.root == P_INVALID {
+            let pg = self.new_page(P_LEAF)?;
+            let buf = self.dirty.get_mut(&pg).unwrap();
+            edit::insert_leaf(buf, 0, key, data);
+            rec.root = pg;
+            rec.depth = 1;
+            rec.leaf_pages = 1;
+            rec.entries = 1;
+            self.set_rec(db, rec);
+            return Ok(());
+        }
+        let mut path = Path::new();
+        let (i, exact) = descend(&*self, &rec, key, &mut path)?;
+        let append = flags.contains(WriteFlags::APPEND);
+        if exact {
+            let n = self.page(path.pg[path.leaf()])?.node(i)?;
+            if flags.contains(WriteFlags::NO_OVERWRITE) || append {
+                self.free_new_overflow(db, data)?;
+                return Err(Error::KeyExist);
+            }
+            if (n.flags() & F_SUBDATA != 0) != matches!(data, NodeData::SubDb(_)) {
+                self.free_new_overflow(db, data)?;
+                return Err(Error::Incompatible);
+            }
+        } else if append && !self.is_append(&path, i, false)? {
+            self.free_new_overflow(db, data)?;
+            return Err(Error::KeyExist);
+        }
+        let rightmost = self.is_append(&path, i, exact)?;
+        self.touch_path(db, &mut path)?;
+        let leaf = path.pg[path.leaf()];
+        if exact {
+            let (old_fp, old_big, old_dsize, old_ov) = {
+                let n = self.page(leaf)?.node(i)?;
+                let big = n.flags() & F_BIGDATA != 0;
+                (n.footprint(), big, n.dsize(), if big { n.ov_pgno() } else { 0 })
+            };
+            if old_big {
+                self.free_overflow(db, old_ov)?;
+            }
+            let new_fp = footprint(key.len(), data.stored());
+            let same_kind = !old_big && matches!(data, NodeData::Inline(_) | NodeData::Reserve(_));
+            if same_kind && new_fp == old_fp && old_dsize == data.stored() {
+                let buf = self.dirty.get_mut(&leaf).unwrap();
+                let d = edit::data_mut(buf, i);
+                match data {
+                    NodeData::Inline(v) => d.copy_from_slice(v),
+                    NodeData::Reserve(_) => d.fill(0),
+                    _ => unreachable!(),
+                }
+                return Ok(());
+            }
+            if let NodeData::SubDb(r) = data {
+                let buf = self.dirty.get_mut(&leaf).unwrap();
+                edit::data_mut(buf, i).copy_from_slice(r);
+                return Ok(());
+            }
+            edit::remove(self.dirty.get_mut(&leaf).unwrap(), i);
+        } else {
+            let mut rec = self.rec(db)?;
+            rec.entries += 1;
+            self.set_rec(db, rec);
+        }
+        let raw = encode_leaf(key, data);
+        self.insert(db, &path, path.leaf(), i, &raw, rightmost || append)
+    }
+
+    fn free_new_overflow(&mut self, db: Database, data: NodeData<'_>) -> Result<()> {
+        if let NodeData::Overflow(pg, _) = data {
+            self.free_overflow(db, pg)?;
+        }
+        Ok(())
+    }
+
+    /// Free the overflow run at `pg`, adjusting the count of `db`.
+    fn free_overflow(&mut self, db: Database, pg: u64) -> Result<()> {
+        let n = self.run_len(pg)?;
+        let mut rec = self.rec(db)?;
+        rec.overflow_pages = rec.overflow_pages.checked_sub(n as u64).ok_or(Error::Corrupted)?;
+        self.set_rec(db, rec);
+        self.free_pages(pg, n);
+        Ok(())
+    }
+
+    /// Make every page on `path` dirty (copy-on-write), fixing parent pointers.
+    pub(crate) fn touch_path(&mut self, db: Database, path: &mut Path) -> Result<()> {
+        for l in 0..path.len {
+            let old = path.pg[l];
+            if self.dirty.contains_key(&old) {
+                continue;
+            }
+            let new = self.alloc(1)?;
+            let mut buf = self.take_buf();
+            let ps = self.env.psize;
+            buf.copy_from_slice(self.env.map.slice(old as usize * ps, ps)?);
+            edit::set_pgno(&mut buf, new);
+            self.dirty.insert(new, buf);
+            self.free_pages(old, 1);
+            path.pg[l] = new;
+            if l == 0 {
+                let mut rec = self.rec(db)?;
+                rec.root = new;
+                self.set_rec(db, rec);
+            } else {
+                let parent = self.dirty.get_mut(&path.pg[l - 1]).unwrap();
+                edit::set_child(parent, path.ix[l - 1], new);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn take_buf(&mut self) -> Box<[u8]> {
+        match self.spare.pop() {
+            Some(b) => b,
+            None => vec![0u8; self.env.psize].into_boxed_slice(),
+        }
+    }
+
+    /// Allocate and initialise an empty page.
+    pub(crate) fn new_page(&mut self, flags: u16) -> Result<u64> {
+        let pg = self.alloc(1)?;
+        let mut buf = self.take_buf();
+        edit::init(&mut buf, pg, flags);
+        self.dirty.insert(pg, buf);
+        Ok(pg)
+    }
+
+    /// Insert encoded node `raw` at index `i` of the page at `lvl` of `path`
+    /// (all dirty), splitting pages up the path as needed.
+    fn insert(
+        &mut self,
+        db: Database,
+        path: &Path,
+        lvl: usize,
+        i: usize,
+        raw: &[u8],
+        append: bool,
+    ) -> Result<()> {
+        let pg = path.pg[lvl];
+        let buf = self.dirty.get_mut(&pg).unwrap();
+        if edit::insert_raw(buf, i, raw) {
+            return Ok(());
+        }
+        // Split: gather the nodes with the new one in place.
+        let p = Page::new(buf)?;
+        let flags = p.flags();
+        let branch = p.is_branch();
+        let mut nodes: Vec<Vec<u8>> = Vec::with_capacity(p.len() + 1);
+        for j in 0..p.len() {
+            if j == i {
+                nodes.push(raw.to_vec());
+            }
+            nodes.push(p.node(j)?.raw().to_vec());
+        }
+        if i == p.len() {
+            nodes.push(raw.to_vec());
+        }
+        let cap = self.env.psize - HDR;
+        let s = if append && i == nodes.len() - 1 && !branch {
+            nodes.len() - 1
+        } else if append && i == nodes.len() - 1 && nodes.len() > 3 {
+            nodes.len() - 2
+        } else {
+            split_point(&nodes, branch, cap).ok_or(Error::PageFull)?
+        };
+        let sep = raw_key(&nodes[s]).to_vec();
+        if branch {
+            nodes[s] = rekey_branch(&nodes[s], &[]);
+        }
+        let right = self.new_page(flags)?;
+        {
+            let left: Vec<&[u8]> = nodes[..s].iter().map(|v| v.as_slice()).collect();
+            let ok = edit::rebuild(self.dirty.get_mut(&pg).unwrap(), flags, &left);
+            let rnodes: Vec<&[u8]> = nodes[s..].iter().map(|v| v.as_slice()).collect();
+            let ok2 = edit::rebuild(self.dirty.get_mut(&right).unwrap(), flags, &rnodes);
+            if !ok || !ok2 {
+                return Err(Error::PageFull);
+            }
+        }
+        let mut rec = self.rec(db)?;
+        if branch {
+            rec.branch_pages += 1;
+        } else {
+            rec.leaf_pages += 1;
+        }
+        if lvl == 0 {
+            let root = self.new_page(P_BRANCH)?;
+            let b = self.dirty.get_mut(&root).unwrap();
+            edit::insert_branch(b, 0, &[], pg);
+            edit::insert_branch(b, 1, &sep, right);
+            rec.root = root;
+            rec.depth += 1;
+            rec.branch_pages += 1;
+            self.set_rec(db, rec);
+            return Ok(());
+        }
+        self.set_rec(db, rec);
+        let node = encode_branch(&sep, right);
+        self.insert(db, path, lvl - 1, path.ix[lvl - 1] + 1, &node, append)
+    }
+
+    /// Delete `key`; returns whether it existed.
+    pub fn del(&mut self, db: Database, key: &[u8]) -> Result<bool> {
+        self.check_usable(db)?;
+        check_key(key)?;
+        let r = self.del_inner(db, key);
+        self.fail_on_fatal(r)
+    }
+
+    pub(crate) fn del_inner(&mut self, db: Database, key: &[u8]) -> Result<bool> {
+        let rec = self.rec(db)?;
+        let mut path = Path::new();
+        let (i, exact) = descend(&*self, &rec, key, &mut path)?;
+        if !exact {
+            return Ok(false);
+        }
+        self.touch_path(db, &mut path)?;
+        let leaf = path.pg[path.leaf()];
+        let n = self.page(leaf)?.node(i)?;
+        if n.flags() & F_BIGDATA != 0 {
+            let pg = n.ov_pgno();
+            self.free_overflow(db, pg)?;
+        }
+        edit::remove(self.dirty.get_mut(&leaf).unwrap(), i);
+        let mut rec = self.rec(db)?;
+        rec.entries -= 1;
+        self.set_rec(db, rec);
+        self.rebalance(db, &path, path.leaf())?;
+        Ok(true)
+    }
+
+    /// Restore fill rules after a removal at level `lvl` of `path`.
+    fn rebalance(&mut self, db: Database, path: &Path, lvl: usize) -> Result<()> {
+        let pg = path.pg[lvl];
+        let (len, used, branch, flags) = {
+            let p = self.page(pg)?;
+            let used = self.env.psize - HDR - p.free();
+            (p.len(), used, p.is_branch(), p.flags())
+        };
+        let mut rec = self.rec(db)?;
+        if lvl == 0 {
+            if !branch && len == 0 {
+                self.free_pages(pg, 1);
+                rec.root = P_INVALID;
+                rec.depth = 0;
+                rec.leaf_pages = 0;
+                self.set_rec(db, rec);
+            } else if branch && len == 1 {
+                let child = self.page(pg)?.node(0)?.child();
+                self.free_pages(pg, 1);
+                rec.root = child;
+                rec.depth -= 1;
+                rec.branch_pages -= 1;
+                self.set_rec(db, rec);
+            }
+            return Ok(());
+        }
+        let min_keys = if branch { 2 } else { 1 };
+        if used * 1000 >= FILL_THRESHOLD * (self.env.psize - HDR) && len >= min_keys {
+            return Ok(());
+        }
+        let parent = path.pg[lvl - 1];
+        let pi = path.ix[lvl - 1];
+        let plen = self.page(parent)?.len();
+        if plen < 2 {
+            // A lone child under a non-root branch: let the parent level handle it.
+            return self.rebalance(db, path, lvl - 1);
+        }
+        // Pair the page with a sibling: (left index, right index) in the parent.
+        let (li, ri) = if pi > 0 { (pi - 1, pi) } else { (0, 1) };
+        self.touch_child(parent, if pi > 0 { pi - 1 } else { 1 })?;
+        let lpg = self.page(parent)?.node(li)?.child();
+        let rpg = self.page(parent)?.node(ri)?.child();
+        let sep = self.page(parent)?.key(ri)?.to_vec();
+        let mut nodes: Vec<Vec<u8>> = Vec::new();
+        {
+            let l = self.page(lpg)?;
+            for j in 0..l.len() {
+                nodes.push(l.node(j)?.raw().to_vec());
+            }
+            let r = self.page(rpg)?;
+            for j in 0..r.len() {
+                let raw = r.node(j)?.raw();
+                if branch && j == 0 {
+                    nodes.push(rekey_branch(raw, &sep));
+                } else {
+                    nodes.push(raw.to_vec());
+                }
+            }
+        }
+        let cap = self.env.psize - HDR;
+        if nodes_size(nodes.iter().map(|v| v.as_slice())) <= cap {
+            // Merge right into left and drop the right page.
+            let all: Vec<&[u8]> = nodes.iter().map(|v| v.as_slice()).collect();
+            if !edit::rebuild(self.dirty.get_mut(&lpg).unwrap(), flags, &all) {
+                return Err(Error::PageFull);
+            }
+            self.free_pages(rpg, 1);
+            if branch {
+                rec.branch_pages -= 1;
+            } else {
+                rec.leaf_pages -= 1;
+            }
+            self.set_rec(db, rec);
+            edit::remove(self.dirty.get_mut(&parent).unwrap(), ri);
+            return self.rebalance(db, path, lvl - 1);
+        }
+        // Redistribute the nodes evenly between the two pages.
+        let s = split_point(&nodes, branch, cap).ok_or(Error::PageFull)?;
+        let new_sep = raw_key(&nodes[s]).to_vec();
+        if branch {
+            nodes[s] = rekey_branch(&nodes[s], &[]);
+        }
+        let left: Vec<&[u8]> = nodes[..s].iter().map(|v| v.as_slice()).collect();
+        let right: Vec<&[u8]> = nodes[s..].iter().map(|v| v.as_slice()).collect();
+        if !edit::rebuild(self.dirty.get_mut(&lpg).unwrap(), flags, &left)
+            || !edit::rebuild(self.dirty.get_mut(&rpg).unwrap(), flags, &right)
+        {
+            return Err(Error::PageFull);
+        }
+        if new_sep != sep {
+            // Replace the separator; a longer key may split the parent.
+            edit::remove(self.dirty.get_mut(&parent).unwrap(), ri);
+            let node = encode_branch(&new_sep, rpg);
+            self.insert(db, path, lvl - 1, ri, &node, false)?;
+        }
+        Ok(())
+    }
+
+    /// Copy-on-write the child `i` of dirty branch `parent`.
+    fn touch_child(&mut self, parent: u64, i: usize) -> Result<u64> {
+        let old = self.page(parent)?.node(i)?.child();
+        if self.dirty.contains_key(&old) {
+            return Ok(old);
+        }
+        let new = self.alloc(1)?;
+        let mut buf = self.take_buf();
+        let ps = self.env.psize;
+        buf.copy_from_slice(self.env.map.slice(old as usize * ps, ps)?);
+        edit::set_pgno(&mut buf, new);
+        self.dirty.insert(new, buf);
+        self.free_pages(old, 1);
+        edit::set_child(self.dirty.get_mut(&parent).unwrap(), i, new);
+        Ok(new)
+    }
+
+    /// Delete every item of `db`; with `delete` also remove a named database's record.
+    pub fn clear_db(&mut self, db: Database) -> Result<()> {
+        self.check_usable(db)?;
+        let r = self.drop_tree(db);
+        self.fail_on_fatal(r)
+    }
+
+    /// Delete a named database: empty it and remove its record from the main database.
+    pub fn delete_db(&mut self, db: Database) -> Result<()> {
+        if db.0 < 2 {
+            return self.clear_db(db);
+        }
+        self.check_usable(db)?;
+        let r = (|| {
+            self.drop_tree(db)?;
+            let name = self.env.dbi_info(db)?.name.ok_or(Error::BadDbi)?;
+            self.del_inner(Database::MAIN, &name)?;
+            let mut d = self.dbs.borrow_mut();
+            if let Some(slot) = d.get_mut(db.0 as usize) {
+                *slot = None;
+            }
+            Ok(())
+        })();
+        self.fail_on_fatal(r)
+    }
+
+    /// Free every page of `db`'s tree (and of named trees it holds) and reset its record.
+    fn drop_tree(&mut self, db: Database) -> Result<()> {
+        let rec = self.rec(db)?;
+        let mut trees = vec![(rec.root, rec.depth)];
+        while let Some((root, depth)) = trees.pop() {
+            if root == P_INVALID {
+                continue;
+            }
+            let mut stack = vec![(root, 1u16)];
+            while let Some((pg, d)) = stack.pop() {
+                if d > depth || stack.len() > 1 << 24 {
+                    return Err(Error::Corrupted);
+                }
+                let p = self.page(pg)?;
+                let mut runs = Vec::new();
+                for j in 0..p.len() {
+                    let n = p.node(j)?;
+                    if p.is_branch() {
+                        stack.push((n.child(), d + 1));
+                    } else if n.flags() & F_BIGDATA != 0 {
+                        runs.push(n.ov_pgno());
+                    } else if n.flags() & F_SUBDATA != 0 && n.dsize() == 48 {
+                        let r = DbRecord::decode(n.data());
+                        trees.push((r.root, r.depth));
+                    }
+                }
+                for r in runs {
+                    let len = self.run_len(r)?;
+                    self.free_pages(r, len);
+                }
+                self.free_pages(pg, 1);
+            }
+        }
+        let mut empty = DbRecord::empty(rec.flags);
+        empty.pad = rec.pad;
+        self.set_rec(db, empty);
+        Ok(())
+    }
+
+    /// Length in pages of the overflow run starting at `pg`.
+    fn run_len(&self, pg: u64) -> Result<usize> {
+        let b = match self.dirty.get(&pg) {
+            Some(b) => &b[..HDR],
+            None => self.env.map.slice(pg as usize * self.env.psize, HDR)?,
+        };
+        if page::rd16(b, 10) & P_OVERFLOW == 0 {
+            return Err(Error::Corrupted);
+        }
+        Ok(page::rd32(b, 12) as usize)
+    }
+}
+
+const NODE_HDR_PLUS: usize = page::NODE_HDR;
+
+/// The value source of a put.
+#[derive(Clone, Copy)]
+pub(crate) enum Value<'a> {
+    Bytes(&'a [u8]),
+    Reserve(usize),
+}
+
+impl Value<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Value::Bytes(b) => b.len(),
+            Value::Reserve(n) => *n,
+        }
+    }
+}
+
+/// Encode a leaf node.
+fn encode_leaf(key: &[u8], data: NodeData<'_>) -> Vec<u8> {
+    let mut b = vec![0u8; HDR + footprint(key.len(), data.stored()) + 2];
+    edit::init(&mut b, 0, P_LEAF);
+    edit::insert_leaf(&mut b, 0, key, data);
+    let p = Page::new(&b).unwrap();
+    p.node(0).unwrap().raw().to_vec()
+}
+
+/// Index at which to split `nodes` into two pages of capacity `cap`, as
+/// balanced by bytes as possible. For branch pages the first node of the
+/// right page loses its key.
+fn split_point(nodes: &[Vec<u8>], branch: bool, cap: usize) -> Option<usize> {
+    let sizes: Vec<usize> = nodes.iter().map(|r| ((r.len() + 1) & !1) + 2).collect();
+    let total: usize = sizes.iter().sum();
+    let mut best: Option<(usize, usize)> = None;
+    let mut left = 0;
+    for s in 1..nodes.len() {
+        left += sizes[s - 1];
+        let mut right = total - left;
+        if branch {
+            right -= ((nodes[s].len() + 1) & !1) - ((page::NODE_HDR + 1) & !1);
+        }
+        if left <= cap && right <= cap {
+            let worst = left.max(right);
+            if best.is_none_or(|(_, w)| worst < w) {
+                best = Some((s, worst));
+            }
+        }
+    }
+    best.map(|(s, _)| s)
+}

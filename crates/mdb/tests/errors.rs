@@ -1,0 +1,273 @@
+//! Every bad input listed in the core-engine issue yields its error code.
+
+use mdb::{Database, DbFlags, Env, EnvFlags, EnvOptions, Error, Txn, WriteFlags};
+use std::io::Write;
+
+fn nosubdir() -> EnvOptions {
+    let mut o = EnvOptions::new();
+    o.flags(EnvFlags::NO_SUB_DIR);
+    o
+}
+
+fn valid_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let p = dir.join("db");
+    let env = nosubdir().open(&p).unwrap();
+    let mut w = env.write_txn().unwrap();
+    for i in 0..2000u32 {
+        w.put(
+            Database::MAIN,
+            format!("key{i:06}").as_bytes(),
+            &[7u8; 40],
+            WriteFlags::EMPTY,
+        )
+        .unwrap();
+    }
+    w.commit().unwrap();
+    p
+}
+
+#[test]
+fn not_an_lmdb_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("garbage");
+    std::fs::write(&p, vec![0x5au8; 10000]).unwrap();
+    assert_eq!(nosubdir().open(&p).err(), Some(Error::Invalid));
+    // A short non-empty file is invalid too.
+    std::fs::write(&p, b"short").unwrap();
+    assert_eq!(nosubdir().open(&p).err(), Some(Error::Invalid));
+}
+
+#[test]
+fn wrong_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = valid_file(dir.path());
+    let mut b = std::fs::read(&p).unwrap();
+    b[20] = 2;
+    b[4096 + 20] = 2;
+    std::fs::write(&p, &b).unwrap();
+    assert_eq!(nosubdir().open(&p).err(), Some(Error::VersionMismatch));
+}
+
+#[test]
+fn big_endian_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = valid_file(dir.path());
+    let mut b = std::fs::read(&p).unwrap();
+    for base in [0, 4096] {
+        b[base + 16..base + 20].copy_from_slice(&0xBEEF_C0DEu32.to_be_bytes());
+    }
+    std::fs::write(&p, &b).unwrap();
+    assert_eq!(nosubdir().open(&p).err(), Some(Error::Invalid));
+}
+
+#[test]
+fn thirty_two_bit_file() {
+    // A 32-bit LMDB meta: magic, version, u32 address, u32 mapsize, then
+    // 24-byte records (u32 pad, u16 flags, u16 depth, 5 x u32).
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("db32");
+    let mut f = std::fs::File::create(&p).unwrap();
+    for pgno in 0..2u32 {
+        let mut page = vec![0u8; 4096];
+        page[0..4].copy_from_slice(&pgno.to_le_bytes());
+        page[6..8].copy_from_slice(&8u16.to_le_bytes()); // flags META at 32-bit offset
+        page[8..12].copy_from_slice(&0xBEEF_C0DEu32.to_le_bytes());
+        page[12..16].copy_from_slice(&1u32.to_le_bytes());
+        page[20..24].copy_from_slice(&(1u32 << 20).to_le_bytes());
+        page[24..28].copy_from_slice(&4096u32.to_le_bytes()); // FREE pad = psize
+        page[44..48].copy_from_slice(&u32::MAX.to_le_bytes());
+        page[68..72].copy_from_slice(&u32::MAX.to_le_bytes());
+        page[72..76].copy_from_slice(&1u32.to_le_bytes());
+        f.write_all(&page).unwrap();
+    }
+    drop(f);
+    assert_eq!(nosubdir().open(&p).err(), Some(Error::Invalid));
+}
+
+#[test]
+fn corrupt_page_during_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = valid_file(dir.path());
+    let env = nosubdir().open(&p).unwrap();
+    let root = {
+        let r = env.read_txn().unwrap();
+        let st = r.stat(Database::MAIN).unwrap();
+        assert!(st.depth >= 2);
+        drop(r);
+        let m = mdb::meta::Meta::decode(&std::fs::read(&p).unwrap()[4096..4096 + 152]).unwrap();
+        m.main.root
+    };
+    drop(env);
+    // Scribble over the root branch page's flags: it is neither branch nor leaf now.
+    let mut b = std::fs::read(&p).unwrap();
+    let off = root as usize * 4096;
+    b[off + 10] = 0x40;
+    b[off + 11] = 0;
+    std::fs::write(&p, &b).unwrap();
+    let env = nosubdir().open(&p).unwrap();
+    let r = env.read_txn().unwrap();
+    assert_eq!(
+        r.get(Database::MAIN, b"key000001").err(),
+        Some(Error::Corrupted)
+    );
+    let mut c = r.cursor(Database::MAIN).unwrap();
+    assert_eq!(c.first().err(), Some(Error::Corrupted));
+}
+
+#[test]
+fn map_full_then_abort_keeps_env_working() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .map_size(64 * 4096)
+        .open(dir.path())
+        .unwrap();
+    let mut w = env.write_txn().unwrap();
+    w.put(Database::MAIN, b"keep", b"me", WriteFlags::EMPTY)
+        .unwrap();
+    w.commit().unwrap();
+    let mut w = env.write_txn().unwrap();
+    let mut err = None;
+    for i in 0..100_000u32 {
+        if let Err(e) = w.put(
+            Database::MAIN,
+            &i.to_be_bytes(),
+            &[1u8; 200],
+            WriteFlags::EMPTY,
+        ) {
+            err = Some(e);
+            break;
+        }
+    }
+    assert_eq!(err, Some(Error::MapFull));
+    // The failed transaction can only abort.
+    assert_eq!(
+        w.put(Database::MAIN, b"x", b"y", WriteFlags::EMPTY),
+        Err(Error::BadTxn)
+    );
+    assert_eq!(w.commit(), Err(Error::BadTxn));
+    let mut w = env.write_txn().unwrap();
+    w.put(Database::MAIN, b"after", b"ok", WriteFlags::EMPTY)
+        .unwrap();
+    w.commit().unwrap();
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.get(Database::MAIN, b"keep").unwrap(), Some(&b"me"[..]));
+    assert_eq!(r.get(Database::MAIN, b"after").unwrap(), Some(&b"ok"[..]));
+    assert_eq!(r.stat(Database::MAIN).unwrap().entries, 2);
+}
+
+#[test]
+fn readers_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .max_readers(2)
+        .flags(EnvFlags::NO_TLS)
+        .open(dir.path())
+        .unwrap();
+    let a = env.read_txn().unwrap();
+    let b = env.read_txn().unwrap();
+    assert_eq!(env.read_txn().err(), Some(Error::ReadersFull));
+    drop(a);
+    let c = env.read_txn().unwrap();
+    drop((b, c));
+}
+
+#[test]
+fn second_reader_in_thread_is_bad_rslot() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path()).unwrap();
+    let a = env.read_txn().unwrap();
+    assert_eq!(env.read_txn().err(), Some(Error::BadRslot));
+    drop(a);
+    env.read_txn().unwrap();
+}
+
+#[test]
+fn dbs_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new().max_dbs(1).open(dir.path()).unwrap();
+    let mut w = env.write_txn().unwrap();
+    w.create_db("one", DbFlags::EMPTY).unwrap();
+    assert_eq!(
+        w.create_db("two", DbFlags::EMPTY).err(),
+        Some(Error::DbsFull)
+    );
+    let env0 = {
+        drop(w);
+        drop(env);
+        Env::open(dir.path()).unwrap()
+    };
+    let mut w = env0.write_txn().unwrap();
+    assert_eq!(
+        w.create_db("one", DbFlags::EMPTY).err(),
+        Some(Error::DbsFull)
+    );
+}
+
+#[test]
+fn bad_value_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path()).unwrap();
+    let mut w = env.write_txn().unwrap();
+    let m = Database::MAIN;
+    assert_eq!(
+        w.put(m, b"", b"v", WriteFlags::EMPTY),
+        Err(Error::BadValSize)
+    );
+    assert_eq!(
+        w.put(m, &[1u8; 512], b"v", WriteFlags::EMPTY),
+        Err(Error::BadValSize)
+    );
+    w.put(m, &[1u8; 511], b"v", WriteFlags::EMPTY).unwrap();
+    assert_eq!(w.del(m, &[2u8; 600]), Err(Error::BadValSize));
+    // The transaction stays usable after a size error.
+    w.put(m, b"ok", b"", WriteFlags::EMPTY).unwrap();
+    w.commit().unwrap();
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.get(m, b"ok").unwrap(), Some(&b""[..]));
+    let mut c = r.cursor(m).unwrap();
+    assert_eq!(c.set_range(b"").err(), Some(Error::BadValSize));
+}
+
+#[test]
+fn missing_and_incompatible_databases() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new().max_dbs(4).open(dir.path()).unwrap();
+    let mut w = env.write_txn().unwrap();
+    w.put(Database::MAIN, b"plain", b"data", WriteFlags::EMPTY)
+        .unwrap();
+    assert_eq!(w.open_db("nothere").err(), Some(Error::NotFound));
+    assert_eq!(w.open_db("plain").err(), Some(Error::Incompatible));
+    assert_eq!(
+        w.create_db("plain", DbFlags::EMPTY).err(),
+        Some(Error::Incompatible)
+    );
+    // Sorted duplicates are not supported yet: a clear error, never a misread.
+    assert_eq!(
+        w.create_db("dups", DbFlags::DUP_SORT).err(),
+        Some(Error::Incompatible)
+    );
+}
+
+#[test]
+fn dupsort_file_from_lmdb_is_refused() {
+    if !std::path::Path::new("/usr/bin/mdb_load").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dump = "VERSION=3\nformat=bytevalue\ndatabase=tags\ntype=btree\ndupsort=1\nHEADER=END\n 61\n 31\n 61\n 32\nDATA=END\n";
+    let mut child = std::process::Command::new("/usr/bin/mdb_load")
+        .arg(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(dump.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let env = EnvOptions::new().max_dbs(2).open(dir.path()).unwrap();
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.open_db("tags").err(), Some(Error::Incompatible));
+}

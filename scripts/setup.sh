@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install what building and testing mdb needs on a fresh Debian machine.
+set -euo pipefail
+need=()
+for p in lmdb-utils liblmdb-dev python3-lmdb liblmdb-file-perl gcc make pkg-config; do
+    dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq || true
+    $SUDO apt-get install -y -qq "${need[@]}"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    if [ -x "$HOME/.cargo/bin/cargo" ]; then
+        export PATH="$HOME/.cargo/bin:$PATH"
+    else
+        curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
+        export PATH="$HOME/.cargo/bin:$PATH"
+    fi
+fi
