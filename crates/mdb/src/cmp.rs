@@ -49,7 +49,10 @@ mod tests {
         assert_eq!(v, vec![b"ba" as &[u8], b"ca", b"ab", b"ac"]);
         let k = |x: u64| x.to_le_bytes();
         assert_eq!(integer(&k(2), &k(65536)), Ordering::Less);
-        assert_eq!(integer(&3u32.to_le_bytes(), &2u32.to_le_bytes()), Ordering::Greater);
+        assert_eq!(
+            integer(&3u32.to_le_bytes(), &2u32.to_le_bytes()),
+            Ordering::Greater
+        );
         assert_eq!(lexical(b"a", b"ab"), Ordering::Less);
     }
 }

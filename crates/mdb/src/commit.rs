@@ -37,7 +37,12 @@ impl RwTxn<'_> {
         }
         for (db, rec) in named {
             let name = self.env.dbi_info(db)?.name.ok_or(Error::BadDbi)?;
-            self.put_node(Database::MAIN, &name, NodeData::SubDb(&rec.encode()), WriteFlags::EMPTY)?;
+            self.put_node(
+                Database::MAIN,
+                &name,
+                NodeData::SubDb(&rec.encode()),
+                WriteFlags::EMPTY,
+            )?;
         }
         self.save_freelist()?;
 
@@ -77,13 +82,15 @@ impl RwTxn<'_> {
             if !flags.contains(EnvFlags::NO_SYNC) {
                 env.file.sync_data()?;
             }
-            let durable = !flags.contains(EnvFlags::NO_SYNC) && !flags.contains(EnvFlags::NO_META_SYNC);
+            let durable =
+                !flags.contains(EnvFlags::NO_SYNC) && !flags.contains(EnvFlags::NO_META_SYNC);
             if let Err(e) = env
                 .file
                 .write_meta((meta_off + META_WRITE_OFF) as u64, &upd, durable)
             {
                 // The meta page may be half written: only a reopen can tell.
-                env.panicked.store(true, std::sync::atomic::Ordering::Relaxed);
+                env.panicked
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 return Err(e);
             }
         }

@@ -433,9 +433,7 @@ impl Env {
     /// Flags of an open database handle (from the registry).
     pub(crate) fn dbi_info(&self, db: Database) -> Result<DbiInfo> {
         let t = self.dbis.read().unwrap();
-        t.get(db.0 as usize)
-            .cloned()
-            .ok_or(Error::Os(libc::EINVAL))
+        t.get(db.0 as usize).cloned().ok_or(Error::Os(libc::EINVAL))
     }
 
     /// Find or register the handle for a named database.

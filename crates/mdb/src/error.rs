@@ -154,7 +154,11 @@ impl Error {
 
     /// The last OS error (`errno`) as an [`Error`].
     pub fn last_os() -> Error {
-        Error::Os(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+        Error::Os(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        )
     }
 }
 
@@ -175,11 +179,15 @@ pub fn strerror(code: i32) -> String {
         code::TLS_FULL => {
             "MDB_TLS_FULL: Thread-local storage keys full - too many environments open"
         }
-        code::TXN_FULL => "MDB_TXN_FULL: Transaction has too many dirty pages - transaction too big",
+        code::TXN_FULL => {
+            "MDB_TXN_FULL: Transaction has too many dirty pages - transaction too big"
+        }
         code::CURSOR_FULL => "MDB_CURSOR_FULL: Internal error - cursor stack limit reached",
         code::PAGE_FULL => "MDB_PAGE_FULL: Internal error - page has no more space",
         code::MAP_RESIZED => "MDB_MAP_RESIZED: Database contents grew beyond environment mapsize",
-        code::INCOMPATIBLE => "MDB_INCOMPATIBLE: Operation and DB incompatible, or DB flags changed",
+        code::INCOMPATIBLE => {
+            "MDB_INCOMPATIBLE: Operation and DB incompatible, or DB flags changed"
+        }
         code::BAD_RSLOT => "MDB_BAD_RSLOT: Invalid reuse of reader locktable slot",
         code::BAD_TXN => "MDB_BAD_TXN: Transaction must abort, has a child, or is invalid",
         code::BAD_VALSIZE => {

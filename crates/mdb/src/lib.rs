@@ -14,7 +14,6 @@
 //! ```
 #![deny(missing_docs)]
 
-
 pub mod check;
 pub mod cmp;
 mod commit;
@@ -33,7 +32,11 @@ mod txn;
 mod write;
 
 /// Version string printed by the tools' `-V`.
-pub const VERSION_STRING: &str = concat!("mdb ", env!("CARGO_PKG_VERSION"), " (LMDB 0.9.24 compatible)");
+pub const VERSION_STRING: &str = concat!(
+    "mdb ",
+    env!("CARGO_PKG_VERSION"),
+    " (LMDB 0.9.24 compatible)"
+);
 
 pub use cursor::{Cursor, Range, RwCursor};
 pub use db::{Database, DbFlags, Stat};

@@ -493,9 +493,24 @@ mod tests {
     fn insert_remove_search() {
         let mut b = vec![0u8; 4096];
         edit::init(&mut b, 2, P_LEAF);
-        assert!(edit::insert_leaf(&mut b, 0, b"banana", NodeData::Inline(b"yellow!")));
-        assert!(edit::insert_leaf(&mut b, 0, b"apple", NodeData::Inline(b"red")));
-        assert!(edit::insert_leaf(&mut b, 2, b"cherry", NodeData::Inline(b"dark-red")));
+        assert!(edit::insert_leaf(
+            &mut b,
+            0,
+            b"banana",
+            NodeData::Inline(b"yellow!")
+        ));
+        assert!(edit::insert_leaf(
+            &mut b,
+            0,
+            b"apple",
+            NodeData::Inline(b"red")
+        ));
+        assert!(edit::insert_leaf(
+            &mut b,
+            2,
+            b"cherry",
+            NodeData::Inline(b"dark-red")
+        ));
         let p = Page::new(&b).unwrap();
         assert_eq!(p.len(), 3);
         assert_eq!(p.lower(), 22);

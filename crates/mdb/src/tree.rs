@@ -82,7 +82,11 @@ pub(crate) fn get_node<'a, S: Snapshot>(
         let p = s.page(pgno)?;
         let (i, exact) = search(&p, key, cmp)?;
         if p.is_leaf() {
-            return if exact { Ok(Some(p.node(i)?)) } else { Ok(None) };
+            return if exact {
+                Ok(Some(p.node(i)?))
+            } else {
+                Ok(None)
+            };
         }
         pgno = p.node(i)?.child();
     }
@@ -196,7 +200,11 @@ impl CursorPos {
         }
         let root = s.page(rec.root)?;
         self.path.pg[0] = rec.root;
-        self.path.ix[0] = if right { root.len().saturating_sub(1) } else { 0 };
+        self.path.ix[0] = if right {
+            root.len().saturating_sub(1)
+        } else {
+            0
+        };
         self.path.len = 1;
         self.descend_edge(s, rec, right)?;
         self.unset = false;

@@ -305,7 +305,10 @@ impl Snapshot for RoTxn<'_> {
         if pgno < 2 || pgno + need - 1 > self.meta.last_pgno {
             return Err(Error::PageNotFound);
         }
-        let b = self.env.map.slice(pgno as usize * ps, crate::page::HDR + len)?;
+        let b = self
+            .env
+            .map
+            .slice(pgno as usize * ps, crate::page::HDR + len)?;
         if crate::page::rd16(b, 10) & P_OVERFLOW == 0 {
             return Err(Error::Corrupted);
         }
@@ -528,7 +531,13 @@ impl<'env> RwTxn<'env> {
             Some(rec) => {
                 check_supported(rec.flags)?;
                 let db = self.env.register_dbi(name, rec.flags)?;
-                if self.dbs.borrow().get(db.0 as usize).and_then(|d| *d).is_none() {
+                if self
+                    .dbs
+                    .borrow()
+                    .get(db.0 as usize)
+                    .and_then(|d| *d)
+                    .is_none()
+                {
                     self.set_loaded(db.0 as usize, rec, false);
                 }
                 Ok(db)

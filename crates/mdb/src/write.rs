@@ -75,10 +75,34 @@ impl<'env> RwTxn<'env> {
     /// ```
     pub fn put(&mut self, db: Database, key: &[u8], val: &[u8], flags: WriteFlags) -> Result<()> {
         if flags.contains(WriteFlags::RESERVE) {
-            self.reserve(db, key, val.len(), flags)?.copy_from_slice(val);
+            self.reserve(db, key, val.len(), flags)?
+                .copy_from_slice(val);
             return Ok(());
         }
         self.put_value(db, key, Value::Bytes(val), flags)
+    }
+
+    /// Insert `key` only if it is absent (`MDB_NOOVERWRITE`). Returns the
+    /// existing value, untouched, when the key is already there.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Env, Database};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// assert_eq!(w.put_new(Database::MAIN, b"k", b"one")?, None);
+    /// assert_eq!(w.put_new(Database::MAIN, b"k", b"two")?, Some(&b"one"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn put_new(&mut self, db: Database, key: &[u8], val: &[u8]) -> Result<Option<&[u8]>> {
+        match self.put(db, key, val, WriteFlags::NO_OVERWRITE) {
+            Ok(()) => Ok(None),
+            Err(Error::KeyExist) => {
+                let rec = self.rec(db)?;
+                crate::tree::get(&*self, &rec, key)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Reserve `len` bytes for the value of `key` and hand them back to fill in.
@@ -112,13 +136,25 @@ impl<'env> RwTxn<'env> {
         Ok(edit::data_mut(buf, i))
     }
 
-    fn put_value(&mut self, db: Database, key: &[u8], val: Value<'_>, flags: WriteFlags) -> Result<()> {
+    fn put_value(
+        &mut self,
+        db: Database,
+        key: &[u8],
+        val: Value<'_>,
+        flags: WriteFlags,
+    ) -> Result<()> {
         self.check_usable(db)?;
         self.put_value_inner(db, key, val, flags)
     }
 
     /// Put without the user-facing checks (the free list uses it on FREE).
-    pub(crate) fn put_value_inner(&mut self, db: Database, key: &[u8], val: Value<'_>, flags: WriteFlags) -> Result<()> {
+    pub(crate) fn put_value_inner(
+        &mut self,
+        db: Database,
+        key: &[u8],
+        val: Value<'_>,
+        flags: WriteFlags,
+    ) -> Result<()> {
         check_key(key)?;
         let len = val.len();
         if len > u32::MAX as usize {
@@ -189,7 +225,11 @@ impl<'env> RwTxn<'env> {
         }
         for l in 0..path.len {
             let p = self.page(path.pg[l])?;
-            let last = if l == path.leaf() { p.len() } else { p.len() - 1 };
+            let last = if l == path.leaf() {
+                p.len()
+            } else {
+                p.len() - 1
+            };
             let at = if l == path.leaf() { i } else { path.ix[l] };
             if at != last {
                 return Ok(false);
@@ -242,7 +282,12 @@ impl<'env> RwTxn<'env> {
             let (old_fp, old_big, old_dsize, old_ov) = {
                 let n = self.page(leaf)?.node(i)?;
                 let big = n.flags() & F_BIGDATA != 0;
-                (n.footprint(), big, n.dsize(), if big { n.ov_pgno() } else { 0 })
+                (
+                    n.footprint(),
+                    big,
+                    n.dsize(),
+                    if big { n.ov_pgno() } else { 0 },
+                )
             };
             if old_big {
                 self.free_overflow(db, old_ov)?;
@@ -285,7 +330,10 @@ impl<'env> RwTxn<'env> {
     fn free_overflow(&mut self, db: Database, pg: u64) -> Result<()> {
         let n = self.run_len(pg)?;
         let mut rec = self.rec(db)?;
-        rec.overflow_pages = rec.overflow_pages.checked_sub(n as u64).ok_or(Error::Corrupted)?;
+        rec.overflow_pages = rec
+            .overflow_pages
+            .checked_sub(n as u64)
+            .ok_or(Error::Corrupted)?;
         self.set_rec(db, rec);
         self.free_pages(pg, n);
         Ok(())

@@ -186,7 +186,7 @@ fn lmdb_reads_what_we_write() {
         let db = w.open_db("named").unwrap();
         let keys: Vec<Vec<u8>> = main.keys().cloned().collect();
         for (i, k) in keys.iter().enumerate() {
-            if (i as u64 + round) % 4 == 0 {
+            if (i as u64 + round).is_multiple_of(4) {
                 w.del(Database::MAIN, k).unwrap();
                 main.remove(k);
             } else if i % 7 == 0 {

@@ -1,0 +1,249 @@
+//! Transaction and database lifecycle: reset/renew, snapshots, named
+//! databases emptied and deleted, deleting everything frees every page,
+//! and injected I/O failures lose nothing committed before them.
+
+use mdb::io::{FaultInjector, IoAction, IoOp};
+use mdb::{Database, DbFlags, Env, EnvOptions, Error, Txn, WriteFlags};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+fn put(env: &Env, k: &[u8], v: &[u8]) {
+    let mut w = env.write_txn().unwrap();
+    w.put(Database::MAIN, k, v, WriteFlags::EMPTY).unwrap();
+    w.commit().unwrap();
+}
+
+#[test]
+fn snapshot_isolation_and_reset_renew() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path()).unwrap();
+    put(&env, b"a", b"1");
+    let mut r = env.read_txn().unwrap();
+    put(&env, b"a", b"2");
+    assert_eq!(r.get(Database::MAIN, b"a").unwrap(), Some(&b"1"[..]));
+    r.reset();
+    r.renew().unwrap();
+    assert_eq!(r.get(Database::MAIN, b"a").unwrap(), Some(&b"2"[..]));
+    assert_eq!(r.id(), 2);
+    // The reader's slot shows up in the reader table while it is live.
+    let rs = env.readers();
+    assert!(rs
+        .iter()
+        .any(|x| x.pid == std::process::id() && x.txnid == Some(2)));
+    drop(r);
+    assert!(env.readers().iter().all(|x| x.txnid.is_none()));
+}
+
+#[test]
+fn abort_discards_and_noop_commit_keeps_txnid() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path()).unwrap();
+    put(&env, b"a", b"1");
+    let mut w = env.write_txn().unwrap();
+    w.put(Database::MAIN, b"b", b"2", WriteFlags::EMPTY)
+        .unwrap();
+    w.abort();
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.get(Database::MAIN, b"b").unwrap(), None);
+    drop(r);
+    env.write_txn().unwrap().commit().unwrap();
+    assert_eq!(env.info().unwrap().last_txnid, 1);
+    // Same thread, second write txn: an error instead of LMDB's deadlock.
+    let w = env.write_txn().unwrap();
+    assert_eq!(env.write_txn().err(), Some(Error::BadTxn));
+    drop(w);
+}
+
+#[test]
+fn put_new_reserve_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .map_size(64 << 20)
+        .open(dir.path())
+        .unwrap();
+    let mut w = env.write_txn().unwrap();
+    let m = Database::MAIN;
+    for i in 0..5000u32 {
+        w.put(m, &i.to_be_bytes(), &[1u8; 50], WriteFlags::APPEND)
+            .unwrap();
+    }
+    assert_eq!(
+        w.put(m, &10u32.to_be_bytes(), b"x", WriteFlags::APPEND),
+        Err(Error::KeyExist)
+    );
+    assert_eq!(
+        w.put_new(m, &10u32.to_be_bytes(), b"x").unwrap(),
+        Some(&[1u8; 50][..])
+    );
+    w.reserve(m, b"zz-reserved", 10_000, WriteFlags::EMPTY)
+        .unwrap()
+        .copy_from_slice(&[9u8; 10_000]);
+    w.reserve(m, b"zz-small", 3, WriteFlags::EMPTY)
+        .unwrap()
+        .copy_from_slice(b"abc");
+    w.commit().unwrap();
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.get(m, b"zz-reserved").unwrap(), Some(&[9u8; 10_000][..]));
+    assert_eq!(r.get(m, b"zz-small").unwrap(), Some(&b"abc"[..]));
+    let st = r.stat(m).unwrap();
+    assert_eq!(st.entries, 5002);
+    assert_eq!(st.overflow_pages, 3);
+    // Appended leaves are packed full: about 4080 / (2 + 8 + 4 + 50) = 63 per page.
+    assert!(st.leaf_pages <= 5000 / 60 + 2, "{st:?}");
+}
+
+#[test]
+fn named_databases_clear_and_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new().max_dbs(2).open(dir.path()).unwrap();
+    let mut w = env.write_txn().unwrap();
+    let a = w.create_db("a", DbFlags::EMPTY).unwrap();
+    let b = w.create_db("b", DbFlags::INTEGER_KEY).unwrap();
+    for i in 0..3000u64 {
+        w.put(a, &i.to_be_bytes(), &[2u8; 100], WriteFlags::EMPTY)
+            .unwrap();
+        w.put(b, &i.to_le_bytes(), &[3u8; 10], WriteFlags::EMPTY)
+            .unwrap();
+    }
+    w.commit().unwrap();
+    let r = env.read_txn().unwrap();
+    // Integer keys come back in numeric order.
+    let mut c = r.cursor(b).unwrap();
+    assert_eq!(
+        c.set_range(&256u64.to_le_bytes()).unwrap().unwrap().0,
+        256u64.to_le_bytes()
+    );
+    assert_eq!(c.next().unwrap().unwrap().0, 257u64.to_le_bytes());
+    drop(r);
+    let mut w = env.write_txn().unwrap();
+    w.clear_db(a).unwrap();
+    w.delete_db(b).unwrap();
+    w.commit().unwrap();
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.stat(a).unwrap().entries, 0);
+    assert_eq!(r.open_db("b").err(), Some(Error::NotFound));
+    assert_eq!(r.stat(Database::MAIN).unwrap().entries, 1);
+    drop(r);
+    let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+}
+
+#[test]
+fn deleting_everything_frees_every_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .map_size(256 << 20)
+        .open(dir.path())
+        .unwrap();
+    let mut w = env.write_txn().unwrap();
+    for i in 0..20_000u32 {
+        let v = vec![i as u8; if i % 100 == 0 { 5000 } else { 30 }];
+        w.put(Database::MAIN, &i.to_be_bytes(), &v, WriteFlags::EMPTY)
+            .unwrap();
+    }
+    w.commit().unwrap();
+    let mut w = env.write_txn().unwrap();
+    for i in (0..20_000u32).rev() {
+        assert!(w.del(Database::MAIN, &i.to_be_bytes()).unwrap());
+    }
+    w.commit().unwrap();
+    let st = env.stat().unwrap();
+    assert_eq!(
+        (
+            st.depth,
+            st.leaf_pages,
+            st.branch_pages,
+            st.overflow_pages,
+            st.entries
+        ),
+        (0, 0, 0, 0, 0)
+    );
+    drop(env);
+    let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+    // Everything but the free DB's own pages is on the free list.
+    let free_tree: u64 = rep
+        .dbs
+        .iter()
+        .filter(|d| d.name == "FREE")
+        .map(|d| d.leaf_pages + d.branch_pages + d.overflow_pages)
+        .sum();
+    assert_eq!(rep.free_pages + free_tree, rep.last_pgno - 1);
+}
+
+/// Fails the n-th I/O operation of a kind with an errno.
+struct FailNth {
+    n: AtomicU32,
+    meta: bool,
+    errno: i32,
+}
+
+impl FaultInjector for FailNth {
+    fn on_io(&self, op: IoOp) -> IoAction {
+        let hit = match op {
+            IoOp::WriteMeta { .. } => self.meta,
+            IoOp::WritePages { .. } => !self.meta,
+            IoOp::SyncData => false,
+        };
+        if hit && self.n.fetch_sub(1, Ordering::SeqCst) == 1 {
+            IoAction::Fail(self.errno)
+        } else {
+            IoAction::Proceed
+        }
+    }
+}
+
+#[test]
+fn failed_page_write_loses_nothing_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = Arc::new(FailNth {
+        n: AtomicU32::new(3),
+        meta: false,
+        errno: libc::ENOSPC,
+    });
+    let env = EnvOptions::new()
+        .fault_injector(fault.clone())
+        .open(dir.path())
+        .unwrap();
+    // The first page write of a new env is the meta pages; then one per commit.
+    put(&env, b"a", b"1");
+    let mut w = env.write_txn().unwrap();
+    w.put(Database::MAIN, b"b", b"2", WriteFlags::EMPTY)
+        .unwrap();
+    assert_eq!(w.commit(), Err(Error::Os(libc::ENOSPC)));
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.get(Database::MAIN, b"a").unwrap(), Some(&b"1"[..]));
+    assert_eq!(r.get(Database::MAIN, b"b").unwrap(), None);
+    drop(r);
+    put(&env, b"c", b"3");
+    drop(env);
+    let env = Env::open(dir.path()).unwrap();
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.get(Database::MAIN, b"a").unwrap(), Some(&b"1"[..]));
+    assert_eq!(r.get(Database::MAIN, b"c").unwrap(), Some(&b"3"[..]));
+}
+
+#[test]
+fn failed_meta_write_panics_env_but_file_stays_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = Arc::new(FailNth {
+        n: AtomicU32::new(2),
+        meta: true,
+        errno: libc::EIO,
+    });
+    let env = EnvOptions::new()
+        .fault_injector(fault)
+        .open(dir.path())
+        .unwrap();
+    put(&env, b"a", b"1");
+    let mut w = env.write_txn().unwrap();
+    w.put(Database::MAIN, b"b", b"2", WriteFlags::EMPTY)
+        .unwrap();
+    assert_eq!(w.commit(), Err(Error::Os(libc::EIO)));
+    assert_eq!(env.write_txn().err(), Some(Error::Panic));
+    drop(env);
+    let env = Env::open(dir.path()).unwrap();
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.get(Database::MAIN, b"a").unwrap(), Some(&b"1"[..]));
+    assert_eq!(r.get(Database::MAIN, b"b").unwrap(), None);
+}
