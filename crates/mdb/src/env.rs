@@ -282,8 +282,11 @@ impl Env {
             meta.mapsize as usize
         };
         let used = (meta.last_pgno as usize + 1) * psize;
-        mapsize = mapsize.max(used);
-        mapsize = mapsize.div_ceil(psize) * psize;
+        mapsize = mapsize
+            .max(used)
+            .checked_next_multiple_of(psize)
+            .filter(|&m| m <= isize::MAX as usize)
+            .ok_or(Error::Os(libc::ENOMEM))?;
         let writemap = flags.contains(EnvFlags::WRITE_MAP);
         if writemap {
             df.extend_to(mapsize as u64)?;

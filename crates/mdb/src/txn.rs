@@ -33,6 +33,8 @@ pub(crate) mod sealed {
         fn db(&self, db: Database) -> Result<DbRecord>;
         /// Transaction id.
         fn txn_id(&self) -> u64;
+        /// Remember `rec` as the record of `db` in this transaction.
+        fn cache_db(&self, db: Database, rec: DbRecord);
     }
 }
 use sealed::Snapshot;
@@ -85,7 +87,10 @@ pub trait Txn: Snapshot + Sized {
         check_name(self.env(), name)?;
         let rec = lookup_named(self, name)?.ok_or(Error::NotFound)?;
         check_supported(rec.flags)?;
-        self.env().register_dbi(name, rec.flags)
+        let db = self.env().register_dbi(name, rec.flags)?;
+        // The handle slot may have been closed and reused: refresh our copy.
+        self.cache_db(db, rec);
+        Ok(db)
     }
 }
 
@@ -336,6 +341,14 @@ impl Snapshot for RoTxn<'_> {
     }
     fn txn_id(&self) -> u64 {
         self.meta.txnid
+    }
+    fn cache_db(&self, db: Database, rec: DbRecord) {
+        let i = db.0 as usize;
+        let mut d = self.dbs.borrow_mut();
+        if d.len() <= i {
+            d.resize(i + 1, None);
+        }
+        d[i] = Some(rec);
     }
 }
 
@@ -621,6 +634,16 @@ impl Snapshot for RwTxn<'_> {
     }
     fn txn_id(&self) -> u64 {
         self.txnid
+    }
+    fn cache_db(&self, db: Database, rec: DbRecord) {
+        // Keep a modified record of this transaction; replace a stale one.
+        let fresh = match self.dbs.borrow().get(db.0 as usize) {
+            Some(Some(d)) => !d.dirty,
+            _ => true,
+        };
+        if fresh {
+            self.set_loaded(db.0 as usize, rec, false);
+        }
     }
 }
 

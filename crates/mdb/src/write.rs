@@ -275,7 +275,6 @@ impl<'env> RwTxn<'env> {
             self.free_new_overflow(db, data)?;
             return Err(Error::KeyExist);
         }
-        let rightmost = self.is_append(&path, i, exact)?;
         self.touch_path(db, &mut path)?;
         let leaf = path.pg[path.leaf()];
         if exact {
@@ -315,6 +314,12 @@ impl<'env> RwTxn<'env> {
             rec.entries += 1;
             self.set_rec(db, rec);
         }
+        // Common case: the node fits, no encoding or allocation needed.
+        let buf = self.dirty.get_mut(&leaf).unwrap();
+        if edit::insert_leaf(buf, i, key, data) {
+            return Ok(());
+        }
+        let rightmost = !exact && self.is_append(&path, i, false)?;
         let raw = encode_leaf(key, data);
         self.insert(db, &path, path.leaf(), i, &raw, rightmost || append)
     }

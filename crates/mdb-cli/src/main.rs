@@ -1,0 +1,220 @@
+//! `mdb`: the LMDB-compatible command-line tools of the mdb engine.
+//!
+//! * `mdb stat ...`, `mdb dump ...`, `mdb load ...` behave like LMDB's
+//!   `mdb_stat`, `mdb_dump` and `mdb_load` (Debian 12, LMDB 0.9.24, with the
+//!   0.9.25+ fixes listed in docs/tools.md), and name themselves `mdb_stat`
+//!   etc. in messages so that their output is byte-identical.
+//! * Invoked through a link named `mdb_stat`, `mdb_dump` or `mdb_load`
+//!   (busybox style), the binary is that tool, and uses `argv[0]` as given in
+//!   its messages, exactly as LMDB's tools do.
+
+mod cmd_demo;
+mod cmd_dump;
+mod cmd_load;
+mod cmd_stat;
+mod dumpfmt;
+mod getopt;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+
+/// The three tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    Stat,
+    Dump,
+    Load,
+}
+
+impl Tool {
+    fn from_subcommand(s: &[u8]) -> Option<Tool> {
+        match s {
+            b"stat" => Some(Tool::Stat),
+            b"dump" => Some(Tool::Dump),
+            b"load" => Some(Tool::Load),
+            _ => None,
+        }
+    }
+
+    fn from_program(base: &[u8]) -> Option<Tool> {
+        match base {
+            b"mdb_stat" => Some(Tool::Stat),
+            b"mdb_dump" => Some(Tool::Dump),
+            b"mdb_load" => Some(Tool::Load),
+            _ => None,
+        }
+    }
+
+    /// LMDB's name for the tool, used in messages for `mdb <cmd>`.
+    fn lmdb_name(self) -> &'static [u8] {
+        match self {
+            Tool::Stat => b"mdb_stat",
+            Tool::Dump => b"mdb_dump",
+            Tool::Load => b"mdb_load",
+        }
+    }
+
+    fn run(self, inv: &Invocation, args: Vec<OsString>) -> i32 {
+        match self {
+            Tool::Stat => cmd_stat::run(inv, args),
+            Tool::Dump => cmd_dump::run(inv, args),
+            Tool::Load => cmd_load::run(inv, args),
+        }
+    }
+}
+
+/// How a tool was started.
+pub(crate) struct Invocation {
+    /// Program name for messages and the usage line.
+    pub prog: Vec<u8>,
+    /// Started as `mdb <cmd>`: `--help` is understood. (As `mdb_stat` etc.,
+    /// the options are exactly LMDB's.)
+    pub long_help: bool,
+}
+
+/// Write the concatenation of `parts` and a newline to stderr, in one write.
+pub(crate) fn errln(parts: &[&[u8]]) {
+    let mut m = Vec::with_capacity(parts.iter().map(|p| p.len()).sum::<usize>() + 1);
+    for p in parts {
+        m.extend_from_slice(p);
+    }
+    m.push(b'\n');
+    let _ = std::io::stderr().write_all(&m);
+}
+
+/// LMDB's library-failure message: `<func> failed, error <code> <mdb_strerror>`.
+pub(crate) fn lib_err(func: &str, e: mdb::Error) {
+    errln(&[
+        func.as_bytes(),
+        b" failed, error ",
+        e.code().to_string().as_bytes(),
+        b" ",
+        e.to_string().as_bytes(),
+    ]);
+}
+
+/// `strerror(errno)` text (what LMDB's tools print for system errors).
+pub(crate) fn os_strerror(e: &std::io::Error) -> String {
+    mdb::error::strerror(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+/// Print `usage: <prog> <synopsis>` to stderr; the caller exits 1.
+pub(crate) fn usage(prog: &[u8], synopsis: &str) {
+    errln(&[b"usage: ", prog, b" ", synopsis.as_bytes()]);
+}
+
+/// Print a help text to stdout; the caller exits 0.
+pub(crate) fn print_help(text: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(text.as_bytes());
+    let _ = o.flush();
+}
+
+/// Print the version string to stdout.
+pub(crate) fn print_version() {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{}", mdb::VERSION_STRING);
+    let _ = o.flush();
+}
+
+/// Restore the default SIGPIPE action (Rust ignores it), so a tool writing to
+/// a closed pipe ends the way a C program does.
+pub(crate) fn default_sigpipe() {
+    // SAFETY: setting a signal disposition to SIG_DFL has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+const TOP_HELP: &str = "\
+Usage: mdb <command> [options] dbpath
+
+LMDB-compatible tools for mdb environments. Each command takes exactly the
+options of the LMDB tool of the same name and prints what it prints.
+
+Commands:
+  stat    show environment, free-list, reader and database statistics (mdb_stat)
+  dump    write databases in the portable text format (mdb_dump)
+  load    read the portable text format into an environment (mdb_load)
+  demo    load and read back a million keys in a temporary directory
+
+  mdb <command> --help   options of one command
+  mdb -V, --version      print the version
+
+The binary also acts as mdb_stat, mdb_dump or mdb_load when invoked under
+that name (for instance through a symbolic link).
+";
+
+fn run(args: Vec<OsString>) -> i32 {
+    let argv0 = args
+        .first()
+        .cloned()
+        .unwrap_or_else(|| OsString::from("mdb"));
+    let base = std::path::Path::new(&argv0)
+        .file_name()
+        .map(|b| b.as_bytes().to_vec())
+        .unwrap_or_default();
+    let rest: Vec<OsString> = args.into_iter().skip(1).collect();
+    if let Some(tool) = Tool::from_program(&base) {
+        let inv = Invocation {
+            prog: argv0.as_bytes().to_vec(),
+            long_help: false,
+        };
+        return tool.run(&inv, rest);
+    }
+    let Some(first) = rest.first() else {
+        let _ = std::io::stderr().write_all(TOP_HELP.as_bytes());
+        return 1;
+    };
+    match first.as_bytes() {
+        b"--help" | b"-h" | b"help" => {
+            if first.as_bytes() == b"help" {
+                if let Some(tool) = rest
+                    .get(1)
+                    .and_then(|c| Tool::from_subcommand(c.as_bytes()))
+                {
+                    return tool.run(
+                        &Invocation {
+                            prog: tool.lmdb_name().to_vec(),
+                            long_help: true,
+                        },
+                        vec![OsString::from("--help")],
+                    );
+                }
+            }
+            print_help(TOP_HELP);
+            0
+        }
+        b"-V" | b"--version" => {
+            print_version();
+            0
+        }
+        b"demo" => {
+            let args: Vec<String> = rest[1..]
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            cmd_demo::run(&args)
+        }
+        name => match Tool::from_subcommand(name) {
+            Some(tool) => {
+                let inv = Invocation {
+                    prog: tool.lmdb_name().to_vec(),
+                    long_help: true,
+                };
+                tool.run(&inv, rest[1..].to_vec())
+            }
+            None => {
+                errln(&[b"mdb: unknown command '", name, b"'"]);
+                errln(&[b"Try 'mdb --help' for the list of commands."]);
+                1
+            }
+        },
+    }
+}
+
+fn main() {
+    let code = run(std::env::args_os().collect());
+    std::process::exit(code);
+}
