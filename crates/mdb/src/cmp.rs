@@ -38,6 +38,17 @@ pub fn for_flags(flags: u16) -> CmpFn {
     }
 }
 
+/// The duplicate-value comparator LMDB derives from a DUPSORT database's flags.
+pub fn dup_for_flags(flags: u16) -> CmpFn {
+    if flags & crate::db::INTEGERDUP != 0 {
+        integer
+    } else if flags & crate::db::REVERSEDUP != 0 {
+        reverse
+    } else {
+        lexical
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

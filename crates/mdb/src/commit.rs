@@ -37,12 +37,15 @@ impl RwTxn<'_> {
         }
         for (db, rec) in named {
             let name = self.env.dbi_info(db)?.name.ok_or(Error::BadDbi)?;
-            self.put_node(
-                Database::MAIN,
+            let mut m = self.tree(Database::MAIN)?;
+            let r = self.tree_put(
+                &mut m,
                 &name,
                 NodeData::SubDb(&rec.encode()),
                 WriteFlags::EMPTY,
-            )?;
+            );
+            self.set_rec(Database::MAIN, m.rec);
+            r?;
         }
         self.save_freelist()?;
 

@@ -1,9 +1,10 @@
 //! Cursors: ordered navigation over one database, and iterators over ranges.
 
 use crate::db::Database;
+use crate::dup::Position;
 use crate::error::{Error, Result};
 use crate::meta::DbRecord;
-use crate::tree::{CursorPos, Item};
+use crate::tree::Item;
 use crate::txn::{RwTxn, Txn};
 use crate::WriteFlags;
 use std::ops::{Bound, RangeBounds};
@@ -21,34 +22,44 @@ use std::ops::{Bound, RangeBounds};
 /// }
 /// w.commit()?;
 /// let r = env.read_txn()?;
-/// let keys: Vec<&[u8]> = r.cursor(Database::MAIN)?.map(|kv| kv.unwrap().0).collect();
+/// let keys: Vec<&[u8]> = r.cursor(Database::MAIN)?.iter().map(|kv| kv.unwrap().0).collect();
 /// assert_eq!(keys, [b"a", b"b", b"c"]);
 /// # Ok::<(), mdb::Error>(())
 /// ```
 pub struct Cursor<'t, T: Txn> {
     txn: &'t T,
     rec: DbRecord,
-    pos: CursorPos,
+    pos: Position,
 }
 
 impl<'t, T: Txn> Cursor<'t, T> {
     pub(crate) fn new(txn: &'t T, db: Database) -> Result<Self> {
+        let rec = txn.db(db)?;
+        let (k, d) = txn.env().comparators(db, rec.flags);
         Ok(Cursor {
-            rec: txn.db(db)?,
+            rec,
             txn,
-            pos: CursorPos::new(),
+            pos: Position::new(k, d),
         })
     }
 
-    /// First item.
+    fn dupsort(&self) -> Result<()> {
+        if self.pos.dcmp.is_none() {
+            return Err(Error::Incompatible);
+        }
+        Ok(())
+    }
+
+    /// First item (the first value of the first key).
     pub fn first(&mut self) -> Result<Option<Item<'t>>> {
         self.pos.first(self.txn, &self.rec)
     }
-    /// Last item.
+    /// Last item (the last value of the last key).
     pub fn last(&mut self) -> Result<Option<Item<'t>>> {
         self.pos.last(self.txn, &self.rec)
     }
-    /// Next item (the first one if unpositioned); `None` at the end (the position is kept).
+    /// Next item, walking every value of DUPSORT keys (the first item if
+    /// unpositioned); `None` at the end, where the position is kept.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Item<'t>>> {
         self.pos.next(self.txn, &self.rec)
@@ -57,18 +68,51 @@ impl<'t, T: Txn> Cursor<'t, T> {
     pub fn prev(&mut self) -> Result<Option<Item<'t>>> {
         self.pos.prev(self.txn, &self.rec)
     }
-    /// The item at the cursor; `Err(EINVAL)` if never positioned.
-    pub fn get_current(&self) -> Result<Option<Item<'t>>> {
-        if self.pos.unset {
+    /// First value of the next key (`MDB_NEXT_NODUP`).
+    pub fn next_nodup(&mut self) -> Result<Option<Item<'t>>> {
+        self.pos.next_nodup(self.txn, &self.rec)
+    }
+    /// Last value of the previous key (`MDB_PREV_NODUP`).
+    pub fn prev_nodup(&mut self) -> Result<Option<Item<'t>>> {
+        self.pos.prev_nodup(self.txn, &self.rec)
+    }
+    /// Next value of the current key (`MDB_NEXT_DUP`); `None` after its last.
+    pub fn next_dup(&mut self) -> Result<Option<Item<'t>>> {
+        self.pos.next_dup(self.txn)
+    }
+    /// Previous value of the current key (`MDB_PREV_DUP`).
+    pub fn prev_dup(&mut self) -> Result<Option<Item<'t>>> {
+        self.pos.prev_dup(self.txn)
+    }
+    /// First value of the current key (`MDB_FIRST_DUP`).
+    pub fn first_dup(&mut self) -> Result<Option<Item<'t>>> {
+        self.dupsort()?;
+        if self.pos.unset() {
             return Err(Error::Os(libc::EINVAL));
         }
+        self.pos.edge_dup(self.txn, false)
+    }
+    /// Last value of the current key (`MDB_LAST_DUP`).
+    pub fn last_dup(&mut self) -> Result<Option<Item<'t>>> {
+        self.dupsort()?;
+        if self.pos.unset() {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        self.pos.edge_dup(self.txn, true)
+    }
+    /// The item at the cursor; `Err(EINVAL)` if never positioned.
+    pub fn get_current(&mut self) -> Result<Option<Item<'t>>> {
+        if self.pos.unset() {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        self.pos.just_deleted = false;
         self.pos.current(self.txn)
     }
-    /// Position at exactly `key`; returns its value.
+    /// Position at exactly `key`; returns its (first) value.
     pub fn set(&mut self, key: &[u8]) -> Result<Option<&'t [u8]>> {
         Ok(self.set_key(key)?.map(|kv| kv.1))
     }
-    /// Position at exactly `key`; returns the stored key and value.
+    /// Position at exactly `key`; returns the stored key and its first value.
     pub fn set_key(&mut self, key: &[u8]) -> Result<Option<Item<'t>>> {
         check_key(key)?;
         if self.pos.seek(self.txn, &self.rec, key)? {
@@ -82,6 +126,26 @@ impl<'t, T: Txn> Cursor<'t, T> {
         check_key(key)?;
         self.pos.seek(self.txn, &self.rec, key)?;
         self.pos.current(self.txn)
+    }
+    /// Position at exactly `key` and value `val` (`MDB_GET_BOTH`, DUPSORT only).
+    pub fn get_both(&mut self, key: &[u8], val: &[u8]) -> Result<Option<Item<'t>>> {
+        self.dupsort()?;
+        check_key(key)?;
+        self.pos.seek_both(self.txn, &self.rec, key, val, true)
+    }
+    /// Position at `key` and its first value >= `val` (`MDB_GET_BOTH_RANGE`).
+    pub fn get_both_range(&mut self, key: &[u8], val: &[u8]) -> Result<Option<Item<'t>>> {
+        self.dupsort()?;
+        check_key(key)?;
+        self.pos.seek_both(self.txn, &self.rec, key, val, false)
+    }
+    /// Number of values of the current key (`mdb_cursor_count`).
+    pub fn count(&self) -> Result<u64> {
+        self.dupsort()?;
+        if self.pos.unset() {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        self.pos.count(self.txn)
     }
     /// Iterate over the keys in `range`, in order.
     ///
@@ -113,7 +177,7 @@ impl<'t, T: Txn> Cursor<'t, T> {
             },
         };
         Range {
-            cmp: crate::cmp::for_flags(self.rec.flags),
+            cmp: self.pos.kcmp,
             cursor: self,
             pending: Some(first),
             end,
@@ -122,10 +186,29 @@ impl<'t, T: Txn> Cursor<'t, T> {
 }
 
 /// Walking a cursor as an iterator yields every following item.
-impl<'t, T: Txn> Iterator for Cursor<'t, T> {
+impl<'t, T: Txn> IntoIterator for Cursor<'t, T> {
+    type Item = Result<Item<'t>>;
+    type IntoIter = Iter<'t, T>;
+    fn into_iter(self) -> Iter<'t, T> {
+        Iter(self)
+    }
+}
+
+/// Iterator over the items following a cursor's position (all items for a
+/// fresh cursor), every duplicate included.
+pub struct Iter<'t, T: Txn>(Cursor<'t, T>);
+
+impl<'t, T: Txn> Iterator for Iter<'t, T> {
     type Item = Result<Item<'t>>;
     fn next(&mut self) -> Option<Self::Item> {
-        Cursor::next(self).transpose()
+        self.0.next().transpose()
+    }
+}
+
+impl<'t, T: Txn> Cursor<'t, T> {
+    /// Iterate from the current position on (from the first item if fresh).
+    pub fn iter(self) -> Iter<'t, T> {
+        Iter(self)
     }
 }
 
@@ -180,7 +263,7 @@ pub(crate) fn check_key(key: &[u8]) -> Result<()> {
 pub struct RwCursor<'t, 'env> {
     txn: &'t mut RwTxn<'env>,
     db: Database,
-    pos: CursorPos,
+    pos: Position,
 }
 
 impl<'env> RwTxn<'env> {
@@ -189,11 +272,12 @@ impl<'env> RwTxn<'env> {
         if db == Database::FREE {
             return Err(Error::Os(libc::EINVAL));
         }
-        self.rec(db)?;
+        let rec = self.rec(db)?;
+        let (k, d) = self.env.comparators(db, rec.flags);
         Ok(RwCursor {
             txn: self,
             db,
-            pos: CursorPos::new(),
+            pos: Position::new(k, d),
         })
     }
 }
@@ -223,9 +307,18 @@ impl RwCursor<'_, '_> {
         let rec = self.rec()?;
         self.pos.prev(&*self.txn, &rec)
     }
+    /// Next value of the current key.
+    pub fn next_dup(&mut self) -> Result<Option<Item<'_>>> {
+        self.pos.next_dup(&*self.txn)
+    }
+    /// First value of the next key.
+    pub fn next_nodup(&mut self) -> Result<Option<Item<'_>>> {
+        let rec = self.rec()?;
+        self.pos.next_nodup(&*self.txn, &rec)
+    }
     /// The item at the cursor.
     pub fn get_current(&mut self) -> Result<Option<Item<'_>>> {
-        if self.pos.unset {
+        if self.pos.unset() {
             return Err(Error::Os(libc::EINVAL));
         }
         self.pos.just_deleted = false;
@@ -248,44 +341,82 @@ impl RwCursor<'_, '_> {
         self.pos.seek(&*self.txn, &rec, key)?;
         self.pos.current(&*self.txn)
     }
+    /// Position at exactly `key` and value `val` (DUPSORT).
+    pub fn get_both(&mut self, key: &[u8], val: &[u8]) -> Result<Option<Item<'_>>> {
+        check_key(key)?;
+        let rec = self.rec()?;
+        self.pos.seek_both(&*self.txn, &rec, key, val, true)
+    }
+    /// Number of values of the current key.
+    pub fn count(&self) -> Result<u64> {
+        if self.pos.dcmp.is_none() {
+            return Err(Error::Incompatible);
+        }
+        self.pos.count(&*self.txn)
+    }
 
     /// Store `key`/`val` and leave the cursor on it. With
-    /// [`WriteFlags::CURRENT`] the current item's value is replaced; its key
-    /// must equal `key` (`EINVAL` otherwise, where LMDB would corrupt the order).
+    /// [`WriteFlags::CURRENT`] the current item is replaced; its key must
+    /// equal `key` (`EINVAL` otherwise, where LMDB would corrupt the order).
     pub fn put(&mut self, key: &[u8], val: &[u8], flags: WriteFlags) -> Result<()> {
         if flags.contains(WriteFlags::CURRENT) {
-            let cur = self.get_current()?.ok_or(Error::NotFound)?;
-            if cur.0 != key {
+            let (ck, cv) = match self.get_current()? {
+                Some((k, v)) => (k.to_vec(), v.to_vec()),
+                None => return Err(Error::NotFound),
+            };
+            if ck != key {
                 return Err(Error::Os(libc::EINVAL));
+            }
+            if self.pos.dcmp.is_some() && cv != val {
+                // Replace the current duplicate: remove it, add the new one.
+                self.txn.del_dup(self.db, key, &cv)?;
             }
         }
         let flags = WriteFlags(flags.0 & !WriteFlags::CURRENT.0);
         let r = self.txn.put(self.db, key, val, flags);
-        // Reposition on the key also after MDB_KEYEXIST, as LMDB does.
+        // Reposition on the item also after MDB_KEYEXIST, as LMDB does.
         if r.is_ok() || r == Err(Error::KeyExist) {
             let rec = self.rec()?;
-            self.pos.seek(&*self.txn, &rec, key)?;
+            if self.pos.dcmp.is_some() && r.is_ok() {
+                self.pos.seek_both(&*self.txn, &rec, key, val, true)?;
+            } else {
+                self.pos.seek(&*self.txn, &rec, key)?;
+            }
         }
         r
     }
 
-    /// Delete the item at the cursor. The cursor then sits on the following
-    /// item, which the next [`RwCursor::next`] returns.
-    pub fn del(&mut self) -> Result<()> {
-        if self.pos.unset {
+    /// Delete the item at the cursor (with `all_dups`, every value of its
+    /// key). The cursor then sits on the following item, which the next
+    /// [`RwCursor::next`] returns.
+    pub fn del(&mut self, all_dups: bool) -> Result<()> {
+        if self.pos.unset() {
             return Err(Error::Os(libc::EINVAL));
         }
-        let key = match self.pos.current(&*self.txn)? {
-            Some((k, _)) => k.to_vec(),
+        let (key, val) = match self.pos.current(&*self.txn)? {
+            Some((k, v)) => (k.to_vec(), v.to_vec()),
             None => return Err(Error::NotFound),
         };
-        self.txn.del(self.db, &key)?;
-        let rec = self.rec()?;
-        self.pos.seek(&*self.txn, &rec, &key)?;
-        if self.pos.unset {
-            return Ok(());
+        let dups = self.pos.dcmp.is_some();
+        if dups && !all_dups {
+            self.txn.del_dup(self.db, &key, &val)?;
+        } else {
+            self.txn.del(self.db, &key)?;
         }
-        self.pos.just_deleted = true;
+        let rec = self.rec()?;
+        let still = dups
+            && !all_dups
+            && self
+                .pos
+                .seek_both(&*self.txn, &rec, &key, &val, false)?
+                .is_some();
+        if !still && self.pos.seek(&*self.txn, &rec, &key)? && dups && !all_dups {
+            // The key keeps smaller values: the successor is the next key.
+            self.pos.next_nodup(&*self.txn, &rec)?;
+        }
+        if !self.pos.unset() {
+            self.pos.just_deleted = true;
+        }
         Ok(())
     }
 }

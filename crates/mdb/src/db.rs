@@ -13,7 +13,8 @@ pub const INTEGERDUP: u16 = 0x20;
 /// Database flag: duplicates compared from the end.
 pub const REVERSEDUP: u16 = 0x40;
 /// Flags this version of the engine can read and write.
-pub(crate) const SUPPORTED: u16 = REVERSEKEY | INTEGERKEY;
+pub(crate) const SUPPORTED: u16 =
+    REVERSEKEY | INTEGERKEY | DUPSORT | DUPFIXED | INTEGERDUP | REVERSEDUP;
 /// All persistent database flags.
 pub(crate) const PERSISTENT: u16 = 0x7e;
 

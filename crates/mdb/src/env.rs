@@ -433,6 +433,16 @@ impl Env {
         }
     }
 
+    /// Key and duplicate comparators of `db` with record flags `flags`.
+    pub(crate) fn comparators(
+        &self,
+        _db: Database,
+        flags: u16,
+    ) -> (crate::cmp::CmpFn, Option<crate::cmp::CmpFn>) {
+        let dups = (flags & crate::db::DUPSORT != 0).then(|| crate::cmp::dup_for_flags(flags));
+        (crate::cmp::for_flags(flags), dups)
+    }
+
     /// Flags of an open database handle (from the registry).
     pub(crate) fn dbi_info(&self, db: Database) -> Result<DbiInfo> {
         let t = self.dbis.read().unwrap();

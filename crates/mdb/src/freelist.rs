@@ -116,7 +116,8 @@ impl RwTxn<'_> {
         }
         let rec = self.rec(Database::FREE)?;
         let mut pos = CursorPos::new();
-        pos.seek(&*self, &rec, &(self.free.consumed + 1).to_le_bytes())?;
+        let cmp = crate::cmp::for_flags(rec.flags);
+        pos.seek(&*self, &rec, cmp, &(self.free.consumed + 1).to_le_bytes())?;
         let (key, pages) = match pos.current(&*self)? {
             None => {
                 self.free.exhausted = true;
@@ -151,17 +152,21 @@ impl RwTxn<'_> {
     /// Capacity in page ids of the free record `key`, if it exists.
     fn record_cap(&self, key: u64) -> Result<Option<usize>> {
         let rec = self.rec(Database::FREE)?;
-        Ok(crate::tree::get_node(self, &rec, &key.to_le_bytes())?
+        let cmp = crate::cmp::for_flags(rec.flags);
+        Ok(crate::tree::get_node(self, &rec, cmp, &key.to_le_bytes())?
             .map(|n| (n.dsize() / 8).saturating_sub(1)))
     }
 
     fn reserve_record(&mut self, key: u64, ids: usize) -> Result<()> {
-        self.put_value_inner(
-            Database::FREE,
+        let mut t = self.tree(Database::FREE)?;
+        let r = self.put_in_tree(
+            &mut t,
             &key.to_le_bytes(),
             Value::Reserve(8 * (ids + 1)),
             WriteFlags::EMPTY,
-        )
+        );
+        self.set_rec(Database::FREE, t.rec);
+        r
     }
 
     fn fill_record(&mut self, key: u64, ids: &[u64]) -> Result<()> {
@@ -191,7 +196,10 @@ impl RwTxn<'_> {
                     Some((k, _)) if k.len() == 8 && rd64(k, 0) <= consumed => rd64(k, 0),
                     _ => break,
                 };
-                self.del_inner(Database::FREE, &key.to_le_bytes())?;
+                let mut t = self.tree(Database::FREE)?;
+                let r = self.tree_del(&mut t, &key.to_le_bytes());
+                self.set_rec(Database::FREE, t.rec);
+                r?;
             }
         }
         let txnid = self.txnid;

@@ -17,8 +17,10 @@
 pub mod check;
 pub mod cmp;
 mod commit;
+mod copy;
 mod cursor;
 mod db;
+mod dup;
 mod env;
 pub mod error;
 mod freelist;
@@ -38,7 +40,7 @@ pub const VERSION_STRING: &str = concat!(
     " (LMDB 0.9.24 compatible)"
 );
 
-pub use cursor::{Cursor, Range, RwCursor};
+pub use cursor::{Cursor, Iter, Range, RwCursor};
 pub use db::{Database, DbFlags, Stat};
 pub use env::{Env, EnvFlags, EnvInfo, EnvOptions, MAX_KEY_SIZE};
 pub use error::{Error, Result};

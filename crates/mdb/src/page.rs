@@ -178,10 +178,20 @@ impl<'a> Page<'a> {
             branch,
         })
     }
-    /// Key of node `i`.
+    /// Key of node `i` (for LEAF2 pages: the i-th packed fixed-size key).
     #[inline]
     pub fn key(&self, i: usize) -> Result<&'a [u8]> {
+        if self.flags() & P_LEAF2 != 0 {
+            let ks = rd16(self.b, 8) as usize;
+            let off = HDR + i * ks;
+            return self.b.get(off..off + ks).ok_or(Error::Corrupted);
+        }
         Ok(self.node(i)?.key())
+    }
+    /// Whether keys are packed fixed-size values (DUPFIXED).
+    #[inline]
+    pub fn is_leaf2(&self) -> bool {
+        self.flags() & P_LEAF2 != 0
     }
 }
 
@@ -275,6 +285,10 @@ pub enum NodeData<'a> {
     Overflow(u64, usize),
     /// A named database record (48 bytes), flagged F_SUBDATA.
     SubDb(&'a [u8; 48]),
+    /// A sub-page of sorted duplicates, flagged F_DUPDATA.
+    SubPage(&'a [u8]),
+    /// The record of a duplicates sub-database, flagged F_SUBDATA|F_DUPDATA.
+    DupDb(&'a [u8; 48]),
 }
 
 impl NodeData<'_> {
@@ -284,7 +298,8 @@ impl NodeData<'_> {
             NodeData::Inline(v) => v.len(),
             NodeData::Reserve(n) => n,
             NodeData::Overflow(..) => 8,
-            NodeData::SubDb(_) => 48,
+            NodeData::SubDb(_) | NodeData::DupDb(_) => 48,
+            NodeData::SubPage(p) => p.len(),
         }
     }
 }
@@ -344,6 +359,8 @@ pub mod edit {
             NodeData::Reserve(n) => (n, 0),
             NodeData::Overflow(_, len) => (len, F_BIGDATA),
             NodeData::SubDb(_) => (48, F_SUBDATA),
+            NodeData::SubPage(p) => (p.len(), F_DUPDATA),
+            NodeData::DupDb(_) => (48, F_SUBDATA | F_DUPDATA),
         };
         wr16(b, off, dsize as u16);
         wr16(b, off + 2, (dsize >> 16) as u16);
@@ -356,7 +373,8 @@ pub mod edit {
             NodeData::Inline(v) => b[d..d + v.len()].copy_from_slice(v),
             NodeData::Reserve(n) => b[d..d + n].fill(0),
             NodeData::Overflow(pg, _) => wr64(b, d, pg),
-            NodeData::SubDb(r) => b[d..d + 48].copy_from_slice(r),
+            NodeData::SubDb(r) | NodeData::DupDb(r) => b[d..d + 48].copy_from_slice(r),
+            NodeData::SubPage(p) => b[d..d + p.len()].copy_from_slice(p),
         }
         true
     }

@@ -1,7 +1,7 @@
 //! B+tree reads: descending to a key, and the cursor stack shared by read
 //! and write cursors. No allocation on any of these paths.
 
-use crate::cmp;
+use crate::cmp::CmpFn;
 use crate::error::{Error, Result};
 use crate::meta::DbRecord;
 use crate::page::{search, Node, Page, F_BIGDATA, F_DUPDATA, P_INVALID};
@@ -36,10 +36,10 @@ impl Path {
 pub(crate) fn descend<S: Snapshot>(
     s: &S,
     rec: &DbRecord,
+    cmp: CmpFn,
     key: &[u8],
     path: &mut Path,
 ) -> Result<(usize, bool)> {
-    let cmp = cmp::for_flags(rec.flags);
     path.len = 0;
     if rec.root == P_INVALID {
         return Ok((0, false));
@@ -71,12 +71,12 @@ pub(crate) fn descend<S: Snapshot>(
 pub(crate) fn get_node<'a, S: Snapshot>(
     s: &'a S,
     rec: &DbRecord,
+    cmp: CmpFn,
     key: &[u8],
 ) -> Result<Option<Node<'a>>> {
     if rec.root == P_INVALID {
         return Ok(None);
     }
-    let cmp = cmp::for_flags(rec.flags);
     let mut pgno = rec.root;
     for _ in 0..MAX_DEPTH {
         let p = s.page(pgno)?;
@@ -98,7 +98,7 @@ pub(crate) fn get_node<'a, S: Snapshot>(
 pub(crate) fn node_value<'a, S: Snapshot>(s: &'a S, n: Node<'a>) -> Result<&'a [u8]> {
     let f = n.flags();
     if f & F_DUPDATA != 0 {
-        return Err(Error::Incompatible);
+        return crate::dup::first_dup(s, n);
     }
     if f & F_BIGDATA != 0 {
         if n.data().len() < 8 {
@@ -115,9 +115,10 @@ pub(crate) fn node_value<'a, S: Snapshot>(s: &'a S, n: Node<'a>) -> Result<&'a [
 pub(crate) fn get<'a, S: Snapshot>(
     s: &'a S,
     rec: &DbRecord,
+    cmp: CmpFn,
     key: &[u8],
 ) -> Result<Option<&'a [u8]>> {
-    match get_node(s, rec, key)? {
+    match get_node(s, rec, cmp, key)? {
         Some(n) => node_value(s, n).map(Some),
         None => Ok(None),
     }
@@ -130,8 +131,6 @@ pub(crate) struct CursorPos {
     pub(crate) path: Path,
     /// No position yet (fresh cursor, or the database became empty).
     pub(crate) unset: bool,
-    /// The item at the position replaced a deleted one: the next NEXT returns it.
-    pub(crate) just_deleted: bool,
 }
 
 /// A key/value pair borrowed from a transaction.
@@ -142,7 +141,6 @@ impl CursorPos {
         CursorPos {
             path: Path::new(),
             unset: true,
-            just_deleted: false,
         }
     }
 
@@ -162,6 +160,32 @@ impl CursorPos {
         }
         let n = p.node(i)?;
         Ok(Some((n.key(), node_value(s, n)?)))
+    }
+
+    /// The key at the position (works on LEAF2 pages too).
+    pub(crate) fn current_key<'a, S: Snapshot>(&self, s: &'a S) -> Result<Option<&'a [u8]>> {
+        if self.unset || self.path.len == 0 {
+            return Ok(None);
+        }
+        let p = self.leaf(s)?;
+        let i = self.path.ix[self.path.leaf()];
+        if i >= p.len() {
+            return Ok(None);
+        }
+        p.key(i).map(Some)
+    }
+
+    /// The leaf page and index at the position, if on an item.
+    pub(crate) fn leaf_node<'a, S: Snapshot>(&self, s: &'a S) -> Result<Option<(Page<'a>, usize)>> {
+        if self.unset || self.path.len == 0 {
+            return Ok(None);
+        }
+        let p = self.leaf(s)?;
+        let i = self.path.ix[self.path.leaf()];
+        if i >= p.len() {
+            return Ok(None);
+        }
+        Ok(Some((p, i)))
     }
 
     /// Descend from `level`'s current child to the leftmost (or rightmost) leaf.
@@ -186,17 +210,17 @@ impl CursorPos {
         }
     }
 
-    fn edge<'a, S: Snapshot>(
+    /// Move to the first (or last) item; false if the tree is empty.
+    pub(crate) fn move_edge<S: Snapshot>(
         &mut self,
-        s: &'a S,
+        s: &S,
         rec: &DbRecord,
         right: bool,
-    ) -> Result<Option<Item<'a>>> {
-        self.just_deleted = false;
+    ) -> Result<bool> {
         if rec.root == P_INVALID {
             self.unset = true;
             self.path.len = 0;
-            return Ok(None);
+            return Ok(false);
         }
         let root = s.page(rec.root)?;
         self.path.pg[0] = rec.root;
@@ -208,7 +232,7 @@ impl CursorPos {
         self.path.len = 1;
         self.descend_edge(s, rec, right)?;
         self.unset = false;
-        self.current(s)
+        Ok(true)
     }
 
     pub(crate) fn first<'a, S: Snapshot>(
@@ -216,15 +240,8 @@ impl CursorPos {
         s: &'a S,
         rec: &DbRecord,
     ) -> Result<Option<Item<'a>>> {
-        self.edge(s, rec, false)
-    }
-
-    pub(crate) fn last<'a, S: Snapshot>(
-        &mut self,
-        s: &'a S,
-        rec: &DbRecord,
-    ) -> Result<Option<Item<'a>>> {
-        self.edge(s, rec, true)
+        self.move_edge(s, rec, false)?;
+        self.current(s)
     }
 
     /// Move to the next leaf's first item; false (position kept) at the end.
@@ -249,64 +266,50 @@ impl CursorPos {
         }
     }
 
-    pub(crate) fn next<'a, S: Snapshot>(
-        &mut self,
-        s: &'a S,
-        rec: &DbRecord,
-    ) -> Result<Option<Item<'a>>> {
+    /// Move to the next item (the first if unset); false, position kept, at the end.
+    pub(crate) fn move_next<S: Snapshot>(&mut self, s: &S, rec: &DbRecord) -> Result<bool> {
         if self.unset {
-            return self.first(s, rec);
-        }
-        if self.just_deleted {
-            self.just_deleted = false;
-            return self.current(s);
+            return self.move_edge(s, rec, false);
         }
         let l = self.path.leaf();
         let p = self.leaf(s)?;
         let i = self.path.ix[l];
         if i + 1 < p.len() {
             self.path.ix[l] = i + 1;
-            return self.current(s);
+            return Ok(true);
         }
         if i >= p.len() {
             // Past the end stays past the end.
-            return Ok(None);
+            return Ok(false);
         }
-        if self.step_leaf(s, rec, true)? {
-            self.current(s)
-        } else {
-            Ok(None)
-        }
+        self.step_leaf(s, rec, true)
     }
 
-    pub(crate) fn prev<'a, S: Snapshot>(
-        &mut self,
-        s: &'a S,
-        rec: &DbRecord,
-    ) -> Result<Option<Item<'a>>> {
+    /// Move to the previous item (the last if unset); false at the start.
+    pub(crate) fn move_prev<S: Snapshot>(&mut self, s: &S, rec: &DbRecord) -> Result<bool> {
         if self.unset {
-            return self.last(s, rec);
+            return self.move_edge(s, rec, true);
         }
-        self.just_deleted = false;
         let l = self.path.leaf();
         let i = self.path.ix[l];
         if i > 0 {
             let p = self.leaf(s)?;
             self.path.ix[l] = (i - 1).min(p.len().saturating_sub(1));
-            return self.current(s);
+            return Ok(true);
         }
-        if self.step_leaf(s, rec, false)? {
-            self.current(s)
-        } else {
-            Ok(None)
-        }
+        self.step_leaf(s, rec, false)
     }
 
     /// Position at the first key >= `key`; returns whether it matched exactly.
     /// Past the end when every key is smaller.
-    pub(crate) fn seek<S: Snapshot>(&mut self, s: &S, rec: &DbRecord, key: &[u8]) -> Result<bool> {
-        self.just_deleted = false;
-        let (i, exact) = descend(s, rec, key, &mut self.path)?;
+    pub(crate) fn seek<S: Snapshot>(
+        &mut self,
+        s: &S,
+        rec: &DbRecord,
+        cmp: CmpFn,
+        key: &[u8],
+    ) -> Result<bool> {
+        let (i, exact) = descend(s, rec, cmp, key, &mut self.path)?;
         if self.path.len == 0 {
             self.unset = true;
             return Ok(false);

@@ -57,7 +57,8 @@ pub trait Txn: Snapshot + Sized {
     /// ```
     fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
         let rec = self.db(db)?;
-        tree::get(self, &rec, key)
+        let (cmp, _) = self.env().comparators(db, rec.flags);
+        tree::get(self, &rec, cmp, key)
     }
 
     /// A cursor over `db`, unpositioned.
@@ -116,7 +117,7 @@ pub(crate) fn check_supported(flags: u16) -> Result<()> {
 /// The record of named database `name` in the main database of `s`.
 pub(crate) fn lookup_named<S: Snapshot>(s: &S, name: &[u8]) -> Result<Option<DbRecord>> {
     let main = s.db(Database::MAIN)?;
-    match tree::get_node(s, &main, name)? {
+    match tree::get_node(s, &main, crate::cmp::for_flags(main.flags), name)? {
         None => Ok(None),
         Some(n) => {
             if n.flags() & (F_SUBDATA | F_DUPDATA) != F_SUBDATA || n.dsize() != 48 {
@@ -564,12 +565,15 @@ impl<'env> RwTxn<'env> {
                 let rec = DbRecord::empty(flags.0);
                 self.set_rec(db, rec);
                 // Store the record now so the main tree holds it from here on.
-                self.put_node(
-                    Database::MAIN,
+                let mut m = self.tree(Database::MAIN)?;
+                let r = self.tree_put(
+                    &mut m,
                     name,
                     crate::page::NodeData::SubDb(&rec.encode()),
                     crate::WriteFlags::NO_OVERWRITE,
-                )?;
+                );
+                self.set_rec(Database::MAIN, m.rec);
+                r?;
                 Ok(db)
             }
         }

@@ -1,6 +1,7 @@
 //! B+tree updates inside the write transaction: copy-on-write of the path,
 //! insertion with page splits, deletion with rebalancing and merging.
 
+use crate::cmp::CmpFn;
 use crate::cursor::check_key;
 use crate::db::Database;
 use crate::error::{Error, Result};
@@ -50,6 +51,17 @@ impl std::ops::BitOr for WriteFlags {
 /// Below this many used bytes (per mille of the page) a page is rebalanced.
 const FILL_THRESHOLD: usize = 250;
 
+/// A B+tree being modified: its record and how its keys compare. Named
+/// databases, the main and free databases, and DUPSORT sub-databases are all
+/// trees; the caller stores `rec` back where it came from.
+#[derive(Clone, Copy)]
+pub(crate) struct Tree {
+    pub(crate) rec: DbRecord,
+    pub(crate) cmp: CmpFn,
+    /// For DUPSORT databases: how duplicate values compare.
+    pub(crate) dups: Option<CmpFn>,
+}
+
 impl<'env> RwTxn<'env> {
     fn check_usable(&self, db: Database) -> Result<DbRecord> {
         if self.broken.get() {
@@ -61,7 +73,15 @@ impl<'env> RwTxn<'env> {
         self.rec(db)
     }
 
-    /// Store `val` under `key`.
+    /// The tree of `db` as of now.
+    pub(crate) fn tree(&self, db: Database) -> Result<Tree> {
+        let rec = self.rec(db)?;
+        let (cmp, dups) = self.env.comparators(db, rec.flags);
+        Ok(Tree { rec, cmp, dups })
+    }
+
+    /// Store `val` under `key`. In a DUPSORT database, add `val` to the
+    /// key's sorted values.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -83,7 +103,8 @@ impl<'env> RwTxn<'env> {
     }
 
     /// Insert `key` only if it is absent (`MDB_NOOVERWRITE`). Returns the
-    /// existing value, untouched, when the key is already there.
+    /// existing value (the first one, for DUPSORT), untouched, when the key
+    /// is already there.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -98,14 +119,15 @@ impl<'env> RwTxn<'env> {
         match self.put(db, key, val, WriteFlags::NO_OVERWRITE) {
             Ok(()) => Ok(None),
             Err(Error::KeyExist) => {
-                let rec = self.rec(db)?;
-                crate::tree::get(&*self, &rec, key)
+                let t = self.tree(db)?;
+                crate::tree::get(&*self, &t.rec, t.cmp, key)
             }
             Err(e) => Err(e),
         }
     }
 
-    /// Reserve `len` bytes for the value of `key` and hand them back to fill in.
+    /// Reserve `len` bytes for the value of `key` and hand them back to fill
+    /// in (`MDB_RESERVE`). Not allowed on DUPSORT databases (`EINVAL`).
     pub fn reserve(
         &mut self,
         db: Database,
@@ -119,9 +141,9 @@ impl<'env> RwTxn<'env> {
 
     /// Mutable access to the (dirty) value of `key`, right after a put.
     pub(crate) fn value_mut(&mut self, db: Database, key: &[u8]) -> Result<&mut [u8]> {
-        let rec = self.rec(db)?;
+        let t = self.tree(db)?;
         let mut path = Path::new();
-        let (i, exact) = descend(&*self, &rec, key, &mut path)?;
+        let (i, exact) = descend(&*self, &t.rec, t.cmp, key, &mut path)?;
         if !exact {
             return Err(Error::NotFound);
         }
@@ -144,13 +166,24 @@ impl<'env> RwTxn<'env> {
         flags: WriteFlags,
     ) -> Result<()> {
         self.check_usable(db)?;
-        self.put_value_inner(db, key, val, flags)
+        check_key(key)?;
+        let mut t = self.tree(db)?;
+        let r = if t.dups.is_some() {
+            match val {
+                Value::Bytes(v) => self.dup_put(&mut t, key, v, flags),
+                Value::Reserve(_) => Err(Error::Os(libc::EINVAL)),
+            }
+        } else {
+            self.put_in_tree(&mut t, key, val, flags)
+        };
+        self.set_rec(db, t.rec);
+        self.fail_on_fatal(r)
     }
 
-    /// Put without the user-facing checks (the free list uses it on FREE).
-    pub(crate) fn put_value_inner(
+    /// Put into a plain (not DUPSORT) tree, placing large values in overflow pages.
+    pub(crate) fn put_in_tree(
         &mut self,
-        db: Database,
+        t: &mut Tree,
         key: &[u8],
         val: Value<'_>,
         flags: WriteFlags,
@@ -160,44 +193,45 @@ impl<'env> RwTxn<'env> {
         if len > u32::MAX as usize {
             return Err(Error::BadValSize);
         }
-        let rec = self.rec(db)?;
-        if rec.flags & crate::db::INTEGERKEY != 0 && key.len() != 4 && key.len() != 8 {
+        if t.rec.flags & crate::db::INTEGERKEY != 0 && key.len() != 4 && key.len() != 8 {
             return Err(Error::BadValSize);
         }
         let ps = self.env.psize;
-        let r = (|| {
-            let data = if NODE_HDR_PLUS + key.len() + len > node_max(ps) {
-                // Find the insert point first so a KeyExist failure allocates nothing.
-                self.precheck(db, key, flags)?;
-                let n = ov_pages(ps, len);
-                let pg = self.alloc(n)?;
-                let mut run = vec![0u8; n * ps].into_boxed_slice();
-                page::wr64(&mut run, 0, pg);
-                page::wr16(&mut run, 10, P_OVERFLOW);
-                page::wr32(&mut run, 12, n as u32);
-                if let Value::Bytes(v) = val {
-                    run[HDR..HDR + len].copy_from_slice(v);
-                }
-                self.dirty.insert(pg, run);
-                let mut rec = self.rec(db)?;
-                rec.overflow_pages += n as u64;
-                self.set_rec(db, rec);
-                NodeData::Overflow(pg, len)
-            } else {
-                match val {
-                    Value::Bytes(v) => NodeData::Inline(v),
-                    Value::Reserve(n) => NodeData::Reserve(n),
-                }
-            };
-            self.put_node(db, key, data, flags)
-        })();
-        self.fail_on_fatal(r)
+        let data = if page::NODE_HDR + key.len() + len > node_max(ps) {
+            // Find the insert point first so a KeyExist failure allocates nothing.
+            self.precheck(t, key, flags)?;
+            let n = ov_pages(ps, len);
+            let pg = self.alloc(n)?;
+            let mut run = vec![0u8; n * ps].into_boxed_slice();
+            page::wr64(&mut run, 0, pg);
+            page::wr16(&mut run, 10, P_OVERFLOW);
+            page::wr32(&mut run, 12, n as u32);
+            if let Value::Bytes(v) = val {
+                run[HDR..HDR + len].copy_from_slice(v);
+            }
+            self.dirty.insert(pg, run);
+            t.rec.overflow_pages += n as u64;
+            NodeData::Overflow(pg, len)
+        } else {
+            match val {
+                Value::Bytes(v) => NodeData::Inline(v),
+                Value::Reserve(n) => NodeData::Reserve(n),
+            }
+        };
+        self.tree_put(t, key, data, flags)
     }
 
     /// Mark the transaction broken on errors that may leave it half-done.
     pub(crate) fn fail_on_fatal<T>(&self, r: Result<T>) -> Result<T> {
         if let Err(e) = &r {
-            if !matches!(e, Error::KeyExist | Error::NotFound | Error::BadValSize) {
+            if !matches!(
+                e,
+                Error::KeyExist
+                    | Error::NotFound
+                    | Error::BadValSize
+                    | Error::Incompatible
+                    | Error::Os(libc::EINVAL)
+            ) {
                 self.broken.set(true);
             }
         }
@@ -205,10 +239,9 @@ impl<'env> RwTxn<'env> {
     }
 
     /// Fail early with `KeyExist` for NOOVERWRITE/APPEND conflicts.
-    fn precheck(&self, db: Database, key: &[u8], flags: WriteFlags) -> Result<()> {
-        let rec = self.rec(db)?;
+    fn precheck(&self, t: &Tree, key: &[u8], flags: WriteFlags) -> Result<()> {
         let mut path = Path::new();
-        let (i, exact) = descend(self, &rec, key, &mut path)?;
+        let (i, exact) = descend(self, &t.rec, t.cmp, key, &mut path)?;
         if exact && flags.contains(WriteFlags::NO_OVERWRITE) {
             return Err(Error::KeyExist);
         }
@@ -219,7 +252,7 @@ impl<'env> RwTxn<'env> {
     }
 
     /// Whether inserting at leaf index `i` appends past the last key of the tree.
-    fn is_append(&self, path: &Path, i: usize, exact: bool) -> Result<bool> {
+    pub(crate) fn is_append(&self, path: &Path, i: usize, exact: bool) -> Result<bool> {
         if exact {
             return Ok(false);
         }
@@ -239,43 +272,41 @@ impl<'env> RwTxn<'env> {
     }
 
     /// Insert or replace a leaf node (the value is already placed if it is an overflow run).
-    pub(crate) fn put_node(
+    pub(crate) fn tree_put(
         &mut self,
-        db: Database,
+        t: &mut Tree,
         key: &[u8],
         data: NodeData<'_>,
         flags: WriteFlags,
     ) -> Result<()> {
-        let mut rec = self.rec(db)?;
-        if rec.root == P_INVALID {
+        if t.rec.root == P_INVALID {
             let pg = self.new_page(P_LEAF)?;
             let buf = self.dirty.get_mut(&pg).unwrap();
             edit::insert_leaf(buf, 0, key, data);
-            rec.root = pg;
-            rec.depth = 1;
-            rec.leaf_pages = 1;
-            rec.entries = 1;
-            self.set_rec(db, rec);
+            t.rec.root = pg;
+            t.rec.depth = 1;
+            t.rec.leaf_pages = 1;
+            t.rec.entries = 1;
             return Ok(());
         }
         let mut path = Path::new();
-        let (i, exact) = descend(&*self, &rec, key, &mut path)?;
+        let (i, exact) = descend(&*self, &t.rec, t.cmp, key, &mut path)?;
         let append = flags.contains(WriteFlags::APPEND);
         if exact {
             let n = self.page(path.pg[path.leaf()])?.node(i)?;
             if flags.contains(WriteFlags::NO_OVERWRITE) || append {
-                self.free_new_overflow(db, data)?;
+                self.free_new_overflow(t, data)?;
                 return Err(Error::KeyExist);
             }
             if (n.flags() & F_SUBDATA != 0) != matches!(data, NodeData::SubDb(_)) {
-                self.free_new_overflow(db, data)?;
+                self.free_new_overflow(t, data)?;
                 return Err(Error::Incompatible);
             }
         } else if append && !self.is_append(&path, i, false)? {
-            self.free_new_overflow(db, data)?;
+            self.free_new_overflow(t, data)?;
             return Err(Error::KeyExist);
         }
-        self.touch_path(db, &mut path)?;
+        self.touch_path(t, &mut path)?;
         let leaf = path.pg[path.leaf()];
         if exact {
             let (old_fp, old_big, old_dsize, old_ov) = {
@@ -289,7 +320,7 @@ impl<'env> RwTxn<'env> {
                 )
             };
             if old_big {
-                self.free_overflow(db, old_ov)?;
+                self.free_overflow(t, old_ov)?;
             }
             let new_fp = footprint(key.len(), data.stored());
             let same_kind = !old_big && matches!(data, NodeData::Inline(_) | NodeData::Reserve(_));
@@ -310,9 +341,7 @@ impl<'env> RwTxn<'env> {
             }
             edit::remove(self.dirty.get_mut(&leaf).unwrap(), i);
         } else {
-            let mut rec = self.rec(db)?;
-            rec.entries += 1;
-            self.set_rec(db, rec);
+            t.rec.entries += 1;
         }
         // Common case: the node fits, no encoding or allocation needed.
         let buf = self.dirty.get_mut(&leaf).unwrap();
@@ -321,31 +350,49 @@ impl<'env> RwTxn<'env> {
         }
         let rightmost = !exact && self.is_append(&path, i, false)?;
         let raw = encode_leaf(key, data);
-        self.insert(db, &path, path.leaf(), i, &raw, rightmost || append)
+        self.insert(t, &path, path.leaf(), i, &raw, rightmost || append)
     }
 
-    fn free_new_overflow(&mut self, db: Database, data: NodeData<'_>) -> Result<()> {
+    /// Replace leaf node `i` of the (dirty) path with a new node, splitting if needed.
+    pub(crate) fn replace_node(
+        &mut self,
+        t: &mut Tree,
+        path: &Path,
+        i: usize,
+        key: &[u8],
+        data: NodeData<'_>,
+    ) -> Result<()> {
+        let leaf = path.pg[path.leaf()];
+        let buf = self.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+        edit::remove(buf, i);
+        if edit::insert_leaf(buf, i, key, data) {
+            return Ok(());
+        }
+        let raw = encode_leaf(key, data);
+        self.insert(t, path, path.leaf(), i, &raw, false)
+    }
+
+    fn free_new_overflow(&mut self, t: &mut Tree, data: NodeData<'_>) -> Result<()> {
         if let NodeData::Overflow(pg, _) = data {
-            self.free_overflow(db, pg)?;
+            self.free_overflow(t, pg)?;
         }
         Ok(())
     }
 
     /// Free the overflow run at `pg`, adjusting the count of `db`.
-    fn free_overflow(&mut self, db: Database, pg: u64) -> Result<()> {
+    fn free_overflow(&mut self, t: &mut Tree, pg: u64) -> Result<()> {
         let n = self.run_len(pg)?;
-        let mut rec = self.rec(db)?;
-        rec.overflow_pages = rec
+        t.rec.overflow_pages = t
+            .rec
             .overflow_pages
             .checked_sub(n as u64)
             .ok_or(Error::Corrupted)?;
-        self.set_rec(db, rec);
         self.free_pages(pg, n);
         Ok(())
     }
 
     /// Make every page on `path` dirty (copy-on-write), fixing parent pointers.
-    pub(crate) fn touch_path(&mut self, db: Database, path: &mut Path) -> Result<()> {
+    pub(crate) fn touch_path(&mut self, t: &mut Tree, path: &mut Path) -> Result<()> {
         for l in 0..path.len {
             let old = path.pg[l];
             if self.dirty.contains_key(&old) {
@@ -360,9 +407,7 @@ impl<'env> RwTxn<'env> {
             self.free_pages(old, 1);
             path.pg[l] = new;
             if l == 0 {
-                let mut rec = self.rec(db)?;
-                rec.root = new;
-                self.set_rec(db, rec);
+                t.rec.root = new;
             } else {
                 let parent = self.dirty.get_mut(&path.pg[l - 1]).unwrap();
                 edit::set_child(parent, path.ix[l - 1], new);
@@ -391,7 +436,7 @@ impl<'env> RwTxn<'env> {
     /// (all dirty), splitting pages up the path as needed.
     fn insert(
         &mut self,
-        db: Database,
+        t: &mut Tree,
         path: &Path,
         lvl: usize,
         i: usize,
@@ -439,81 +484,97 @@ impl<'env> RwTxn<'env> {
                 return Err(Error::PageFull);
             }
         }
-        let mut rec = self.rec(db)?;
         if branch {
-            rec.branch_pages += 1;
+            t.rec.branch_pages += 1;
         } else {
-            rec.leaf_pages += 1;
+            t.rec.leaf_pages += 1;
         }
         if lvl == 0 {
             let root = self.new_page(P_BRANCH)?;
             let b = self.dirty.get_mut(&root).unwrap();
             edit::insert_branch(b, 0, &[], pg);
             edit::insert_branch(b, 1, &sep, right);
-            rec.root = root;
-            rec.depth += 1;
-            rec.branch_pages += 1;
-            self.set_rec(db, rec);
+            t.rec.root = root;
+            t.rec.depth += 1;
+            t.rec.branch_pages += 1;
             return Ok(());
         }
-        self.set_rec(db, rec);
         let node = encode_branch(&sep, right);
-        self.insert(db, path, lvl - 1, path.ix[lvl - 1] + 1, &node, append)
+        self.insert(t, path, lvl - 1, path.ix[lvl - 1] + 1, &node, append)
     }
 
-    /// Delete `key`; returns whether it existed.
+    /// Delete `key` (with every duplicate value in a DUPSORT database);
+    /// returns whether it existed.
     pub fn del(&mut self, db: Database, key: &[u8]) -> Result<bool> {
         self.check_usable(db)?;
         check_key(key)?;
-        let r = self.del_inner(db, key);
+        let mut t = self.tree(db)?;
+        let r = if t.dups.is_some() {
+            self.dup_del(&mut t, key, None)
+        } else {
+            self.tree_del(&mut t, key)
+        };
+        self.set_rec(db, t.rec);
         self.fail_on_fatal(r)
     }
 
-    pub(crate) fn del_inner(&mut self, db: Database, key: &[u8]) -> Result<bool> {
-        let rec = self.rec(db)?;
+    /// Delete one value of a DUPSORT key (or the key if `val` is its value in
+    /// another database); returns whether the pair existed.
+    pub fn del_dup(&mut self, db: Database, key: &[u8], val: &[u8]) -> Result<bool> {
+        self.check_usable(db)?;
+        check_key(key)?;
+        let mut t = self.tree(db)?;
+        let r = if t.dups.is_some() {
+            self.dup_del(&mut t, key, Some(val))
+        } else {
+            match crate::tree::get(&*self, &t.rec, t.cmp, key)? {
+                Some(v) if v == val => self.tree_del(&mut t, key),
+                _ => Ok(false),
+            }
+        };
+        self.set_rec(db, t.rec);
+        self.fail_on_fatal(r)
+    }
+
+    pub(crate) fn tree_del(&mut self, t: &mut Tree, key: &[u8]) -> Result<bool> {
         let mut path = Path::new();
-        let (i, exact) = descend(&*self, &rec, key, &mut path)?;
+        let (i, exact) = descend(&*self, &t.rec, t.cmp, key, &mut path)?;
         if !exact {
             return Ok(false);
         }
-        self.touch_path(db, &mut path)?;
+        self.touch_path(t, &mut path)?;
         let leaf = path.pg[path.leaf()];
         let n = self.page(leaf)?.node(i)?;
         if n.flags() & F_BIGDATA != 0 {
             let pg = n.ov_pgno();
-            self.free_overflow(db, pg)?;
+            self.free_overflow(t, pg)?;
         }
         edit::remove(self.dirty.get_mut(&leaf).unwrap(), i);
-        let mut rec = self.rec(db)?;
-        rec.entries -= 1;
-        self.set_rec(db, rec);
-        self.rebalance(db, &path, path.leaf())?;
+        t.rec.entries -= 1;
+        self.rebalance(t, &path, path.leaf())?;
         Ok(true)
     }
 
     /// Restore fill rules after a removal at level `lvl` of `path`.
-    fn rebalance(&mut self, db: Database, path: &Path, lvl: usize) -> Result<()> {
+    fn rebalance(&mut self, t: &mut Tree, path: &Path, lvl: usize) -> Result<()> {
         let pg = path.pg[lvl];
         let (len, used, branch, flags) = {
             let p = self.page(pg)?;
             let used = self.env.psize - HDR - p.free();
             (p.len(), used, p.is_branch(), p.flags())
         };
-        let mut rec = self.rec(db)?;
         if lvl == 0 {
             if !branch && len == 0 {
                 self.free_pages(pg, 1);
-                rec.root = P_INVALID;
-                rec.depth = 0;
-                rec.leaf_pages = 0;
-                self.set_rec(db, rec);
+                t.rec.root = P_INVALID;
+                t.rec.depth = 0;
+                t.rec.leaf_pages = 0;
             } else if branch && len == 1 {
                 let child = self.page(pg)?.node(0)?.child();
                 self.free_pages(pg, 1);
-                rec.root = child;
-                rec.depth -= 1;
-                rec.branch_pages -= 1;
-                self.set_rec(db, rec);
+                t.rec.root = child;
+                t.rec.depth -= 1;
+                t.rec.branch_pages -= 1;
             }
             return Ok(());
         }
@@ -526,7 +587,7 @@ impl<'env> RwTxn<'env> {
         let plen = self.page(parent)?.len();
         if plen < 2 {
             // A lone child under a non-root branch: let the parent level handle it.
-            return self.rebalance(db, path, lvl - 1);
+            return self.rebalance(t, path, lvl - 1);
         }
         // Pair the page with a sibling: (left index, right index) in the parent.
         let (li, ri) = if pi > 0 { (pi - 1, pi) } else { (0, 1) };
@@ -559,13 +620,12 @@ impl<'env> RwTxn<'env> {
             }
             self.free_pages(rpg, 1);
             if branch {
-                rec.branch_pages -= 1;
+                t.rec.branch_pages -= 1;
             } else {
-                rec.leaf_pages -= 1;
+                t.rec.leaf_pages -= 1;
             }
-            self.set_rec(db, rec);
             edit::remove(self.dirty.get_mut(&parent).unwrap(), ri);
-            return self.rebalance(db, path, lvl - 1);
+            return self.rebalance(t, path, lvl - 1);
         }
         // Redistribute the nodes evenly between the two pages.
         let s = split_point(&nodes, branch, cap).ok_or(Error::PageFull)?;
@@ -584,7 +644,7 @@ impl<'env> RwTxn<'env> {
             // Replace the separator; a longer key may split the parent.
             edit::remove(self.dirty.get_mut(&parent).unwrap(), ri);
             let node = encode_branch(&new_sep, rpg);
-            self.insert(db, path, lvl - 1, ri, &node, false)?;
+            self.insert(t, path, lvl - 1, ri, &node, false)?;
         }
         Ok(())
     }
@@ -609,7 +669,9 @@ impl<'env> RwTxn<'env> {
     /// Delete every item of `db`; with `delete` also remove a named database's record.
     pub fn clear_db(&mut self, db: Database) -> Result<()> {
         self.check_usable(db)?;
-        let r = self.drop_tree(db);
+        let mut t = self.tree(db)?;
+        let r = self.drop_tree(&mut t);
+        self.set_rec(db, t.rec);
         self.fail_on_fatal(r)
     }
 
@@ -620,9 +682,14 @@ impl<'env> RwTxn<'env> {
         }
         self.check_usable(db)?;
         let r = (|| {
-            self.drop_tree(db)?;
+            let mut t = self.tree(db)?;
+            self.drop_tree(&mut t)?;
+            self.set_rec(db, t.rec);
             let name = self.env.dbi_info(db)?.name.ok_or(Error::BadDbi)?;
-            self.del_inner(Database::MAIN, &name)?;
+            let mut m = self.tree(Database::MAIN)?;
+            let r = self.tree_del(&mut m, &name);
+            self.set_rec(Database::MAIN, m.rec);
+            r?;
             let mut d = self.dbs.borrow_mut();
             if let Some(slot) = d.get_mut(db.0 as usize) {
                 *slot = None;
@@ -633,9 +700,8 @@ impl<'env> RwTxn<'env> {
     }
 
     /// Free every page of `db`'s tree (and of named trees it holds) and reset its record.
-    fn drop_tree(&mut self, db: Database) -> Result<()> {
-        let rec = self.rec(db)?;
-        let mut trees = vec![(rec.root, rec.depth)];
+    pub(crate) fn drop_tree(&mut self, t: &mut Tree) -> Result<()> {
+        let mut trees = vec![(t.rec.root, t.rec.depth)];
         while let Some((root, depth)) = trees.pop() {
             if root == P_INVALID {
                 continue;
@@ -647,7 +713,7 @@ impl<'env> RwTxn<'env> {
                 }
                 let p = self.page(pg)?;
                 let mut runs = Vec::new();
-                for j in 0..p.len() {
+                for j in 0..if p.is_leaf2() { 0 } else { p.len() } {
                     let n = p.node(j)?;
                     if p.is_branch() {
                         stack.push((n.child(), d + 1));
@@ -665,9 +731,9 @@ impl<'env> RwTxn<'env> {
                 self.free_pages(pg, 1);
             }
         }
-        let mut empty = DbRecord::empty(rec.flags);
-        empty.pad = rec.pad;
-        self.set_rec(db, empty);
+        let mut empty = DbRecord::empty(t.rec.flags);
+        empty.pad = t.rec.pad;
+        t.rec = empty;
         Ok(())
     }
 
@@ -683,8 +749,6 @@ impl<'env> RwTxn<'env> {
         Ok(page::rd32(b, 12) as usize)
     }
 }
-
-const NODE_HDR_PLUS: usize = page::NODE_HDR;
 
 /// The value source of a put.
 #[derive(Clone, Copy)]

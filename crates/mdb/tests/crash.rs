@@ -3,7 +3,7 @@
 //! check, and holds every transaction the child reported committed.
 
 use mdb::{check, Database, Env, Txn, WriteFlags};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -50,7 +50,10 @@ fn crash_child() {
                 .unwrap();
         }
         w.commit().unwrap();
-        println!("committed {n}");
+        // Report only after commit returned; flush so the parent sees it at once.
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "committed {n}").unwrap();
+        out.flush().unwrap();
     }
 }
 
@@ -71,6 +74,7 @@ fn verify(dir: &std::path::Path, reported: u64) -> u64 {
     let keys: Vec<u64> = r
         .cursor(Database::MAIN)
         .unwrap()
+        .iter()
         .map(|kv| kv.unwrap())
         .filter(|(k, _)| k[0] == b'k')
         .map(|(k, v)| {

@@ -97,6 +97,7 @@ fn read_all(dir: &Path) -> Dbs {
         let m = r
             .cursor(db)
             .unwrap()
+            .iter()
             .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
             .collect();
         out.insert(Some(n), m);

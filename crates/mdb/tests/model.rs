@@ -82,6 +82,7 @@ fn verify(env: &Env, model: &Model) {
         let items: Vec<(Vec<u8>, Vec<u8>)> = r
             .cursor(db)
             .unwrap()
+            .iter()
             .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
             .filter(|(k, _)| i != 0 || (k.as_slice() != b"one" && k.as_slice() != b"two"))
             .collect();
@@ -189,7 +190,7 @@ fn run(ops: Vec<Op>) {
                     let mut c = w.write_cursor(d[i]).unwrap();
                     let found = c.set_range(&k).unwrap().map(|(a, _)| a.to_vec());
                     if let Some(fk) = found {
-                        c.del().unwrap();
+                        c.del(false).unwrap();
                         cur[i].remove(&fk);
                         // The cursor now sits on the successor.
                         let next = c.next().unwrap().map(|(a, _)| a.to_vec());

@@ -1,0 +1,723 @@
+//! Hot copies of an open environment: LMDB's `mdb_env_copy2` and
+//! `mdb_env_copyfd2`, plain and compacting (lmdb-format.md §11).
+//!
+//! Both kinds read one snapshot through a read transaction, so writers keep
+//! committing while the copy runs; the reader slot keeps the snapshot's pages
+//! from being reused until the copy ends.
+//!
+//! * **Plain copy.** The writer lock is held for a moment, only while both
+//!   meta pages are copied, so that they describe the snapshot and the one
+//!   before it exactly as LMDB's copy does. Then pages `2..=last_pgno` of the
+//!   snapshot are written straight from the map, clamped to the file's
+//!   length. Free pages are included; the copy is the source file as of the
+//!   snapshot.
+//! * **Compacting copy.** A fresh file: page 0 is the meta of an empty
+//!   environment, page 1 the snapshot's data with txn id 1 and an empty free
+//!   database. Live pages are renumbered densely from 2 in post-order: the
+//!   overflow runs of a leaf and the trees of its named or duplicate
+//!   sub-databases come before the leaf, each branch after all its children,
+//!   and the main root last. Sub-pages travel inside their leaf unchanged.
+//!   The unused middle of each page is zeroed as LMDB's page copy leaves it,
+//!   so the output matches `mdb_copy -c` byte for byte (for copies up to
+//!   LMDB's 2 MiB of write buffers; beyond that LMDB leaves stale bytes there).
+//!   A source whose page accounting does not add up (leaked pages) is refused
+//!   with [`Error::Incompatible`].
+//!
+//! Page numbers, offsets and lengths read from the file are all checked, so
+//! a corrupt source gives an error, never a crash or an endless walk.
+
+use crate::env::{Env, EnvFlags};
+use crate::error::{Error, Result};
+use crate::meta::{Meta, META_LEN};
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+const HDR: usize = 16;
+const NODE_HDR: usize = 8;
+const P_INVALID: u64 = u64::MAX;
+const P_BRANCH: u16 = 0x01;
+const P_LEAF: u16 = 0x02;
+const P_OVERFLOW: u16 = 0x04;
+const P_LEAF2: u16 = 0x20;
+const F_BIGDATA: u16 = 0x01;
+const F_SUBDATA: u16 = 0x02;
+const F_DUPDATA: u16 = 0x04;
+const DB_RECORD: usize = 48;
+/// Offset of `root` inside a database record.
+const REC_ROOT: usize = 40;
+/// Deepest tree followed (LMDB's cursor stack).
+const MAX_DEPTH: usize = 32;
+/// Sub-database nesting: MAIN, then a named DB, then a duplicate sub-DB.
+const MAX_NESTING: usize = 2;
+/// Output is written in pieces of this size.
+const CHUNK: usize = 1 << 20;
+
+/// How far a copy has got, passed to the progress callback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyProgress {
+    /// Pages written so far (meta pages included).
+    pub pages_done: u64,
+    /// Pages the finished copy will hold.
+    pub pages_total: u64,
+    /// Page size in bytes.
+    pub page_size: usize,
+}
+
+/// What a finished copy wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyStats {
+    /// Transaction id of the snapshot that was copied.
+    pub snapshot_txnid: u64,
+    /// `last_pgno` of that snapshot in the source.
+    pub source_last_pgno: u64,
+    /// Pages written, meta pages included.
+    pub pages: u64,
+    /// Page size in bytes.
+    pub page_size: usize,
+}
+
+impl CopyStats {
+    /// Bytes written.
+    pub fn bytes(&self) -> u64 {
+        self.pages * self.page_size as u64
+    }
+}
+
+/// A progress callback: return `false` to stop the copy, which then fails
+/// with `EINTR`.
+pub type ProgressFn<'a> = &'a mut dyn FnMut(CopyProgress) -> bool;
+
+fn no_progress(_: CopyProgress) -> bool {
+    true
+}
+
+impl Env {
+    /// Copy the environment into `path`, as `mdb_env_copy2` does: `path` is a
+    /// directory that must exist, and the copy is `path/data.mdb`, created
+    /// exclusively (`EEXIST` if it is there) with mode 0666 minus the umask.
+    /// For an environment opened with [`EnvFlags::NO_SUB_DIR`], `path` is the
+    /// copy's file name. No lock file is written. With `compact`, only live
+    /// pages are copied, renumbered (`MDB_CP_COMPACT`).
+    ///
+    /// The copy reads one snapshot; writers may keep committing meanwhile. It
+    /// needs a free reader slot, fails with [`Error::BadRslot`] in a thread
+    /// that already holds a read transaction of this environment, and must
+    /// not be called from a thread holding its write transaction (it takes the
+    /// writer lock briefly, and would wait for itself).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let dst = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// env.copy_to_path(dst.path(), true)?;
+    /// let copy = Env::open(dst.path())?;
+    /// assert_eq!(copy.read_txn()?.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn copy_to_path(&self, path: impl AsRef<Path>, compact: bool) -> Result<()> {
+        self.copy_to_path_with(path.as_ref(), compact, &mut no_progress)
+            .map(|_| ())
+    }
+
+    /// [`Env::copy_to_path`] with a progress callback. If the copy fails, the
+    /// partly written file is removed.
+    pub fn copy_to_path_with(
+        &self,
+        path: &Path,
+        compact: bool,
+        progress: ProgressFn<'_>,
+    ) -> Result<CopyStats> {
+        let target: PathBuf = if self.flags().contains(EnvFlags::NO_SUB_DIR) {
+            path.to_path_buf()
+        } else {
+            path.join("data.mdb")
+        };
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o666)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&target)?;
+        let r = self
+            .copy_to_writer_with(&mut &file, compact, progress)
+            .and_then(|s| {
+                file.sync_all()?;
+                Ok(s)
+            });
+        if r.is_err() {
+            drop(file);
+            let _ = std::fs::remove_file(&target);
+        }
+        r
+    }
+
+    /// Write a copy of the environment to `w` (LMDB's `mdb_env_copyfd2`).
+    /// The stream is a complete data file, usable as a NOSUBDIR environment
+    /// or as `data.mdb` of a directory. See [`Env::copy_to_path`].
+    pub fn copy_to_writer<W: Write + ?Sized>(&self, w: &mut W, compact: bool) -> Result<()> {
+        self.copy_to_writer_with(w, compact, &mut no_progress)
+            .map(|_| ())
+    }
+
+    /// Write a copy to an open descriptor (a file, a pipe, a socket) at its
+    /// current position, with plain `write(2)` calls and no buffering of
+    /// our own beyond the copy's pieces. A closed pipe gives `EPIPE` (Rust
+    /// programs ignore SIGPIPE).
+    pub fn copy_to_fd(&self, fd: impl AsFd, compact: bool) -> Result<()> {
+        let mut w = FdWriter(fd.as_fd().as_raw_fd());
+        self.copy_to_writer(&mut w, compact)
+    }
+
+    /// [`Env::copy_to_writer`] with a progress callback, called after each
+    /// piece written (about every MiB) and at the end.
+    pub fn copy_to_writer_with<W: Write + ?Sized>(
+        &self,
+        w: &mut W,
+        compact: bool,
+        progress: ProgressFn<'_>,
+    ) -> Result<CopyStats> {
+        let snap = self.copy_snapshot()?;
+        if compact {
+            self.copy_compact(&snap, w, progress)
+        } else {
+            self.copy_plain(&snap, w, progress)
+        }
+    }
+
+    /// Start the copy's read transaction and take both meta pages as of its
+    /// snapshot.
+    fn copy_snapshot(&self) -> Result<CopySnapshot<'_>> {
+        let ps = self.psize;
+        let mut txn = self.read_txn()?;
+        let mut metas = vec![0u8; 2 * ps];
+        match &self.lock {
+            Some(l) => {
+                // As LMDB: the reader slot is taken first, then the snapshot
+                // is renewed under the writer lock, so that no commit can be
+                // half-way while the meta pages are read.
+                txn.reset();
+                let recovered = l.lock_writer()?;
+                struct Unlock<'a>(&'a crate::lock::LockFile);
+                impl Drop for Unlock<'_> {
+                    fn drop(&mut self) {
+                        self.0.unlock_writer();
+                    }
+                }
+                let _unlock = Unlock(l);
+                if recovered {
+                    // The previous writer died: its uncommitted pages are unreferenced.
+                    if let (Ok(m0), Ok(m1)) = (self.meta_page(0), self.meta_page(1)) {
+                        l.set_txnid(m0.txnid.max(m1.txnid));
+                    }
+                }
+                txn.renew()?;
+                metas.copy_from_slice(self.map.slice(0, 2 * ps)?);
+            }
+            None => metas.copy_from_slice(self.map.slice(0, 2 * ps)?),
+        }
+        let t = crate::Txn::id(&txn);
+        let decode = |i: usize| Meta::decode(&metas[i * ps..i * ps + META_LEN]);
+        let meta = [decode((t & 1) as usize), decode((t & 1 ^ 1) as usize)]
+            .into_iter()
+            .flatten()
+            .find(|m| m.txnid == t)
+            .ok_or(Error::Corrupted)?;
+        Ok(CopySnapshot {
+            _txn: txn,
+            metas,
+            meta,
+            file_len: self.file.len()?,
+        })
+    }
+
+    fn copy_plain<W: Write + ?Sized>(
+        &self,
+        snap: &CopySnapshot<'_>,
+        w: &mut W,
+        progress: ProgressFn<'_>,
+    ) -> Result<CopyStats> {
+        let ps = self.psize as u64;
+        let end = ((snap.meta.last_pgno + 1) * ps).min(snap.file_len.max(2 * ps));
+        let total = end.div_ceil(ps);
+        let mut report = |done: u64| {
+            let p = CopyProgress {
+                pages_done: done.div_ceil(ps),
+                pages_total: total,
+                page_size: ps as usize,
+            };
+            if progress(p) {
+                Ok(())
+            } else {
+                Err(Error::Os(libc::EINTR))
+            }
+        };
+        w.write_all(&snap.metas)?;
+        let mut off = 2 * ps;
+        report(off)?;
+        while off < end {
+            let n = (end - off).min(CHUNK as u64);
+            w.write_all(self.map.slice(off as usize, n as usize)?)?;
+            off += n;
+            report(off)?;
+        }
+        w.flush()?;
+        Ok(CopyStats {
+            snapshot_txnid: snap.meta.txnid,
+            source_last_pgno: snap.meta.last_pgno,
+            pages: total,
+            page_size: ps as usize,
+        })
+    }
+
+    fn copy_compact<W: Write + ?Sized>(
+        &self,
+        snap: &CopySnapshot<'_>,
+        w: &mut W,
+        progress: ProgressFn<'_>,
+    ) -> Result<CopyStats> {
+        let ps = self.psize;
+        let src = snap.meta;
+        let file_pages = snap.file_len / ps as u64;
+        let mut c = Compactor {
+            env: self,
+            ps,
+            last: src.last_pgno.min(file_pages.saturating_sub(1)),
+            out: w,
+            buf: Vec::with_capacity(CHUNK),
+            next: 2,
+            limit: 1,
+            progress,
+            total: 2,
+        };
+
+        // Page 0: an empty environment; page 1: the data, as a new file would
+        // have them after its first commit.
+        let env_flags = (self.flags().bits() & 0xffff) as u16;
+        let mut m0 = Meta::new_env(ps as u32, self.map.len() as u64, env_flags);
+        m0.address = snap.metas_address();
+        let mut m1 = m0;
+        if src.main.root != P_INVALID {
+            // Everything in 2..=last_pgno that is not free holds live data,
+            // and the main root will be the last of those pages.
+            let free = c.count_free(&src.free)?;
+            let live_last = src
+                .last_pgno
+                .checked_sub(free)
+                .filter(|&l| l >= 2)
+                .ok_or(Error::Incompatible)?;
+            m1.last_pgno = live_last;
+            m1.main = src.main;
+            m1.main.root = live_last;
+            c.limit = live_last;
+        } else {
+            // An empty main DB: keep only its flags (this also drops pages an
+            // old LMDB bug may have leaked).
+            m1.main.flags = src.main.flags;
+        }
+        if src.main.root != P_INVALID || m1.main.flags != 0 {
+            m1.txnid = 1;
+        }
+        c.total = m1.last_pgno + 1;
+        c.buf.extend_from_slice(&m0.encode_page(0, ps));
+        c.buf.extend_from_slice(&m1.encode_page(1, ps));
+        let root = c.walk(src.main.root, true, 0)?;
+        if root != m1.main.root {
+            // Page leak or corrupt source: the live pages did not add up.
+            return Err(Error::Incompatible);
+        }
+        c.flush()?;
+        c.out.flush()?;
+        Ok(CopyStats {
+            snapshot_txnid: src.txnid,
+            source_last_pgno: src.last_pgno,
+            pages: c.next,
+            page_size: ps,
+        })
+    }
+}
+
+/// The copy's snapshot: the read transaction that pins it, and its metas.
+struct CopySnapshot<'e> {
+    _txn: crate::RoTxn<'e>,
+    /// Pages 0 and 1 as they were when the snapshot was taken.
+    metas: Vec<u8>,
+    /// The snapshot's own meta.
+    meta: Meta,
+    /// Length of the data file when the snapshot was taken: every page of
+    /// the snapshot lies within it.
+    file_len: u64,
+}
+
+impl CopySnapshot<'_> {
+    /// The fixed-map address recorded in meta page 0.
+    fn metas_address(&self) -> u64 {
+        rd64(&self.metas, 24).unwrap_or(0)
+    }
+}
+
+/// Writes raw to a descriptor, as `mdb_env_copyfd` does.
+struct FdWriter(std::os::fd::RawFd);
+
+impl Write for FdWriter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        // SAFETY: `b` is a valid readable buffer of b.len() bytes; the
+        // descriptor is borrowed from the caller for the whole copy.
+        let n = unsafe { libc::write(self.0, b.as_ptr().cast(), b.len()) };
+        if n < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn rd16(b: &[u8], off: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(off..off + 2)?.try_into().ok()?))
+}
+
+fn rd32(b: &[u8], off: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(off..off + 4)?.try_into().ok()?))
+}
+
+fn rd64(b: &[u8], off: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(off..off + 8)?.try_into().ok()?))
+}
+
+fn wr64(b: &mut [u8], off: usize, v: u64) {
+    b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// A branch or leaf page being copied, and the child to visit next.
+struct Frame {
+    img: Vec<u8>,
+    next: usize,
+}
+
+/// Number of nodes of a branch or leaf page image.
+fn num_keys(img: &[u8]) -> Result<usize> {
+    let lower = rd16(img, 12).ok_or(Error::Corrupted)? as usize;
+    if lower < HDR || lower > img.len() {
+        return Err(Error::Corrupted);
+    }
+    Ok((lower - HDR) / 2)
+}
+
+/// Page offset of node `i`, checked to leave room for its header.
+fn node_off(img: &[u8], i: usize) -> Result<usize> {
+    let off = rd16(img, HDR + 2 * i).ok_or(Error::Corrupted)? as usize;
+    if off < HDR || off + NODE_HDR > img.len() {
+        return Err(Error::Corrupted);
+    }
+    Ok(off)
+}
+
+/// Child page number of branch node `i`.
+fn child(img: &[u8], i: usize) -> Result<u64> {
+    let off = node_off(img, i)?;
+    let lo = u64::from(rd16(img, off).ok_or(Error::Corrupted)?);
+    let hi = u64::from(rd16(img, off + 2).ok_or(Error::Corrupted)?);
+    let top = u64::from(rd16(img, off + 4).ok_or(Error::Corrupted)?);
+    Ok(lo | hi << 16 | top << 32)
+}
+
+fn set_child(img: &mut [u8], i: usize, pgno: u64) -> Result<()> {
+    let off = node_off(img, i)?;
+    img[off..off + 2].copy_from_slice(&(pgno as u16).to_le_bytes());
+    img[off + 2..off + 4].copy_from_slice(&((pgno >> 16) as u16).to_le_bytes());
+    img[off + 4..off + 6].copy_from_slice(&((pgno >> 32) as u16).to_le_bytes());
+    Ok(())
+}
+
+/// Leaf node `i`: (node flags, page offset of its data, data size).
+fn leaf_node(img: &[u8], i: usize) -> Result<(u16, usize, usize)> {
+    let off = node_off(img, i)?;
+    let dsize = rd32(img, off).ok_or(Error::Corrupted)? as usize;
+    let flags = rd16(img, off + 4).ok_or(Error::Corrupted)?;
+    let ksize = rd16(img, off + 6).ok_or(Error::Corrupted)? as usize;
+    Ok((flags, off + NODE_HDR + ksize, dsize))
+}
+
+/// Append `img` to `out` as LMDB's page copy leaves it: the header and
+/// pointer array up to `lower` rounded up to 8 bytes, and the nodes from
+/// `upper` rounded down to 8, with zeros between; a LEAF2 page, or one whose
+/// gap is under 8 bytes, up to `psize` minus the gap rounded down to 8.
+fn push_page_image(out: &mut Vec<u8>, img: &[u8]) {
+    let ps = img.len();
+    let start = out.len();
+    out.resize(start + ps, 0);
+    let dst = &mut out[start..];
+    let lower = rd16(img, 12).unwrap_or(0) as usize;
+    let upper = rd16(img, 14).unwrap_or(0) as usize;
+    let flags = rd16(img, 10).unwrap_or(0);
+    if lower > upper || upper > ps {
+        // Not a sane page: keep it whole.
+        dst.copy_from_slice(img);
+        return;
+    }
+    let gap = (upper - lower) & !7;
+    if gap != 0 && flags & P_LEAF2 == 0 {
+        let head = ((lower + 7) & !7).min(ps);
+        let tail = upper & !7;
+        dst[..head].copy_from_slice(&img[..head]);
+        dst[tail..].copy_from_slice(&img[tail..]);
+    } else {
+        let n = ps - gap;
+        dst[..n].copy_from_slice(&img[..n]);
+    }
+}
+
+/// The compacting walk: emits pages in post-order with new numbers.
+struct Compactor<'a, 'p, W: Write + ?Sized> {
+    env: &'a Env,
+    ps: usize,
+    /// Highest source page that may be read (snapshot's last_pgno, within the file).
+    last: u64,
+    out: &'a mut W,
+    buf: Vec<u8>,
+    /// Next page number of the copy.
+    next: u64,
+    /// Highest page number the copy may use: the new main root.
+    limit: u64,
+    progress: ProgressFn<'p>,
+    total: u64,
+}
+
+impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
+    /// Source page `pgno` from the map.
+    fn src(&self, pgno: u64, pages: u64) -> Result<&'a [u8]> {
+        if pgno < 2 || pages == 0 || pgno > self.last || pages - 1 > self.last - pgno {
+            return Err(Error::PageNotFound);
+        }
+        self.env
+            .map
+            .slice(pgno as usize * self.ps, pages as usize * self.ps)
+    }
+
+    /// Reserve `n` page numbers of the copy.
+    fn alloc(&mut self, n: u64) -> Result<u64> {
+        let pg = self.next;
+        if n == 0 || pg > self.limit || n - 1 > self.limit - pg {
+            // More live pages than the free list leaves room for.
+            return Err(Error::Incompatible);
+        }
+        self.next += n;
+        Ok(pg)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if !self.buf.is_empty() {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        let p = CopyProgress {
+            pages_done: self.next,
+            pages_total: self.total,
+            page_size: self.ps,
+        };
+        if (self.progress)(p) {
+            Ok(())
+        } else {
+            Err(Error::Os(libc::EINTR))
+        }
+    }
+
+    fn maybe_flush(&mut self) -> Result<()> {
+        if self.buf.len() >= CHUNK {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Pages in the free list plus the free DB's own pages, as LMDB counts them.
+    fn count_free(&self, free: &crate::meta::DbRecord) -> Result<u64> {
+        let mut n = free
+            .branch_pages
+            .saturating_add(free.leaf_pages)
+            .saturating_add(free.overflow_pages);
+        if free.root == P_INVALID {
+            return Ok(n);
+        }
+        let mut stack = vec![(free.root, 1usize)];
+        let mut visited = 0u64;
+        while let Some((pg, depth)) = stack.pop() {
+            visited += 1;
+            if depth > MAX_DEPTH || visited > self.last {
+                return Err(Error::Corrupted);
+            }
+            let img = self.src(pg, 1)?;
+            let flags = rd16(img, 10).ok_or(Error::Corrupted)?;
+            let nk = num_keys(img)?;
+            if flags & P_BRANCH != 0 {
+                for i in (0..nk).rev() {
+                    stack.push((child(img, i)?, depth + 1));
+                }
+            } else if flags & P_LEAF != 0 {
+                for i in 0..nk {
+                    let (nf, off, _) = leaf_node(img, i)?;
+                    let count = if nf & F_BIGDATA != 0 {
+                        let ov = rd64(img, off).ok_or(Error::Corrupted)?;
+                        let first = self.src(ov, 1)?;
+                        rd64(first, HDR).ok_or(Error::Corrupted)?
+                    } else {
+                        rd64(img, off).ok_or(Error::Corrupted)?
+                    };
+                    n = n.saturating_add(count);
+                }
+            } else {
+                return Err(Error::Corrupted);
+            }
+        }
+        Ok(n)
+    }
+
+    /// Copy the tree at `root`; returns its root in the copy. `scan` says
+    /// whether leaf nodes may carry overflow runs and sub-databases (not in
+    /// a duplicate sub-DB, whose values are its keys).
+    fn walk(&mut self, root: u64, scan: bool, nesting: usize) -> Result<u64> {
+        if root == P_INVALID {
+            return Ok(P_INVALID);
+        }
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut pg = root;
+        loop {
+            // Go down to the leftmost leaf below `pg`.
+            let mut img = self.src(pg, 1)?.to_vec();
+            let flags = rd16(&img, 10).ok_or(Error::Corrupted)?;
+            let mut done = if flags & P_BRANCH != 0 {
+                if stack.len() >= MAX_DEPTH || num_keys(&img)? == 0 {
+                    return Err(Error::Corrupted);
+                }
+                pg = child(&img, 0)?;
+                stack.push(Frame { img, next: 0 });
+                continue;
+            } else if flags & P_LEAF != 0 {
+                if scan && flags & P_LEAF2 == 0 {
+                    self.leaf_children(&mut img, nesting)?;
+                }
+                self.emit(&img)?
+            } else {
+                return Err(Error::Corrupted);
+            };
+            // Climb while the parents are finished, emitting them.
+            loop {
+                let Some(f) = stack.last_mut() else {
+                    return Ok(done);
+                };
+                set_child(&mut f.img, f.next, done)?;
+                f.next += 1;
+                if f.next < num_keys(&f.img)? {
+                    pg = child(&f.img, f.next)?;
+                    break;
+                }
+                let f = stack.pop().expect("frame");
+                done = self.emit(&f.img)?;
+            }
+        }
+    }
+
+    /// Copy what the nodes of a leaf point to, updating the leaf image.
+    fn leaf_children(&mut self, img: &mut [u8], nesting: usize) -> Result<()> {
+        for i in 0..num_keys(img)? {
+            let (nf, off, _) = leaf_node(img, i)?;
+            if nf & F_BIGDATA != 0 {
+                let ov = rd64(img, off).ok_or(Error::Corrupted)?;
+                let new = self.copy_overflow(ov)?;
+                wr64(img, off, new);
+            } else if nf & F_SUBDATA != 0 {
+                if off + DB_RECORD > img.len() || nesting >= MAX_NESTING {
+                    return Err(Error::Corrupted);
+                }
+                let root = rd64(img, off + REC_ROOT).ok_or(Error::Corrupted)?;
+                let new = self.walk(root, nf & F_DUPDATA == 0, nesting + 1)?;
+                wr64(img, off + REC_ROOT, new);
+            }
+        }
+        Ok(())
+    }
+
+    /// Append a branch or leaf page under the next page number.
+    fn emit(&mut self, img: &[u8]) -> Result<u64> {
+        let pg = self.alloc(1)?;
+        let start = self.buf.len();
+        push_page_image(&mut self.buf, img);
+        wr64(&mut self.buf[start..], 0, pg);
+        self.maybe_flush()?;
+        Ok(pg)
+    }
+
+    /// Copy the overflow run starting at source page `ov`; returns its new number.
+    fn copy_overflow(&mut self, ov: u64) -> Result<u64> {
+        let first = self.src(ov, 1)?;
+        if rd16(first, 10).ok_or(Error::Corrupted)? & P_OVERFLOW == 0 {
+            return Err(Error::Corrupted);
+        }
+        let n = u64::from(rd32(first, 12).ok_or(Error::Corrupted)?);
+        if n == 0 {
+            return Err(Error::Corrupted);
+        }
+        // Check the whole run before writing any of it.
+        self.src(ov, n)?;
+        let pg = self.alloc(n)?;
+        let start = self.buf.len();
+        self.buf.extend_from_slice(first);
+        wr64(&mut self.buf[start..], 0, pg);
+        if n > 1 {
+            // The rest of the run goes out straight from the map.
+            self.flush()?;
+            let ps = self.ps as u64;
+            let mut from = ov + 1;
+            let end = ov + n;
+            while from < end {
+                let k = (end - from).min(CHUNK as u64 / ps).max(1);
+                let bytes = self.src(from, k)?;
+                self.out.write_all(bytes)?;
+                from += k;
+            }
+            self.flush()?;
+        } else {
+            self.maybe_flush()?;
+        }
+        Ok(pg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_image_zeroes_the_gap_like_lmdb() {
+        let mut img = vec![0xAAu8; 4096];
+        img[10..12].copy_from_slice(&P_LEAF.to_le_bytes());
+        img[12..14].copy_from_slice(&22u16.to_le_bytes());
+        img[14..16].copy_from_slice(&4000u16.to_le_bytes());
+        let mut out = Vec::new();
+        push_page_image(&mut out, &img);
+        assert_eq!(out.len(), 4096);
+        assert!(out[..24].iter().skip(16).all(|&b| b == 0xAA));
+        assert!(out[24..4000].iter().all(|&b| b == 0));
+        assert!(out[4000..].iter().all(|&b| b == 0xAA));
+        // A gap under 8 bytes: the whole page.
+        img[14..16].copy_from_slice(&28u16.to_le_bytes());
+        out.clear();
+        push_page_image(&mut out, &img);
+        assert_eq!(out, img);
+        // LEAF2: everything but the rounded gap at the end.
+        img[10..12].copy_from_slice(&(P_LEAF | P_LEAF2).to_le_bytes());
+        img[14..16].copy_from_slice(&(22u16 + 100).to_le_bytes());
+        out.clear();
+        push_page_image(&mut out, &img);
+        assert!(out[..4096 - 96].iter().skip(16).all(|&b| b == 0xAA));
+        assert!(out[4096 - 96..].iter().all(|&b| b == 0));
+    }
+}

@@ -1,0 +1,582 @@
+//! Sorted duplicates (DUPSORT, lmdb-format.md §6): a key's values live in the
+//! leaf node itself (one value), in a sub-page embedded in the node, or in a
+//! sub-database whose keys are the values. Writing, deleting, and the cursor
+//! position that walks values in their own order.
+
+use crate::cmp::CmpFn;
+use crate::db::{DUPFIXED, INTEGERDUP};
+use crate::error::{Error, Result};
+use crate::meta::DbRecord;
+use crate::page::{
+    edit, footprint, node_max, search, Node, NodeData, Page, F_DUPDATA, F_SUBDATA, HDR, NODE_HDR,
+    P_INVALID, P_LEAF,
+};
+use crate::tree::{descend, node_value, CursorPos, Item, Path};
+use crate::txn::sealed::Snapshot;
+use crate::txn::RwTxn;
+use crate::write::Tree;
+use crate::WriteFlags;
+use std::cmp::Ordering;
+
+/// Sub-page header flags: LEAF | DIRTY | SUBP. LMDB only edits sub-pages in
+/// place when DIRTY is set, so it must be present.
+const SUBPAGE_FLAGS: u16 = P_LEAF | 0x10 | 0x40;
+
+/// How a key's values are stored.
+enum Dups<'a> {
+    Single(&'a [u8]),
+    SubPage(Page<'a>),
+    SubDb(DbRecord),
+}
+
+fn dups_of<'a, S: Snapshot>(s: &'a S, n: Node<'a>) -> Result<Dups<'a>> {
+    let f = n.flags();
+    if f & F_DUPDATA == 0 {
+        return Ok(Dups::Single(node_value(s, n)?));
+    }
+    if f & F_SUBDATA != 0 {
+        if n.dsize() != 48 {
+            return Err(Error::Corrupted);
+        }
+        return Ok(Dups::SubDb(DbRecord::decode(n.data())));
+    }
+    Ok(Dups::SubPage(Page::new(n.data())?))
+}
+
+/// The first (smallest) value of a DUPSORT node.
+pub(crate) fn first_dup<'a, S: Snapshot>(s: &'a S, n: Node<'a>) -> Result<&'a [u8]> {
+    match dups_of(s, n)? {
+        Dups::Single(v) => Ok(v),
+        Dups::SubPage(p) => p.key(0),
+        Dups::SubDb(rec) => {
+            let mut pos = CursorPos::new();
+            pos.move_edge(s, &rec, false)?;
+            pos.current_key(s)?.ok_or(Error::Corrupted)
+        }
+    }
+}
+
+/// Encode sorted values as a sub-page with no slack.
+fn build_subpage(vals: &[Vec<u8>]) -> Vec<u8> {
+    let size = HDR
+        + vals
+            .iter()
+            .map(|v| 2 + footprint(v.len(), 0))
+            .sum::<usize>();
+    let mut b = vec![0u8; size];
+    edit::init(&mut b, 0, SUBPAGE_FLAGS);
+    for (i, v) in vals.iter().enumerate() {
+        let ok = edit::insert_leaf(&mut b, i, v, NodeData::Inline(&[]));
+        debug_assert!(ok);
+    }
+    b
+}
+
+fn page_values(p: &Page<'_>) -> Result<Vec<Vec<u8>>> {
+    (0..p.len()).map(|i| p.key(i).map(|k| k.to_vec())).collect()
+}
+
+impl RwTxn<'_> {
+    fn check_dup_value(&self, t: &Tree, val: &[u8]) -> Result<()> {
+        if val.is_empty() || val.len() > crate::env::MAX_KEY_SIZE {
+            return Err(Error::BadValSize);
+        }
+        if t.rec.flags & INTEGERDUP != 0 && val.len() != 4 && val.len() != 8 {
+            return Err(Error::BadValSize);
+        }
+        if t.rec.flags & DUPFIXED != 0 {
+            // Fixed-size duplicates are read, not yet written.
+            return Err(Error::Incompatible);
+        }
+        Ok(())
+    }
+
+    /// Add `val` to the values of `key` in a DUPSORT tree.
+    pub(crate) fn dup_put(
+        &mut self,
+        t: &mut Tree,
+        key: &[u8],
+        val: &[u8],
+        flags: WriteFlags,
+    ) -> Result<()> {
+        self.check_dup_value(t, val)?;
+        if t.rec.flags & crate::db::INTEGERKEY != 0 && key.len() != 4 && key.len() != 8 {
+            return Err(Error::BadValSize);
+        }
+        let dcmp = t.dups.ok_or(Error::Incompatible)?;
+        let mut path = Path::new();
+        let (i, exact) = descend(&*self, &t.rec, t.cmp, key, &mut path)?;
+        if !exact {
+            let f = WriteFlags(flags.0 & (WriteFlags::NO_OVERWRITE.0 | WriteFlags::APPEND.0));
+            return self.tree_put(t, key, NodeData::Inline(val), f);
+        }
+        if flags.contains(WriteFlags::NO_OVERWRITE) || flags.contains(WriteFlags::APPEND) {
+            return Err(Error::KeyExist);
+        }
+        let no_dup = flags.contains(WriteFlags::NO_DUP_DATA);
+        let append = flags.contains(WriteFlags::APPEND_DUP);
+        let leaf = path.pg[path.leaf()];
+        let node = self.page(leaf)?.node(i)?;
+        match dups_of(&*self, node)? {
+            Dups::Single(old) => {
+                let c = dcmp(val, old);
+                if c == Ordering::Equal {
+                    return if no_dup { Err(Error::KeyExist) } else { Ok(()) };
+                }
+                if append && c == Ordering::Less {
+                    return Err(Error::KeyExist);
+                }
+                let old = old.to_vec();
+                let vals = if c == Ordering::Less {
+                    vec![val.to_vec(), old]
+                } else {
+                    vec![old, val.to_vec()]
+                };
+                self.set_dup_values(t, &mut path, i, key, &vals)?;
+            }
+            Dups::SubPage(p) => {
+                let (at, found) = search(&p, val, dcmp)?;
+                if found {
+                    return if no_dup { Err(Error::KeyExist) } else { Ok(()) };
+                }
+                if append && at != p.len() {
+                    return Err(Error::KeyExist);
+                }
+                let mut vals = page_values(&p)?;
+                vals.insert(at, val.to_vec());
+                self.set_dup_values(t, &mut path, i, key, &vals)?;
+            }
+            Dups::SubDb(rec) => {
+                let mut st = Tree {
+                    rec,
+                    cmp: dcmp,
+                    dups: None,
+                };
+                if crate::tree::get_node(&*self, &st.rec, dcmp, val)?.is_some() {
+                    return if no_dup { Err(Error::KeyExist) } else { Ok(()) };
+                }
+                if append {
+                    let mut pos = CursorPos::new();
+                    pos.move_edge(&*self, &st.rec, true)?;
+                    if let Some(last) = pos.current_key(&*self)? {
+                        if dcmp(val, last) != Ordering::Greater {
+                            return Err(Error::KeyExist);
+                        }
+                    }
+                }
+                self.touch_path(t, &mut path)?;
+                self.tree_put(&mut st, val, NodeData::Inline(&[]), WriteFlags::EMPTY)?;
+                self.write_subdb_record(&path, i, &st.rec);
+            }
+        }
+        t.rec.entries += 1;
+        Ok(())
+    }
+
+    fn write_subdb_record(&mut self, path: &Path, i: usize, rec: &DbRecord) {
+        let buf = self.dirty.get_mut(&path.pg[path.leaf()]).unwrap();
+        edit::data_mut(buf, i).copy_from_slice(&rec.encode());
+    }
+
+    /// Store `vals` (sorted, at least two) as the values of leaf node `i`:
+    /// a sub-page while it fits in a node, a sub-database beyond.
+    fn set_dup_values(
+        &mut self,
+        t: &mut Tree,
+        path: &mut Path,
+        i: usize,
+        key: &[u8],
+        vals: &[Vec<u8>],
+    ) -> Result<()> {
+        self.touch_path(t, path)?;
+        let sp = build_subpage(vals);
+        if NODE_HDR + key.len() + sp.len() <= node_max(self.env.psize) {
+            return self.replace_node(t, path, i, key, NodeData::SubPage(&sp));
+        }
+        let mut st = Tree {
+            rec: DbRecord::empty(0),
+            cmp: t.dups.ok_or(Error::Incompatible)?,
+            dups: None,
+        };
+        for v in vals {
+            self.tree_put(&mut st, v, NodeData::Inline(&[]), WriteFlags::APPEND)?;
+        }
+        self.replace_node(t, path, i, key, NodeData::DupDb(&st.rec.encode()))
+    }
+
+    /// Delete `val` from `key`'s values, or all of them with `None`.
+    pub(crate) fn dup_del(&mut self, t: &mut Tree, key: &[u8], val: Option<&[u8]>) -> Result<bool> {
+        let dcmp = t.dups.ok_or(Error::Incompatible)?;
+        let mut path = Path::new();
+        let (i, exact) = descend(&*self, &t.rec, t.cmp, key, &mut path)?;
+        if !exact {
+            return Ok(false);
+        }
+        let leaf = path.pg[path.leaf()];
+        let node = self.page(leaf)?.node(i)?;
+        let dups = dups_of(&*self, node)?;
+        let Some(val) = val else {
+            let count = match &dups {
+                Dups::Single(_) => 1,
+                Dups::SubPage(p) => p.len() as u64,
+                Dups::SubDb(rec) => rec.entries,
+            };
+            if let Dups::SubDb(rec) = dups {
+                let mut st = Tree {
+                    rec,
+                    cmp: dcmp,
+                    dups: None,
+                };
+                self.drop_tree(&mut st)?;
+            }
+            self.tree_del(t, key)?;
+            t.rec.entries = t.rec.entries.saturating_sub(count - 1);
+            return Ok(true);
+        };
+        match dups {
+            Dups::Single(old) => {
+                if dcmp(val, old) != Ordering::Equal {
+                    return Ok(false);
+                }
+                self.tree_del(t, key)
+            }
+            Dups::SubPage(p) => {
+                let (at, found) = search(&p, val, dcmp)?;
+                if !found {
+                    return Ok(false);
+                }
+                if p.len() == 1 {
+                    return self.tree_del(t, key);
+                }
+                let mut vals = page_values(&p)?;
+                vals.remove(at);
+                self.touch_path(t, &mut path)?;
+                let sp = build_subpage(&vals);
+                self.replace_node(t, &path, i, key, NodeData::SubPage(&sp))?;
+                t.rec.entries -= 1;
+                Ok(true)
+            }
+            Dups::SubDb(rec) => {
+                let mut st = Tree {
+                    rec,
+                    cmp: dcmp,
+                    dups: None,
+                };
+                if crate::tree::get_node(&*self, &st.rec, dcmp, val)?.is_none() {
+                    return Ok(false);
+                }
+                self.touch_path(t, &mut path)?;
+                self.tree_del(&mut st, val)?;
+                if st.rec.root == P_INVALID {
+                    return self.tree_del(t, key);
+                }
+                self.write_subdb_record(&path, i, &st.rec);
+                t.rec.entries -= 1;
+                Ok(true)
+            }
+        }
+    }
+}
+
+/// Where a cursor is among a key's values.
+// A position lives on the stack; boxing the sub-tree cursor would allocate per move.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Copy)]
+enum Sub {
+    /// A plain node: one value.
+    Single,
+    /// Index into the node's sub-page.
+    Page(usize),
+    /// Position in the key's sub-database.
+    Tree(DbRecord, CursorPos),
+}
+
+/// A cursor position over a database, DUPSORT or not: the key in the main
+/// tree and, for DUPSORT, the value among the key's values.
+#[derive(Clone, Copy)]
+pub(crate) struct Position {
+    pub(crate) main: CursorPos,
+    sub: Sub,
+    /// After a delete, the next `next` returns the item now under the cursor.
+    pub(crate) just_deleted: bool,
+    pub(crate) kcmp: CmpFn,
+    pub(crate) dcmp: Option<CmpFn>,
+}
+
+impl Position {
+    pub(crate) fn new(kcmp: CmpFn, dcmp: Option<CmpFn>) -> Position {
+        Position {
+            main: CursorPos::new(),
+            sub: Sub::Single,
+            just_deleted: false,
+            kcmp,
+            dcmp,
+        }
+    }
+
+    /// Whether the cursor has never been positioned (or the DB emptied).
+    pub(crate) fn unset(&self) -> bool {
+        self.main.unset
+    }
+
+    fn node<'a, S: Snapshot>(&self, s: &'a S) -> Result<Option<Node<'a>>> {
+        match self.main.leaf_node(s)? {
+            Some((p, i)) => p.node(i).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Enter the values of the key under the main cursor, at the first or last.
+    fn load<S: Snapshot>(&mut self, s: &S, last: bool) -> Result<()> {
+        self.sub = Sub::Single;
+        if self.dcmp.is_none() {
+            return Ok(());
+        }
+        let Some(n) = self.node(s)? else {
+            return Ok(());
+        };
+        self.sub = match dups_of(s, n)? {
+            Dups::Single(_) => Sub::Single,
+            Dups::SubPage(p) => Sub::Page(if last { p.len().saturating_sub(1) } else { 0 }),
+            Dups::SubDb(rec) => {
+                let mut pos = CursorPos::new();
+                pos.move_edge(s, &rec, last)?;
+                Sub::Tree(rec, pos)
+            }
+        };
+        Ok(())
+    }
+
+    /// The item under the cursor.
+    pub(crate) fn current<'a, S: Snapshot>(&self, s: &'a S) -> Result<Option<Item<'a>>> {
+        let Some(n) = self.node(s)? else {
+            return Ok(None);
+        };
+        let v = match self.sub {
+            Sub::Single => node_value(s, n)?,
+            Sub::Page(ix) => Page::new(n.data())?.key(ix)?,
+            Sub::Tree(_, pos) => pos.current_key(s)?.ok_or(Error::Corrupted)?,
+        };
+        Ok(Some((n.key(), v)))
+    }
+
+    /// Move among the current key's values; false at the edge.
+    fn sub_step<S: Snapshot>(&mut self, s: &S, fwd: bool) -> Result<bool> {
+        match &mut self.sub {
+            Sub::Single => Ok(false),
+            Sub::Page(ix) => {
+                let n = match self.main.leaf_node(s)? {
+                    Some((p, i)) => Page::new(p.node(i)?.data())?.len(),
+                    None => return Ok(false),
+                };
+                if fwd && *ix + 1 < n {
+                    *ix += 1;
+                    Ok(true)
+                } else if !fwd && *ix > 0 {
+                    *ix -= 1;
+                    Ok(true)
+                } else {
+                    Ok(false)
+                }
+            }
+            Sub::Tree(rec, pos) => {
+                let rec = *rec;
+                if fwd {
+                    pos.move_next(s, &rec)
+                } else {
+                    pos.move_prev(s, &rec)
+                }
+            }
+        }
+    }
+
+    pub(crate) fn first<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+    ) -> Result<Option<Item<'a>>> {
+        self.just_deleted = false;
+        if !self.main.move_edge(s, rec, false)? {
+            return Ok(None);
+        }
+        self.load(s, false)?;
+        self.current(s)
+    }
+
+    pub(crate) fn last<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+    ) -> Result<Option<Item<'a>>> {
+        self.just_deleted = false;
+        if !self.main.move_edge(s, rec, true)? {
+            return Ok(None);
+        }
+        self.load(s, true)?;
+        self.current(s)
+    }
+
+    pub(crate) fn next<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+    ) -> Result<Option<Item<'a>>> {
+        if self.main.unset {
+            return self.first(s, rec);
+        }
+        if std::mem::take(&mut self.just_deleted) {
+            return self.current(s);
+        }
+        if self.sub_step(s, true)? {
+            return self.current(s);
+        }
+        self.next_nodup(s, rec)
+    }
+
+    pub(crate) fn prev<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+    ) -> Result<Option<Item<'a>>> {
+        if self.main.unset {
+            return self.last(s, rec);
+        }
+        self.just_deleted = false;
+        if self.main.leaf_node(s)?.is_some() && self.sub_step(s, false)? {
+            return self.current(s);
+        }
+        self.prev_nodup(s, rec)
+    }
+
+    pub(crate) fn next_nodup<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+    ) -> Result<Option<Item<'a>>> {
+        if self.main.unset {
+            return self.first(s, rec);
+        }
+        self.just_deleted = false;
+        let save = (self.main, self.sub);
+        if !self.main.move_next(s, rec)? {
+            (self.main, self.sub) = save;
+            return Ok(None);
+        }
+        self.load(s, false)?;
+        self.current(s)
+    }
+
+    pub(crate) fn prev_nodup<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+    ) -> Result<Option<Item<'a>>> {
+        if self.main.unset {
+            return self.last(s, rec);
+        }
+        self.just_deleted = false;
+        let save = (self.main, self.sub);
+        if !self.main.move_prev(s, rec)? {
+            (self.main, self.sub) = save;
+            return Ok(None);
+        }
+        self.load(s, true)?;
+        self.current(s)
+    }
+
+    /// Next value of the same key.
+    pub(crate) fn next_dup<'a, S: Snapshot>(&mut self, s: &'a S) -> Result<Option<Item<'a>>> {
+        if self.main.unset || std::mem::take(&mut self.just_deleted) {
+            return Ok(None);
+        }
+        if self.sub_step(s, true)? {
+            self.current(s)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Previous value of the same key.
+    pub(crate) fn prev_dup<'a, S: Snapshot>(&mut self, s: &'a S) -> Result<Option<Item<'a>>> {
+        self.just_deleted = false;
+        if self.main.unset {
+            return Ok(None);
+        }
+        if self.sub_step(s, false)? {
+            self.current(s)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// First or last value of the current key.
+    pub(crate) fn edge_dup<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        last: bool,
+    ) -> Result<Option<Item<'a>>> {
+        self.just_deleted = false;
+        if self.main.leaf_node(s)?.is_none() {
+            return Ok(None);
+        }
+        self.load(s, last)?;
+        self.current(s)
+    }
+
+    /// Position at the first key >= `key` (its first value); whether it matched.
+    pub(crate) fn seek<S: Snapshot>(&mut self, s: &S, rec: &DbRecord, key: &[u8]) -> Result<bool> {
+        self.just_deleted = false;
+        let exact = self.main.seek(s, rec, self.kcmp, key)?;
+        self.load(s, false)?;
+        Ok(exact)
+    }
+
+    /// Position at `key` and its first value >= `val` (exactly `val` if `exact`).
+    pub(crate) fn seek_both<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+        key: &[u8],
+        val: &[u8],
+        exact: bool,
+    ) -> Result<Option<Item<'a>>> {
+        if !self.seek(s, rec, key)? {
+            return Ok(None);
+        }
+        let dcmp = self.dcmp.ok_or(Error::Incompatible)?;
+        let n = self.node(s)?.ok_or(Error::NotFound)?;
+        let hit = match dups_of(s, n)? {
+            Dups::Single(v) => {
+                let c = dcmp(v, val);
+                c == Ordering::Equal || (!exact && c == Ordering::Greater)
+            }
+            Dups::SubPage(p) => {
+                let (at, found) = search(&p, val, dcmp)?;
+                self.sub = Sub::Page(at.min(p.len().saturating_sub(1)));
+                found || (!exact && at < p.len())
+            }
+            Dups::SubDb(r) => {
+                let mut pos = CursorPos::new();
+                let found = pos.seek(s, &r, dcmp, val)?;
+                let on = pos.current_key(s)?.is_some();
+                self.sub = Sub::Tree(r, pos);
+                found || (!exact && on)
+            }
+        };
+        if hit {
+            self.current(s)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Number of values of the current key.
+    pub(crate) fn count<S: Snapshot>(&self, s: &S) -> Result<u64> {
+        let n = self.node(s)?.ok_or(Error::NotFound)?;
+        Ok(match dups_of(s, n)? {
+            Dups::Single(_) => 1,
+            Dups::SubPage(p) => p.len() as u64,
+            Dups::SubDb(rec) => rec.entries,
+        })
+    }
+}
