@@ -3,7 +3,7 @@
 //! aborts and reopen, sized so keys cross the sub-page to sub-database
 //! threshold in both directions. Also the integer-key/dup and reverse flags.
 
-use mdb::{check, Database, DbFlags, Env, EnvOptions, Error, Txn, WriteFlags};
+use mdb::{check, DbFlags, Env, EnvOptions, Error, Txn, WriteFlags};
 use proptest::prelude::*;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -344,7 +344,6 @@ fn crossing_the_subpage_threshold_both_ways() {
     c.set_key(b"k").unwrap().unwrap();
     assert_eq!(c.count().unwrap(), 3000);
     assert_eq!(r.stat(db).unwrap().entries, 3001);
-    drop(c);
     drop(r);
     let mut w = env.write_txn().unwrap();
     let db = w.open_db("d").unwrap();
