@@ -1,0 +1,226 @@
+//! A minimal wrapper around the LMDB C API, just enough for the benchmark:
+//! one environment, its main database, read/write transactions, point
+//! gets, puts and a forward cursor. Not a general-purpose binding.
+
+use crate::lmdb_sys as sys;
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::marker::PhantomData;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::ptr;
+
+/// An LMDB error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Error(pub i32);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: mdb_strerror returns a pointer to a static (or
+        // strerror-owned) NUL-terminated string for any code.
+        let msg = unsafe { CStr::from_ptr(sys::mdb_strerror(self.0)) };
+        write!(f, "LMDB error {}: {}", self.0, msg.to_string_lossy())
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn check(rc: i32) -> Result<()> {
+    if rc == sys::MDB_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error(rc))
+    }
+}
+
+fn val(bytes: &[u8]) -> sys::MDB_val {
+    sys::MDB_val {
+        mv_size: bytes.len(),
+        mv_data: bytes.as_ptr() as *mut _,
+    }
+}
+
+const EMPTY_VAL: sys::MDB_val = sys::MDB_val {
+    mv_size: 0,
+    mv_data: ptr::null_mut(),
+};
+
+/// # Safety
+/// `v` must come from LMDB inside a transaction that outlives `'a`.
+unsafe fn slice<'a>(v: sys::MDB_val) -> &'a [u8] {
+    if v.mv_size == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(v.mv_data as *const u8, v.mv_size)
+    }
+}
+
+/// The version string of the linked library, e.g. "LMDB 0.9.24: (July 24, 2019)".
+pub fn version() -> String {
+    // SAFETY: null out-pointers are allowed; the result is a static string.
+    unsafe {
+        let s = sys::mdb_version(ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+        CStr::from_ptr(s).to_string_lossy().into_owned()
+    }
+}
+
+/// An open environment and the handle of its main database.
+pub struct Env {
+    env: *mut sys::MDB_env,
+    dbi: sys::MDB_dbi,
+}
+
+impl Env {
+    /// Open (creating) the environment in directory `dir` with default flags.
+    pub fn open(dir: &Path, map_size: usize) -> Result<Env> {
+        let path = CString::new(dir.as_os_str().as_bytes()).map_err(|_| Error(libc_einval()))?;
+        let mut env = ptr::null_mut();
+        // SAFETY: plain FFI calls following the documented protocol; the
+        // env is closed on every error path after creation.
+        unsafe {
+            check(sys::mdb_env_create(&mut env))?;
+            let mut e = Env { env, dbi: 0 };
+            check(sys::mdb_env_set_mapsize(env, map_size))?;
+            check(sys::mdb_env_set_maxdbs(env, 1))?;
+            check(sys::mdb_env_open(env, path.as_ptr(), 0, 0o644))?;
+            let mut txn = ptr::null_mut();
+            check(sys::mdb_txn_begin(env, ptr::null_mut(), 0, &mut txn))?;
+            let mut dbi = 0;
+            let rc = sys::mdb_dbi_open(txn, ptr::null(), sys::MDB_CREATE, &mut dbi);
+            if rc != 0 {
+                sys::mdb_txn_abort(txn);
+                return Err(Error(rc));
+            }
+            check(sys::mdb_txn_commit(txn))?;
+            e.dbi = dbi;
+            Ok(e)
+        }
+    }
+
+    fn begin(&self, flags: u32) -> Result<Txn<'_>> {
+        let mut txn = ptr::null_mut();
+        // SAFETY: env is open; the txn is finished by commit or Drop.
+        check(unsafe { sys::mdb_txn_begin(self.env, ptr::null_mut(), flags, &mut txn) })?;
+        Ok(Txn {
+            txn,
+            dbi: self.dbi,
+            _env: PhantomData,
+        })
+    }
+
+    /// Begin the write transaction.
+    pub fn write_txn(&self) -> Result<Txn<'_>> {
+        self.begin(0)
+    }
+
+    /// Begin a read-only transaction.
+    pub fn read_txn(&self) -> Result<Txn<'_>> {
+        self.begin(sys::MDB_RDONLY)
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        // SAFETY: every Txn borrows the Env, so none is alive here.
+        unsafe { sys::mdb_env_close(self.env) }
+    }
+}
+
+fn libc_einval() -> i32 {
+    22
+}
+
+/// A transaction (read-only or read-write); aborted on drop unless committed.
+pub struct Txn<'e> {
+    txn: *mut sys::MDB_txn,
+    dbi: sys::MDB_dbi,
+    _env: PhantomData<&'e Env>,
+}
+
+impl<'e> Txn<'e> {
+    /// Store `key` -> `value` in the main database.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut k = val(key);
+        let mut v = val(value);
+        // SAFETY: LMDB copies both buffers before returning.
+        check(unsafe { sys::mdb_put(self.txn, self.dbi, &mut k, &mut v, 0) })
+    }
+
+    /// Look `key` up in the main database.
+    pub fn get(&self, key: &[u8]) -> Result<Option<&[u8]>> {
+        let mut k = val(key);
+        let mut v = EMPTY_VAL;
+        // SAFETY: the returned value points into the map (or a dirty page)
+        // and stays valid until the transaction ends, which `&self` bounds.
+        match unsafe { sys::mdb_get(self.txn, self.dbi, &mut k, &mut v) } {
+            0 => Ok(Some(unsafe { slice(v) })),
+            sys::MDB_NOTFOUND => Ok(None),
+            rc => Err(Error(rc)),
+        }
+    }
+
+    /// A cursor over the main database.
+    pub fn cursor(&self) -> Result<Cursor<'_>> {
+        let mut c = ptr::null_mut();
+        // SAFETY: the cursor is closed in Drop, before the txn ends.
+        check(unsafe { sys::mdb_cursor_open(self.txn, self.dbi, &mut c) })?;
+        Ok(Cursor {
+            cursor: c,
+            started: false,
+            _txn: PhantomData,
+        })
+    }
+
+    /// Commit.
+    pub fn commit(mut self) -> Result<()> {
+        let txn = std::mem::replace(&mut self.txn, ptr::null_mut());
+        // SAFETY: commit frees the txn whether or not it succeeds.
+        check(unsafe { sys::mdb_txn_commit(txn) })
+    }
+}
+
+impl Drop for Txn<'_> {
+    fn drop(&mut self) {
+        if !self.txn.is_null() {
+            // SAFETY: not committed yet; cursors borrow the txn so are closed.
+            unsafe { sys::mdb_txn_abort(self.txn) }
+        }
+    }
+}
+
+/// A forward cursor.
+pub struct Cursor<'t> {
+    cursor: *mut sys::MDB_cursor,
+    started: bool,
+    _txn: PhantomData<&'t Txn<'t>>,
+}
+
+impl<'t> Cursor<'t> {
+    /// The next item (the first one on the first call); `None` at the end.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<(&'t [u8], &'t [u8])>> {
+        let op = if self.started {
+            sys::MDB_NEXT
+        } else {
+            sys::MDB_FIRST
+        };
+        self.started = true;
+        let mut k = EMPTY_VAL;
+        let mut v = EMPTY_VAL;
+        // SAFETY: outputs point into the map, valid for the txn lifetime 't.
+        match unsafe { sys::mdb_cursor_get(self.cursor, &mut k, &mut v, op) } {
+            0 => Ok(Some(unsafe { (slice(k), slice(v)) })),
+            sys::MDB_NOTFOUND => Ok(None),
+            rc => Err(Error(rc)),
+        }
+    }
+}
+
+impl Drop for Cursor<'_> {
+    fn drop(&mut self) {
+        // SAFETY: opened in Txn::cursor and the txn is still alive.
+        unsafe { sys::mdb_cursor_close(self.cursor) }
+    }
+}

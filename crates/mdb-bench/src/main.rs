@@ -1,0 +1,427 @@
+//! `mdb-bench`: time our engine against LMDB 0.9 (C), linked into the same
+//! process, on identical data. Every workload runs on both engines, R times,
+//! alternating which engine goes first; the report is the median time per
+//! operation of each and the ratio mdb/LMDB (> 1 means we are slower).
+
+mod lmdb;
+mod lmdb_sys;
+mod workloads;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use workloads::{Data, Db, Engine, Res};
+
+const WORKLOADS: [&str; 4] = ["load", "get", "scan", "sync_put"];
+
+const USAGE: &str = "\
+usage: mdb-bench [--n N] [--reps R] [--only load,get,scan,sync_put]
+                 [--sync-n M] [--dir PATH] [--engine mdb|lmdb]
+                 [--malloc-dynamic] [--keep] [--markdown]
+
+  --n N        keys for load/get/scan (default 1000000)
+  --reps R     repetitions per engine (default 3); the median is reported
+  --only LIST  comma-separated workloads (default: all)
+  --sync-n M   single-put commits in sync_put (default 2000)
+  --dir PATH   put every database under PATH (default: /dev/shm for
+               load/get/scan, the current directory for sync_put)
+  --engine E   run only engine E (for profiling; no ratio)
+  --malloc-dynamic
+               leave glibc's malloc trimming adaptive (by default freed heap
+               memory is kept, so results do not depend on engine order)
+  --keep       keep the databases (paths printed on stderr), e.g. for mdb_stat
+  --markdown   print the results as a markdown table";
+
+struct Args {
+    n: usize,
+    reps: usize,
+    sync_n: usize,
+    only: Vec<String>,
+    dir: Option<PathBuf>,
+    engines: Vec<Engine>,
+    markdown: bool,
+    malloc_dynamic: bool,
+    keep: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        n: 1_000_000,
+        reps: 3,
+        sync_n: 2000,
+        only: WORKLOADS.iter().map(|s| s.to_string()).collect(),
+        dir: None,
+        engines: vec![Engine::Mdb, Engine::Lmdb],
+        markdown: false,
+        malloc_dynamic: false,
+        keep: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        let num = |s: String, name: &str| -> Result<usize, String> {
+            let s = s.replace('_', "");
+            match s.parse::<usize>() {
+                Ok(v) if v > 0 => Ok(v),
+                _ => Err(format!("{name}: not a positive number: {s}")),
+            }
+        };
+        match arg.as_str() {
+            "--n" => a.n = num(value("--n")?, "--n")?,
+            "--reps" => a.reps = num(value("--reps")?, "--reps")?,
+            "--sync-n" => a.sync_n = num(value("--sync-n")?, "--sync-n")?,
+            "--only" => {
+                a.only = value("--only")?
+                    .split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                if let Some(bad) = a.only.iter().find(|w| !WORKLOADS.contains(&w.as_str())) {
+                    return Err(format!(
+                        "unknown workload {bad:?} (known: {})",
+                        WORKLOADS.join(",")
+                    ));
+                }
+            }
+            "--dir" => a.dir = Some(PathBuf::from(value("--dir")?)),
+            "--engine" => {
+                a.engines = match value("--engine")?.to_ascii_lowercase().as_str() {
+                    "mdb" => vec![Engine::Mdb],
+                    "lmdb" => vec![Engine::Lmdb],
+                    "both" => vec![Engine::Mdb, Engine::Lmdb],
+                    e => return Err(format!("unknown engine {e:?} (mdb, lmdb, both)")),
+                }
+            }
+            "--markdown" => a.markdown = true,
+            "--malloc-dynamic" => a.malloc_dynamic = true,
+            "--keep" => a.keep = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if a.n > u32::MAX as usize {
+        return Err("--n must fit in 32 bits".into());
+    }
+    Ok(a)
+}
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf, bool);
+
+impl TempDir {
+    fn new(base: &Path, tag: &str, keep: bool) -> Res<TempDir> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let p = base.join(format!("mdb-bench-{}-{seq}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&p)?;
+        Ok(TempDir(p, keep))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if self.1 {
+            eprintln!("  kept {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn git_commit() -> String {
+    let run = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    match run(&["rev-parse", "--short", "HEAD"]) {
+        Some(c) => {
+            let dirty = run(&["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|s| !s.is_empty());
+            if dirty {
+                format!("{c} (with uncommitted changes)")
+            } else {
+                c
+            }
+        }
+        None => "unknown".into(),
+    }
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn kernel() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn fmt_time(d: f64) -> String {
+    if d < 1e-6 {
+        format!("{:.0} ns", d * 1e9)
+    } else if d < 1e-3 {
+        format!("{:.2} µs", d * 1e6)
+    } else {
+        format!("{:.2} ms", d * 1e3)
+    }
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let m = s.len() / 2;
+    match s.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(s[m]),
+        _ => Some((s[m - 1] + s[m]) / 2.0),
+    }
+}
+
+/// Per-op seconds of every repetition, per engine.
+struct Samples {
+    name: &'static str,
+    what: String,
+    ops: usize,
+    mdb: Vec<f64>,
+    lmdb: Vec<f64>,
+}
+
+impl Samples {
+    fn push(&mut self, e: Engine, d: Duration) {
+        let per_op = d.as_secs_f64() / self.ops as f64;
+        eprintln!(
+            "  {:<8} {:<4}  total {:>9.3} s  {:>10}/op",
+            self.name,
+            e.name(),
+            d.as_secs_f64(),
+            fmt_time(per_op)
+        );
+        match e {
+            Engine::Mdb => self.mdb.push(per_op),
+            Engine::Lmdb => self.lmdb.push(per_op),
+        }
+    }
+}
+
+/// The engines in the order of repetition `rep`: alternating who goes first.
+fn engine_order(engines: &[Engine], rep: usize) -> Vec<Engine> {
+    let mut v = engines.to_vec();
+    if rep % 2 == 1 {
+        v.reverse();
+    }
+    v
+}
+
+/// Put glibc's allocator in a fixed steady state: heap memory freed by one
+/// transaction is kept for the next one instead of being returned to the
+/// kernel (trim threshold 1 GiB), and the mmap threshold is fixed at its
+/// default (128 KiB). Left adaptive, whether a free trims the heap depends
+/// on the heap's layout and on thresholds that glibc raises the first time
+/// a large mmap-ed block is freed (LMDB frees several at `mdb_env_close`),
+/// so an engine that allocates page buffers per transaction (ours) runs at
+/// very different speeds depending on what ran before it in the process: an
+/// order effect that alternating engines does not cancel. `--malloc-dynamic`
+/// restores glibc's defaults. Returns a description for the header.
+fn pin_malloc(dynamic: bool) -> &'static str {
+    if dynamic {
+        return "glibc malloc left adaptive (--malloc-dynamic): results depend on run order";
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::os::raw::c_int;
+        extern "C" {
+            fn mallopt(param: c_int, value: c_int) -> c_int;
+        }
+        const M_TRIM_THRESHOLD: c_int = -1;
+        const M_MMAP_THRESHOLD: c_int = -3;
+        // SAFETY: mallopt only changes allocator parameters; called before
+        // any other thread exists.
+        let ok = unsafe {
+            mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1 && mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1
+        };
+        if ok {
+            "glibc malloc pinned: no heap trimming, mmap threshold 128 KiB (see --malloc-dynamic)"
+        } else {
+            "glibc malloc: mallopt failed, thresholds adaptive"
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        "malloc untouched (not glibc)"
+    }
+}
+
+fn run(a: &Args) -> Res<()> {
+    let malloc_note = pin_malloc(a.malloc_dynamic);
+    let want = |w: &str| a.only.iter().any(|o| o == w);
+    let cpu_base = a.dir.clone().unwrap_or_else(|| {
+        let shm = PathBuf::from("/dev/shm");
+        if shm.is_dir() {
+            shm
+        } else {
+            std::env::temp_dir()
+        }
+    });
+    let sync_base = match &a.dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir()?,
+    };
+    std::fs::create_dir_all(&cpu_base)?;
+    std::fs::create_dir_all(&sync_base)?;
+
+    let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let header = [
+        format!("commit: {}", git_commit()),
+        format!("machine: {nproc} CPUs (nproc), {}, Linux {}", cpu_model(), kernel()),
+        format!("engines: {} vs {}", mdb::VERSION_STRING, lmdb::version()),
+        format!(
+            "load/get/scan: N = {} keys of 16 B, values of {} B, {} puts per txn, dir {}",
+            a.n,
+            workloads::VAL_LEN,
+            workloads::BATCH,
+            cpu_base.display()
+        ),
+        format!("sync_put: {} single-put durable commits, dir {}", a.sync_n, sync_base.display()),
+        format!(
+            "map size {} GiB, default (durable) flags on both, {} reps, median per op; ratio = mdb/LMDB (> 1: mdb slower)",
+            workloads::MAP_SIZE >> 30,
+            a.reps
+        ),
+        malloc_note.to_string(),
+    ];
+    for l in &header {
+        if a.markdown {
+            println!("- {l}");
+        } else {
+            println!("{l}");
+        }
+    }
+    println!();
+
+    let mk = |name: &'static str, what: String, ops: usize| Samples {
+        name,
+        what,
+        ops,
+        mdb: Vec::new(),
+        lmdb: Vec::new(),
+    };
+    let mut load_s = mk(
+        "load",
+        format!("random puts, {} per txn", workloads::BATCH),
+        a.n,
+    );
+    let mut get_s = mk("get", "random point gets, one read txn".into(), a.n);
+    let mut scan_s = mk("scan", "full cursor scan".into(), a.n);
+    let mut sync_s = mk("sync_put", "1 put per durable commit".into(), a.sync_n);
+
+    if want("load") || want("get") || want("scan") {
+        eprintln!("generating {} keys...", a.n);
+        let data = Data::new(a.n);
+        for rep in 0..a.reps {
+            eprintln!("rep {}/{}", rep + 1, a.reps);
+            for e in engine_order(&a.engines, rep) {
+                let dir = TempDir::new(&cpu_base, e.name(), a.keep)?;
+                let db = Db::open(e, &dir.0)?;
+                let d = workloads::load(&db, &data)?;
+                if want("load") {
+                    load_s.push(e, d);
+                }
+                if want("get") {
+                    get_s.push(e, workloads::get(&db, &data)?);
+                }
+                if want("scan") {
+                    scan_s.push(e, workloads::scan(&db, &data)?);
+                }
+            }
+        }
+    }
+    if want("sync_put") {
+        for rep in 0..a.reps {
+            eprintln!("sync_put rep {}/{}", rep + 1, a.reps);
+            for e in engine_order(&a.engines, rep) {
+                let dir = TempDir::new(&sync_base, e.name(), a.keep)?;
+                let db = Db::open(e, &dir.0)?;
+                sync_s.push(e, workloads::sync_put(&db, a.sync_n)?);
+            }
+        }
+    }
+
+    let all = [&load_s, &get_s, &scan_s, &sync_s];
+    let rows: Vec<&Samples> = all.into_iter().filter(|s| want(s.name)).collect();
+    let time_cell =
+        |v: &[f64]| median(v).map_or("-".to_string(), |t| format!("{}/op", fmt_time(t)));
+    let ratio_cell = |s: &Samples| match (median(&s.mdb), median(&s.lmdb)) {
+        (Some(m), Some(l)) => format!("{:.2}", m / l),
+        _ => "-".to_string(),
+    };
+    if a.markdown {
+        println!("| workload | mdb | LMDB | ratio |");
+        println!("|---|---:|---:|---:|");
+        for s in rows {
+            println!(
+                "| `{}` ({}, {} ops) | {} | {} | {} |",
+                s.name,
+                s.what,
+                s.ops,
+                time_cell(&s.mdb),
+                time_cell(&s.lmdb),
+                ratio_cell(s)
+            );
+        }
+    } else {
+        println!(
+            "{:<10} {:>9} {:>13} {:>13} {:>6}   ratio of each rep (mdb/LMDB)",
+            "workload", "ops", "mdb", "LMDB", "ratio"
+        );
+        for s in rows {
+            let per_rep: Vec<String> = s
+                .mdb
+                .iter()
+                .zip(&s.lmdb)
+                .map(|(m, l)| format!("{:.2}", m / l))
+                .collect();
+            println!(
+                "{:<10} {:>9} {:>13} {:>13} {:>6}   {}",
+                s.name,
+                s.ops,
+                time_cell(&s.mdb),
+                time_cell(&s.lmdb),
+                ratio_cell(s),
+                per_rep.join(" ")
+            );
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("mdb-bench: {e}\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&args) {
+        eprintln!("mdb-bench: {e}");
+        std::process::exit(1);
+    }
+}
