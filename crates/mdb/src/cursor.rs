@@ -139,6 +139,31 @@ impl<'t, T: Txn> Cursor<'t, T> {
         check_key(key)?;
         self.pos.seek_both(self.txn, &self.rec, key, val, false)
     }
+    fn dupfixed(&self) -> Result<()> {
+        if self.rec.flags & crate::db::DUPFIXED == 0 || self.pos.dcmp.is_none() {
+            return Err(Error::Incompatible);
+        }
+        Ok(())
+    }
+    /// DUPFIXED: the values on the page holding the current value, packed
+    /// (`MDB_GET_MULTIPLE`); the cursor moves to that page's last value.
+    pub fn get_multiple(&mut self) -> Result<Option<&'t [u8]>> {
+        self.dupfixed()?;
+        if self.pos.unset() {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        self.pos.multiple(self.txn)
+    }
+    /// DUPFIXED: the next page of values of the current key (`MDB_NEXT_MULTIPLE`).
+    pub fn next_multiple(&mut self) -> Result<Option<&'t [u8]>> {
+        self.dupfixed()?;
+        self.pos.next_multiple(self.txn, &self.rec)
+    }
+    /// DUPFIXED: the previous page of values of the current key (`MDB_PREV_MULTIPLE`).
+    pub fn prev_multiple(&mut self) -> Result<Option<&'t [u8]>> {
+        self.dupfixed()?;
+        self.pos.prev_multiple(self.txn, &self.rec)
+    }
     /// Number of values of the current key (`mdb_cursor_count`).
     pub fn count(&self) -> Result<u64> {
         self.dupsort()?;

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::meta::DbRecord;
 use crate::page::{
     edit, footprint, node_max, search, Node, NodeData, Page, F_DUPDATA, F_SUBDATA, HDR, NODE_HDR,
-    P_INVALID, P_LEAF,
+    P_INVALID, P_LEAF, P_LEAF2,
 };
 use crate::tree::{descend, node_value, CursorPos, Item, Path};
 use crate::txn::sealed::Snapshot;
@@ -56,8 +56,32 @@ pub(crate) fn first_dup<'a, S: Snapshot>(s: &'a S, n: Node<'a>) -> Result<&'a [u
     }
 }
 
-/// Encode sorted values as a sub-page with no slack.
-fn build_subpage(vals: &[Vec<u8>]) -> Vec<u8> {
+/// The tree of a key's duplicates sub-database.
+fn sub_tree(t: &Tree, rec: DbRecord) -> Result<Tree> {
+    Ok(Tree {
+        rec,
+        cmp: t.dups.ok_or(Error::Incompatible)?,
+        dups: None,
+        fixed: if rec.flags & DUPFIXED != 0 {
+            rec.pad as usize
+        } else {
+            0
+        },
+    })
+}
+
+/// Encode sorted values as a sub-page with no slack (packed for DUPFIXED).
+fn build_subpage(vals: &[Vec<u8>], fixed: bool) -> Vec<u8> {
+    if fixed {
+        let size = vals[0].len();
+        let mut b = vec![0u8; HDR + vals.len() * size];
+        edit::init_leaf2(&mut b, 0, SUBPAGE_FLAGS | P_LEAF2, size);
+        for (i, v) in vals.iter().enumerate() {
+            let ok = edit::insert_leaf2(&mut b, i, v);
+            debug_assert!(ok);
+        }
+        return b;
+    }
     let size = HDR
         + vals
             .iter()
@@ -72,6 +96,16 @@ fn build_subpage(vals: &[Vec<u8>]) -> Vec<u8> {
     b
 }
 
+/// The packed values of a LEAF2 page or DUPFIXED sub-page.
+fn packed<'a>(p: &Page<'a>) -> Result<&'a [u8]> {
+    if !p.is_leaf2() {
+        return Err(Error::Incompatible);
+    }
+    p.bytes()
+        .get(HDR..HDR + p.len() * p.pad())
+        .ok_or(Error::Corrupted)
+}
+
 fn page_values(p: &Page<'_>) -> Result<Vec<Vec<u8>>> {
     (0..p.len()).map(|i| p.key(i).map(|k| k.to_vec())).collect()
 }
@@ -83,10 +117,6 @@ impl RwTxn<'_> {
         }
         if t.rec.flags & INTEGERDUP != 0 && val.len() != 4 && val.len() != 8 {
             return Err(Error::BadValSize);
-        }
-        if t.rec.flags & DUPFIXED != 0 {
-            // Fixed-size duplicates are read, not yet written.
-            return Err(Error::Incompatible);
         }
         Ok(())
     }
@@ -117,7 +147,18 @@ impl RwTxn<'_> {
         let append = flags.contains(WriteFlags::APPEND_DUP);
         let leaf = path.pg[path.leaf()];
         let node = self.page(leaf)?.node(i)?;
-        match dups_of(&*self, node)? {
+        let dups = dups_of(&*self, node)?;
+        if t.rec.flags & DUPFIXED != 0 {
+            let size = match &dups {
+                Dups::Single(v) => v.len(),
+                Dups::SubPage(p) => p.key(0)?.len(),
+                Dups::SubDb(r) => r.pad as usize,
+            };
+            if val.len() != size {
+                return Err(Error::BadValSize);
+            }
+        }
+        match dups {
             Dups::Single(old) => {
                 let c = dcmp(val, old);
                 if c == Ordering::Equal {
@@ -147,12 +188,8 @@ impl RwTxn<'_> {
                 self.set_dup_values(t, &mut path, i, key, &vals)?;
             }
             Dups::SubDb(rec) => {
-                let mut st = Tree {
-                    rec,
-                    cmp: dcmp,
-                    dups: None,
-                };
-                if crate::tree::get_node(&*self, &st.rec, dcmp, val)?.is_some() {
+                let mut st = sub_tree(t, rec)?;
+                if crate::tree::contains(&*self, &st.rec, dcmp, val)? {
                     return if no_dup { Err(Error::KeyExist) } else { Ok(()) };
                 }
                 if append {
@@ -189,15 +226,22 @@ impl RwTxn<'_> {
         vals: &[Vec<u8>],
     ) -> Result<()> {
         self.touch_path(t, path)?;
-        let sp = build_subpage(vals);
+        let sp = build_subpage(vals, t.rec.flags & DUPFIXED != 0);
         if NODE_HDR + key.len() + sp.len() <= node_max(self.env.psize) {
             return self.replace_node(t, path, i, key, NodeData::SubPage(&sp));
         }
-        let mut st = Tree {
-            rec: DbRecord::empty(0),
-            cmp: t.dups.ok_or(Error::Incompatible)?,
-            dups: None,
-        };
+        let mut rec = DbRecord::empty(0);
+        if t.rec.flags & DUPFIXED != 0 {
+            // LMDB's DUPFIXED sub-DB record: DUPFIXED, INTEGERKEY for INTEGERDUP, pad = size.
+            rec.flags = 0x10
+                | if t.rec.flags & INTEGERDUP != 0 {
+                    0x08
+                } else {
+                    0
+                };
+            rec.pad = vals[0].len() as u32;
+        }
+        let mut st = sub_tree(t, rec)?;
         for v in vals {
             self.tree_put(&mut st, v, NodeData::Inline(&[]), WriteFlags::APPEND)?;
         }
@@ -222,11 +266,7 @@ impl RwTxn<'_> {
                 Dups::SubDb(rec) => rec.entries,
             };
             if let Dups::SubDb(rec) = dups {
-                let mut st = Tree {
-                    rec,
-                    cmp: dcmp,
-                    dups: None,
-                };
+                let mut st = sub_tree(t, rec)?;
                 self.drop_tree(&mut st)?;
             }
             self.tree_del(t, key)?;
@@ -251,18 +291,14 @@ impl RwTxn<'_> {
                 let mut vals = page_values(&p)?;
                 vals.remove(at);
                 self.touch_path(t, &mut path)?;
-                let sp = build_subpage(&vals);
+                let sp = build_subpage(&vals, t.rec.flags & DUPFIXED != 0);
                 self.replace_node(t, &path, i, key, NodeData::SubPage(&sp))?;
                 t.rec.entries -= 1;
                 Ok(true)
             }
             Dups::SubDb(rec) => {
-                let mut st = Tree {
-                    rec,
-                    cmp: dcmp,
-                    dups: None,
-                };
-                if crate::tree::get_node(&*self, &st.rec, dcmp, val)?.is_none() {
+                let mut st = sub_tree(t, rec)?;
+                if !crate::tree::contains(&*self, &st.rec, dcmp, val)? {
                     return Ok(false);
                 }
                 self.touch_path(t, &mut path)?;
@@ -568,6 +604,79 @@ impl Position {
         } else {
             Ok(None)
         }
+    }
+
+    /// DUPFIXED: the packed values of the page holding the current value,
+    /// leaving the cursor on that page's last value (a lone value is a
+    /// one-item buffer).
+    pub(crate) fn multiple<'a, S: Snapshot>(&mut self, s: &'a S) -> Result<Option<&'a [u8]>> {
+        let Some(n) = self.node(s)? else {
+            return Ok(None);
+        };
+        match &mut self.sub {
+            Sub::Single => Ok(Some(node_value(s, n)?)),
+            Sub::Page(ix) => {
+                let p = Page::new(n.data())?;
+                *ix = p.len().saturating_sub(1);
+                packed(&p).map(Some)
+            }
+            Sub::Tree(_, pos) => {
+                let Some((p, _)) = pos.leaf_node(s)? else {
+                    return Ok(None);
+                };
+                let l = pos.path.leaf();
+                pos.path.ix[l] = p.len().saturating_sub(1);
+                packed(&p).map(Some)
+            }
+        }
+    }
+
+    /// DUPFIXED: the next page of values of the current key.
+    pub(crate) fn next_multiple<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+    ) -> Result<Option<&'a [u8]>> {
+        self.just_deleted = false;
+        if self.main.unset {
+            if self.first(s, rec)?.is_none() {
+                return Ok(None);
+            }
+            return self.multiple(s);
+        }
+        if self.sub_step(s, true)? {
+            self.multiple(s)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// DUPFIXED: the page of values before the current one, leaving the
+    /// cursor on its first value.
+    pub(crate) fn prev_multiple<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+    ) -> Result<Option<&'a [u8]>> {
+        self.just_deleted = false;
+        if self.main.unset && self.last(s, rec)?.is_none() {
+            return Ok(None);
+        }
+        let Sub::Tree(r, pos) = &mut self.sub else {
+            return Ok(None);
+        };
+        let r = *r;
+        let l = pos.path.leaf();
+        pos.path.ix[l] = 0;
+        if !pos.move_prev(s, &r)? {
+            return Ok(None);
+        }
+        let Some((p, _)) = pos.leaf_node(s)? else {
+            return Ok(None);
+        };
+        let l = pos.path.leaf();
+        pos.path.ix[l] = 0;
+        packed(&p).map(Some)
     }
 
     /// Number of values of the current key.

@@ -94,10 +94,12 @@ impl<'a> Page<'a> {
         }
         let p = Page { b };
         let (lower, upper) = (p.lower() as usize, p.upper() as usize);
+        // LEAF2 pages keep LMDB's virtual lower/upper (1-byte values can put
+        // upper past the end); their keys are bounds-checked one by one.
+        let leaf2 = p.flags() & P_LEAF2 != 0;
         if p.flags() & (P_BRANCH | P_LEAF) == 0
             || lower < HDR
-            || lower > upper
-            || upper > b.len()
+            || (!leaf2 && (lower > upper || upper > b.len()))
             || (lower & 1) != 0
         {
             return Err(Error::Corrupted);
@@ -187,6 +189,26 @@ impl<'a> Page<'a> {
             return self.b.get(off..off + ks).ok_or(Error::Corrupted);
         }
         Ok(self.node(i)?.key())
+    }
+    /// The bytes of entry `i` as stored: a node, or a LEAF2 key.
+    pub fn raw_entry(&self, i: usize) -> Result<&'a [u8]> {
+        if self.is_leaf2() {
+            self.key(i)
+        } else {
+            Ok(self.node(i)?.raw())
+        }
+    }
+    /// Fixed key size of a LEAF2 page.
+    pub fn pad(&self) -> usize {
+        rd16(self.b, 8) as usize
+    }
+    /// Bytes in use by entries (what fill rules measure).
+    pub fn used(&self) -> usize {
+        if self.is_leaf2() {
+            self.len() * self.pad()
+        } else {
+            self.b.len() - HDR - self.free()
+        }
     }
     /// Whether keys are packed fixed-size values (DUPFIXED).
     #[inline]
@@ -421,6 +443,50 @@ pub mod edit {
         b.copy_within(p + 2..lo, p);
         wr16(b, 12, (lo - 2) as u16);
         wr16(b, 14, (up + fp) as u16);
+    }
+
+    /// Initialise an empty LEAF2 page for keys of `size` bytes.
+    pub fn init_leaf2(b: &mut [u8], pgno: u64, flags: u16, size: usize) {
+        init(b, pgno, flags);
+        wr16(b, 8, size as u16);
+    }
+
+    /// Insert a fixed-size key at index `i` of a LEAF2 page (or a DUPFIXED
+    /// sub-page). Returns false when it does not fit.
+    pub fn insert_leaf2(b: &mut [u8], i: usize, key: &[u8]) -> bool {
+        let size = rd16(b, 8) as usize;
+        let lo = lower(b);
+        let n = (lo - HDR) / 2;
+        if key.len() != size || HDR + (n + 1) * size > b.len() {
+            return false;
+        }
+        let at = HDR + i * size;
+        b.copy_within(at..HDR + n * size, at + size);
+        b[at..at + size].copy_from_slice(key);
+        // LMDB's accounting: lower grows by 2, upper shrinks by size - 2.
+        wr16(b, 12, (lo + 2) as u16);
+        let up = rd16(b, 14) as usize;
+        wr16(b, 14, (up + 2 - size) as u16);
+        true
+    }
+
+    /// Remove key `i` of a LEAF2 page.
+    pub fn remove_leaf2(b: &mut [u8], i: usize) {
+        let size = rd16(b, 8) as usize;
+        let lo = lower(b);
+        let n = (lo - HDR) / 2;
+        let at = HDR + i * size;
+        b.copy_within(at + size..HDR + n * size, at);
+        wr16(b, 12, (lo - 2) as u16);
+        let up = rd16(b, 14) as usize;
+        wr16(b, 14, (up + size - 2) as u16);
+    }
+
+    /// Rebuild a LEAF2 page from packed keys, keeping its header.
+    pub fn rebuild_leaf2(b: &mut [u8], flags: u16, keys: &[&[u8]]) -> bool {
+        let (pgno, size) = (rd64(b, 0), rd16(b, 8) as usize);
+        init_leaf2(b, pgno, flags, size);
+        keys.iter().enumerate().all(|(i, k)| insert_leaf2(b, i, k))
     }
 
     /// Set the child pointer of branch node `i`.

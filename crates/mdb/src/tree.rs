@@ -93,6 +93,12 @@ pub(crate) fn get_node<'a, S: Snapshot>(
     Err(Error::CursorFull)
 }
 
+/// Whether `key` is in the tree (works on LEAF2 leaves too).
+pub(crate) fn contains<S: Snapshot>(s: &S, rec: &DbRecord, cmp: CmpFn, key: &[u8]) -> Result<bool> {
+    let mut path = Path::new();
+    Ok(descend(s, rec, cmp, key, &mut path)?.1)
+}
+
 /// The value of a leaf node, following an overflow reference.
 #[inline]
 pub(crate) fn node_value<'a, S: Snapshot>(s: &'a S, n: Node<'a>) -> Result<&'a [u8]> {

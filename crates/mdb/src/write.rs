@@ -7,8 +7,8 @@ use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::meta::DbRecord;
 use crate::page::{
-    self, edit, encode_branch, footprint, node_max, nodes_size, ov_pages, raw_key, rekey_branch,
-    NodeData, Page, F_BIGDATA, F_SUBDATA, HDR, P_BRANCH, P_INVALID, P_LEAF, P_OVERFLOW,
+    self, edit, encode_branch, footprint, node_max, ov_pages, raw_key, rekey_branch, NodeData,
+    Page, F_BIGDATA, F_SUBDATA, HDR, P_BRANCH, P_INVALID, P_LEAF, P_LEAF2, P_OVERFLOW,
 };
 use crate::tree::{descend, Path};
 use crate::txn::sealed::Snapshot;
@@ -60,6 +60,8 @@ pub(crate) struct Tree {
     pub(crate) cmp: CmpFn,
     /// For DUPSORT databases: how duplicate values compare.
     pub(crate) dups: Option<CmpFn>,
+    /// Key size of a tree with LEAF2 leaves (DUPFIXED sub-databases), else 0.
+    pub(crate) fixed: usize,
 }
 
 impl<'env> RwTxn<'env> {
@@ -77,7 +79,12 @@ impl<'env> RwTxn<'env> {
     pub(crate) fn tree(&self, db: Database) -> Result<Tree> {
         let rec = self.rec(db)?;
         let (cmp, dups) = self.env.comparators(db, rec.flags);
-        Ok(Tree { rec, cmp, dups })
+        Ok(Tree {
+            rec,
+            cmp,
+            dups,
+            fixed: 0,
+        })
     }
 
     /// Store `val` under `key`. In a DUPSORT database, add `val` to the
@@ -282,7 +289,14 @@ impl<'env> RwTxn<'env> {
         if t.rec.root == P_INVALID {
             let pg = self.new_page(P_LEAF)?;
             let buf = self.dirty.get_mut(&pg).unwrap();
-            edit::insert_leaf(buf, 0, key, data);
+            if t.fixed > 0 {
+                edit::init_leaf2(buf, pg, P_LEAF | P_LEAF2, t.fixed);
+                if !edit::insert_leaf2(buf, 0, key) {
+                    return Err(Error::BadValSize);
+                }
+            } else {
+                edit::insert_leaf(buf, 0, key, data);
+            }
             t.rec.root = pg;
             t.rec.depth = 1;
             t.rec.leaf_pages = 1;
@@ -292,6 +306,20 @@ impl<'env> RwTxn<'env> {
         let mut path = Path::new();
         let (i, exact) = descend(&*self, &t.rec, t.cmp, key, &mut path)?;
         let append = flags.contains(WriteFlags::APPEND);
+        if t.fixed > 0 {
+            // LEAF2 trees hold keys only (the values of a DUPFIXED key).
+            if exact {
+                return Err(Error::KeyExist);
+            }
+            self.touch_path(t, &mut path)?;
+            let leaf = path.pg[path.leaf()];
+            t.rec.entries += 1;
+            if edit::insert_leaf2(self.dirty.get_mut(&leaf).unwrap(), i, key) {
+                return Ok(());
+            }
+            let rightmost = append || self.is_append(&path, i, false)?;
+            return self.insert(t, &path, path.leaf(), i, key, rightmost);
+        }
         if exact {
             let n = self.page(path.pg[path.leaf()])?.node(i)?;
             if flags.contains(WriteFlags::NO_OVERWRITE) || append {
@@ -445,19 +473,26 @@ impl<'env> RwTxn<'env> {
     ) -> Result<()> {
         let pg = path.pg[lvl];
         let buf = self.dirty.get_mut(&pg).unwrap();
-        if edit::insert_raw(buf, i, raw) {
+        let fits = if Page::new(buf)?.is_leaf2() {
+            edit::insert_leaf2(buf, i, raw)
+        } else {
+            edit::insert_raw(buf, i, raw)
+        };
+        if fits {
             return Ok(());
         }
-        // Split: gather the nodes with the new one in place.
+        // Split: gather the entries with the new one in place.
         let p = Page::new(buf)?;
         let flags = p.flags();
         let branch = p.is_branch();
+        let leaf2 = p.is_leaf2();
+        let pad = p.pad();
         let mut nodes: Vec<Vec<u8>> = Vec::with_capacity(p.len() + 1);
         for j in 0..p.len() {
             if j == i {
                 nodes.push(raw.to_vec());
             }
-            nodes.push(p.node(j)?.raw().to_vec());
+            nodes.push(p.raw_entry(j)?.to_vec());
         }
         if i == p.len() {
             nodes.push(raw.to_vec());
@@ -468,19 +503,29 @@ impl<'env> RwTxn<'env> {
         } else if append && i == nodes.len() - 1 && nodes.len() > 3 {
             nodes.len() - 2
         } else {
-            split_point(&nodes, branch, cap).ok_or(Error::PageFull)?
+            split_point(&nodes, branch, leaf2, cap).ok_or(Error::PageFull)?
         };
-        let sep = raw_key(&nodes[s]).to_vec();
+        let sep = if leaf2 {
+            nodes[s].clone()
+        } else {
+            raw_key(&nodes[s]).to_vec()
+        };
         if branch {
             nodes[s] = rekey_branch(&nodes[s], &[]);
         }
         let right = self.new_page(flags)?;
         {
             let left: Vec<&[u8]> = nodes[..s].iter().map(|v| v.as_slice()).collect();
-            let ok = edit::rebuild(self.dirty.get_mut(&pg).unwrap(), flags, &left);
             let rnodes: Vec<&[u8]> = nodes[s..].iter().map(|v| v.as_slice()).collect();
-            let ok2 = edit::rebuild(self.dirty.get_mut(&right).unwrap(), flags, &rnodes);
-            if !ok || !ok2 {
+            let ok = if leaf2 {
+                edit::init_leaf2(self.dirty.get_mut(&right).unwrap(), right, flags, pad);
+                edit::rebuild_leaf2(self.dirty.get_mut(&pg).unwrap(), flags, &left)
+                    && edit::rebuild_leaf2(self.dirty.get_mut(&right).unwrap(), flags, &rnodes)
+            } else {
+                edit::rebuild(self.dirty.get_mut(&pg).unwrap(), flags, &left)
+                    && edit::rebuild(self.dirty.get_mut(&right).unwrap(), flags, &rnodes)
+            };
+            if !ok {
                 return Err(Error::PageFull);
             }
         }
@@ -518,6 +563,34 @@ impl<'env> RwTxn<'env> {
         self.fail_on_fatal(r)
     }
 
+    /// DUPFIXED: store the values packed in `vals` (each `size` bytes) under
+    /// `key` (`MDB_MULTIPLE`); returns how many were stored.
+    pub fn put_multiple(
+        &mut self,
+        db: Database,
+        key: &[u8],
+        vals: &[u8],
+        size: usize,
+        flags: WriteFlags,
+    ) -> Result<usize> {
+        let rec = self.check_usable(db)?;
+        if rec.flags & crate::db::DUPFIXED == 0 {
+            return Err(Error::Incompatible);
+        }
+        if size == 0 || !vals.len().is_multiple_of(size) {
+            return Err(Error::BadValSize);
+        }
+        let mut n = 0;
+        for v in vals.chunks(size) {
+            match self.put(db, key, v, flags) {
+                Ok(()) => n += 1,
+                Err(Error::KeyExist) if flags.contains(WriteFlags::NO_DUP_DATA) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+
     /// Delete one value of a DUPSORT key (or the key if `val` is its value in
     /// another database); returns whether the pair existed.
     pub fn del_dup(&mut self, db: Database, key: &[u8], val: &[u8]) -> Result<bool> {
@@ -544,12 +617,16 @@ impl<'env> RwTxn<'env> {
         }
         self.touch_path(t, &mut path)?;
         let leaf = path.pg[path.leaf()];
-        let n = self.page(leaf)?.node(i)?;
-        if n.flags() & F_BIGDATA != 0 {
-            let pg = n.ov_pgno();
-            self.free_overflow(t, pg)?;
+        if self.page(leaf)?.is_leaf2() {
+            edit::remove_leaf2(self.dirty.get_mut(&leaf).unwrap(), i);
+        } else {
+            let n = self.page(leaf)?.node(i)?;
+            if n.flags() & F_BIGDATA != 0 {
+                let pg = n.ov_pgno();
+                self.free_overflow(t, pg)?;
+            }
+            edit::remove(self.dirty.get_mut(&leaf).unwrap(), i);
         }
-        edit::remove(self.dirty.get_mut(&leaf).unwrap(), i);
         t.rec.entries -= 1;
         self.rebalance(t, &path, path.leaf())?;
         Ok(true)
@@ -558,10 +635,9 @@ impl<'env> RwTxn<'env> {
     /// Restore fill rules after a removal at level `lvl` of `path`.
     fn rebalance(&mut self, t: &mut Tree, path: &Path, lvl: usize) -> Result<()> {
         let pg = path.pg[lvl];
-        let (len, used, branch, flags) = {
+        let (len, used, branch, flags, leaf2) = {
             let p = self.page(pg)?;
-            let used = self.env.psize - HDR - p.free();
-            (p.len(), used, p.is_branch(), p.flags())
+            (p.len(), p.used(), p.is_branch(), p.flags(), p.is_leaf2())
         };
         if lvl == 0 {
             if !branch && len == 0 {
@@ -599,11 +675,11 @@ impl<'env> RwTxn<'env> {
         {
             let l = self.page(lpg)?;
             for j in 0..l.len() {
-                nodes.push(l.node(j)?.raw().to_vec());
+                nodes.push(l.raw_entry(j)?.to_vec());
             }
             let r = self.page(rpg)?;
             for j in 0..r.len() {
-                let raw = r.node(j)?.raw();
+                let raw = r.raw_entry(j)?;
                 if branch && j == 0 {
                     nodes.push(rekey_branch(raw, &sep));
                 } else {
@@ -612,10 +688,11 @@ impl<'env> RwTxn<'env> {
             }
         }
         let cap = self.env.psize - HDR;
-        if nodes_size(nodes.iter().map(|v| v.as_slice())) <= cap {
+        let total: usize = nodes.iter().map(|v| entry_cost(v, leaf2)).sum();
+        if total <= cap {
             // Merge right into left and drop the right page.
             let all: Vec<&[u8]> = nodes.iter().map(|v| v.as_slice()).collect();
-            if !edit::rebuild(self.dirty.get_mut(&lpg).unwrap(), flags, &all) {
+            if !rebuild_any(self.dirty.get_mut(&lpg).unwrap(), flags, leaf2, &all) {
                 return Err(Error::PageFull);
             }
             self.free_pages(rpg, 1);
@@ -628,15 +705,19 @@ impl<'env> RwTxn<'env> {
             return self.rebalance(t, path, lvl - 1);
         }
         // Redistribute the nodes evenly between the two pages.
-        let s = split_point(&nodes, branch, cap).ok_or(Error::PageFull)?;
-        let new_sep = raw_key(&nodes[s]).to_vec();
+        let s = split_point(&nodes, branch, leaf2, cap).ok_or(Error::PageFull)?;
+        let new_sep = if leaf2 {
+            nodes[s].clone()
+        } else {
+            raw_key(&nodes[s]).to_vec()
+        };
         if branch {
             nodes[s] = rekey_branch(&nodes[s], &[]);
         }
         let left: Vec<&[u8]> = nodes[..s].iter().map(|v| v.as_slice()).collect();
         let right: Vec<&[u8]> = nodes[s..].iter().map(|v| v.as_slice()).collect();
-        if !edit::rebuild(self.dirty.get_mut(&lpg).unwrap(), flags, &left)
-            || !edit::rebuild(self.dirty.get_mut(&rpg).unwrap(), flags, &right)
+        if !rebuild_any(self.dirty.get_mut(&lpg).unwrap(), flags, leaf2, &left)
+            || !rebuild_any(self.dirty.get_mut(&rpg).unwrap(), flags, leaf2, &right)
         {
             return Err(Error::PageFull);
         }
@@ -778,8 +859,26 @@ fn encode_leaf(key: &[u8], data: NodeData<'_>) -> Vec<u8> {
 /// Index at which to split `nodes` into two pages of capacity `cap`, as
 /// balanced by bytes as possible. For branch pages the first node of the
 /// right page loses its key.
-fn split_point(nodes: &[Vec<u8>], branch: bool, cap: usize) -> Option<usize> {
-    let sizes: Vec<usize> = nodes.iter().map(|r| ((r.len() + 1) & !1) + 2).collect();
+/// Page bytes an entry costs: a node with its pointer, or a LEAF2 key.
+fn entry_cost(raw: &[u8], leaf2: bool) -> usize {
+    if leaf2 {
+        raw.len()
+    } else {
+        ((raw.len() + 1) & !1) + 2
+    }
+}
+
+/// Rebuild a node page or a LEAF2 page from its entries.
+fn rebuild_any(b: &mut [u8], flags: u16, leaf2: bool, entries: &[&[u8]]) -> bool {
+    if leaf2 {
+        edit::rebuild_leaf2(b, flags, entries)
+    } else {
+        edit::rebuild(b, flags, entries)
+    }
+}
+
+fn split_point(nodes: &[Vec<u8>], branch: bool, leaf2: bool, cap: usize) -> Option<usize> {
+    let sizes: Vec<usize> = nodes.iter().map(|r| entry_cost(r, leaf2)).collect();
     let total: usize = sizes.iter().sum();
     let mut best: Option<(usize, usize)> = None;
     let mut left = 0;

@@ -103,7 +103,9 @@ fn val(v: u16, len: u8, flags: u16) -> Vec<u8> {
         (v as u64 * 7).to_le_bytes().to_vec()
     } else {
         let mut b = format!("{v:05}").into_bytes();
-        b.resize(len.max(5) as usize, b'0' + (v % 10) as u8);
+        // DUPFIXED: every value of the database has one size.
+        let len = if flags & 0x10 != 0 { 12 } else { len.max(5) };
+        b.resize(len as usize, b'0' + (v % 10) as u8);
         b
     }
 }
@@ -319,6 +321,14 @@ proptest! {
     #[test]
     fn integer_dups_match_model(ops in proptest::collection::vec(op(), 1..120)) {
         run(0x04 | 0x20 | 0x08, ops);
+    }
+    #[test]
+    fn fixed_dups_match_model(ops in proptest::collection::vec(op(), 1..150)) {
+        run(0x04 | 0x10, ops);
+    }
+    #[test]
+    fn fixed_integer_dups_match_model(ops in proptest::collection::vec(op(), 1..120)) {
+        run(0x04 | 0x10 | 0x20, ops);
     }
     #[test]
     fn reverse_dups_match_model(ops in proptest::collection::vec(op(), 1..120)) {

@@ -241,12 +241,18 @@ fn missing_and_incompatible_databases() {
         w.create_db("plain", DbFlags::EMPTY).err(),
         Some(Error::Incompatible)
     );
-    // Fixed-size duplicates are read but not yet written: a clear error.
+    // A DUPFIXED value of the wrong size is refused (LMDB stores it and misreads it).
     let fixed = w
         .create_db("fixed", DbFlags::DUP_SORT | DbFlags::DUP_FIXED)
         .unwrap();
+    w.put(fixed, b"k", b"1234", WriteFlags::EMPTY).unwrap();
     assert_eq!(
-        w.put(fixed, b"k", b"1234", WriteFlags::EMPTY),
+        w.put(fixed, b"k", b"12345", WriteFlags::EMPTY),
+        Err(Error::BadValSize)
+    );
+    // MULTIPLE on a database that is not DUPFIXED.
+    assert_eq!(
+        w.put_multiple(Database::MAIN, b"k", b"1234", 4, WriteFlags::EMPTY),
         Err(Error::Incompatible)
     );
     // Bad duplicate sizes.
