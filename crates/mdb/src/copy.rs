@@ -17,11 +17,15 @@
 //!   overflow runs of a leaf and the trees of its named or duplicate
 //!   sub-databases come before the leaf, each branch after all its children,
 //!   and the main root last. Sub-pages travel inside their leaf unchanged.
-//!   The unused middle of each page is zeroed as LMDB's page copy leaves it,
-//!   so the output matches `mdb_copy -c` byte for byte (for copies up to
-//!   LMDB's 2 MiB of write buffers; beyond that LMDB leaves stale bytes there).
 //!   A source whose page accounting does not add up (leaked pages) is refused
 //!   with [`Error::Incompatible`].
+//!
+//!   The unused middle of a page (between its pointer array and its nodes)
+//!   has no meaning. LMDB's copy does not write it: it builds pages in two
+//!   1 MiB buffers used in turn, so that gap keeps whatever an earlier page
+//!   left at the same place of the buffer. We build pages the same way, with
+//!   the same buffer switches, so our compacted copy equals `mdb_copy -c`'s
+//!   byte for byte, gaps included.
 //!
 //! Page numbers, offsets and lengths read from the file are all checked, so
 //! a corrupt source gives an error, never a crash or an endless walk.
@@ -52,7 +56,7 @@ const REC_ROOT: usize = 40;
 const MAX_DEPTH: usize = 32;
 /// Sub-database nesting: MAIN, then a named DB, then a duplicate sub-DB.
 const MAX_NESTING: usize = 2;
-/// Output is written in pieces of this size.
+/// Output is written in pieces of this size (LMDB's `MDB_WBUF`).
 const CHUNK: usize = 1 << 20;
 
 /// How far a copy has got, passed to the progress callback.
@@ -290,11 +294,14 @@ impl Env {
             ps,
             last: src.last_pgno.min(file_pages.saturating_sub(1)),
             out: w,
-            buf: Vec::with_capacity(CHUNK),
+            bufs: [vec![0u8; CHUNK], vec![0u8; CHUNK]],
+            wlen: [0, 0],
+            cur: 0,
             next: 2,
             limit: 1,
             progress,
             total: 2,
+            tail: (0, 0),
         };
 
         // Page 0: an empty environment; page 1: the data, as a new file would
@@ -325,14 +332,15 @@ impl Env {
             m1.txnid = 1;
         }
         c.total = m1.last_pgno + 1;
-        c.buf.extend_from_slice(&m0.encode_page(0, ps));
-        c.buf.extend_from_slice(&m1.encode_page(1, ps));
+        c.bufs[0][..ps].copy_from_slice(&m0.encode_page(0, ps));
+        c.bufs[0][ps..2 * ps].copy_from_slice(&m1.encode_page(1, ps));
+        c.wlen[0] = 2 * ps;
         let root = c.walk(src.main.root, true, 0)?;
         if root != m1.main.root {
             // Page leak or corrupt source: the live pages did not add up.
             return Err(Error::Incompatible);
         }
-        c.flush()?;
+        c.switch(0)?;
         c.out.flush()?;
         Ok(CopyStats {
             snapshot_txnid: src.txnid,
@@ -447,32 +455,30 @@ fn leaf_node(img: &[u8], i: usize) -> Result<(u16, usize, usize)> {
     Ok((flags, off + NODE_HDR + ksize, dsize))
 }
 
-/// Append `img` to `out` as LMDB's page copy leaves it: the header and
+/// Copy page `src` into `dst` as LMDB's page copy does: the header and
 /// pointer array up to `lower` rounded up to 8 bytes, and the nodes from
-/// `upper` rounded down to 8, with zeros between; a LEAF2 page, or one whose
-/// gap is under 8 bytes, up to `psize` minus the gap rounded down to 8.
-fn push_page_image(out: &mut Vec<u8>, img: &[u8]) {
-    let ps = img.len();
-    let start = out.len();
-    out.resize(start + ps, 0);
-    let dst = &mut out[start..];
-    let lower = rd16(img, 12).unwrap_or(0) as usize;
-    let upper = rd16(img, 14).unwrap_or(0) as usize;
-    let flags = rd16(img, 10).unwrap_or(0);
+/// `upper` rounded down to 8; the bytes between keep what `dst` held. A
+/// LEAF2 page, or one whose gap is under 8 bytes, is copied up to `psize`
+/// minus the gap rounded down to 8.
+fn page_copy(dst: &mut [u8], src: &[u8]) {
+    let ps = src.len();
+    let lower = rd16(src, 12).unwrap_or(0) as usize;
+    let upper = rd16(src, 14).unwrap_or(0) as usize;
+    let flags = rd16(src, 10).unwrap_or(0);
     if lower > upper || upper > ps {
         // Not a sane page: keep it whole.
-        dst.copy_from_slice(img);
+        dst.copy_from_slice(src);
         return;
     }
     let gap = (upper - lower) & !7;
     if gap != 0 && flags & P_LEAF2 == 0 {
         let head = ((lower + 7) & !7).min(ps);
         let tail = upper & !7;
-        dst[..head].copy_from_slice(&img[..head]);
-        dst[tail..].copy_from_slice(&img[tail..]);
+        dst[..head].copy_from_slice(&src[..head]);
+        dst[tail..].copy_from_slice(&src[tail..]);
     } else {
         let n = ps - gap;
-        dst[..n].copy_from_slice(&img[..n]);
+        dst[..n].copy_from_slice(&src[..n]);
     }
 }
 
@@ -483,13 +489,19 @@ struct Compactor<'a, 'p, W: Write + ?Sized> {
     /// Highest source page that may be read (snapshot's last_pgno, within the file).
     last: u64,
     out: &'a mut W,
-    buf: Vec<u8>,
+    /// Two page buffers used in turn, and how much of each is filled.
+    bufs: [Vec<u8>; 2],
+    wlen: [usize; 2],
+    /// The buffer being filled.
+    cur: usize,
     /// Next page number of the copy.
     next: u64,
     /// Highest page number the copy may use: the new main root.
     limit: u64,
     progress: ProgressFn<'p>,
     total: u64,
+    /// Source pages of an overflow run still to be written after the buffer.
+    tail: (u64, u64),
 }
 
 impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
@@ -514,11 +526,25 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
         Ok(pg)
     }
 
-    fn flush(&mut self) -> Result<()> {
-        if !self.buf.is_empty() {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
+    /// Write out the current buffer, then `tail` pages straight from the
+    /// map starting at source page `from`, and switch to the other buffer.
+    fn switch(&mut self, tail: u64) -> Result<()> {
+        let t = self.cur;
+        self.out.write_all(&self.bufs[t][..self.wlen[t]])?;
+        self.wlen[t] = 0;
+        if tail > 0 {
+            let ps = self.ps as u64;
+            let (mut from, end) = self.tail;
+            debug_assert_eq!(end - from, tail);
+            while from < end {
+                let k = (end - from).min(CHUNK as u64 / ps);
+                let bytes = self.src(from, k)?;
+                self.out.write_all(bytes)?;
+                from += k;
+            }
         }
+        self.cur ^= 1;
+        self.wlen[self.cur] = 0;
         let p = CopyProgress {
             pages_done: self.next,
             pages_total: self.total,
@@ -531,11 +557,12 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
         }
     }
 
-    fn maybe_flush(&mut self) -> Result<()> {
-        if self.buf.len() >= CHUNK {
-            self.flush()?;
+    /// Make room for one page in the current buffer; returns its offset there.
+    fn room(&mut self) -> Result<usize> {
+        if self.wlen[self.cur] >= CHUNK {
+            self.switch(0)?;
         }
-        Ok(())
+        Ok(self.wlen[self.cur])
     }
 
     /// Pages in the free list plus the free DB's own pages, as LMDB counts them.
@@ -645,13 +672,15 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
         Ok(())
     }
 
-    /// Append a branch or leaf page under the next page number.
+    /// Add a branch or leaf page under the next page number.
     fn emit(&mut self, img: &[u8]) -> Result<u64> {
+        let off = self.room()?;
         let pg = self.alloc(1)?;
-        let start = self.buf.len();
-        push_page_image(&mut self.buf, img);
-        wr64(&mut self.buf[start..], 0, pg);
-        self.maybe_flush()?;
+        let ps = self.ps;
+        let dst = &mut self.bufs[self.cur][off..off + ps];
+        page_copy(dst, img);
+        wr64(dst, 0, pg);
+        self.wlen[self.cur] += ps;
         Ok(pg)
     }
 
@@ -667,25 +696,18 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
         }
         // Check the whole run before writing any of it.
         self.src(ov, n)?;
+        let off = self.room()?;
         let pg = self.alloc(n)?;
-        let start = self.buf.len();
-        self.buf.extend_from_slice(first);
-        wr64(&mut self.buf[start..], 0, pg);
+        let ps = self.ps;
+        let dst = &mut self.bufs[self.cur][off..off + ps];
+        dst.copy_from_slice(first);
+        wr64(dst, 0, pg);
+        self.wlen[self.cur] += ps;
         if n > 1 {
-            // The rest of the run goes out straight from the map.
-            self.flush()?;
-            let ps = self.ps as u64;
-            let mut from = ov + 1;
-            let end = ov + n;
-            while from < end {
-                let k = (end - from).min(CHUNK as u64 / ps).max(1);
-                let bytes = self.src(from, k)?;
-                self.out.write_all(bytes)?;
-                from += k;
-            }
-            self.flush()?;
-        } else {
-            self.maybe_flush()?;
+            // The rest of the run goes out straight from the map, and the
+            // next pages go to the other buffer (as in LMDB).
+            self.tail = (ov + 1, ov + n);
+            self.switch(n - 1)?;
         }
         Ok(pg)
     }
@@ -696,28 +718,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn page_image_zeroes_the_gap_like_lmdb() {
+    fn page_copy_keeps_the_gap_like_lmdb() {
         let mut img = vec![0xAAu8; 4096];
         img[10..12].copy_from_slice(&P_LEAF.to_le_bytes());
         img[12..14].copy_from_slice(&22u16.to_le_bytes());
         img[14..16].copy_from_slice(&4000u16.to_le_bytes());
-        let mut out = Vec::new();
-        push_page_image(&mut out, &img);
-        assert_eq!(out.len(), 4096);
+        let mut out = vec![0x55u8; 4096];
+        page_copy(&mut out, &img);
         assert!(out[..24].iter().skip(16).all(|&b| b == 0xAA));
-        assert!(out[24..4000].iter().all(|&b| b == 0));
+        assert!(out[24..4000].iter().all(|&b| b == 0x55));
         assert!(out[4000..].iter().all(|&b| b == 0xAA));
         // A gap under 8 bytes: the whole page.
         img[14..16].copy_from_slice(&28u16.to_le_bytes());
-        out.clear();
-        push_page_image(&mut out, &img);
+        page_copy(&mut out, &img);
         assert_eq!(out, img);
         // LEAF2: everything but the rounded gap at the end.
+        let mut out = vec![0x55u8; 4096];
         img[10..12].copy_from_slice(&(P_LEAF | P_LEAF2).to_le_bytes());
         img[14..16].copy_from_slice(&(22u16 + 100).to_le_bytes());
-        out.clear();
-        push_page_image(&mut out, &img);
+        page_copy(&mut out, &img);
         assert!(out[..4096 - 96].iter().skip(16).all(|&b| b == 0xAA));
-        assert!(out[4096 - 96..].iter().all(|&b| b == 0));
+        assert!(out[4096 - 96..].iter().all(|&b| b == 0x55));
     }
 }

@@ -158,6 +158,10 @@ impl EnvOptions {
 pub(crate) struct DbiInfo {
     pub(crate) name: Option<Vec<u8>>,
     pub(crate) flags: u16,
+    /// A user key comparator replacing the one the flags select.
+    pub(crate) cmp: Option<crate::cmp::CmpFn>,
+    /// A user duplicate comparator (DUPSORT).
+    pub(crate) dcmp: Option<crate::cmp::CmpFn>,
 }
 
 /// An open environment. `Send + Sync`: share it between threads by reference or `Arc`.
@@ -172,9 +176,13 @@ pub struct Env {
     pub(crate) max_dbs: u32,
     /// Reader slots this process owns and is not using.
     pub(crate) idle_slots: Mutex<Vec<usize>>,
+    /// Page buffers recycled between write transactions.
+    pub(crate) page_pool: Mutex<Vec<Box<[u8]>>>,
     /// In-process writer exclusion for NOLOCK (and a guard against re-entry).
     pub(crate) local_writer: Mutex<()>,
     pub(crate) panicked: AtomicBool,
+    /// Some database has a user comparator (see [`Env::set_compare`]).
+    pub(crate) custom_cmp: AtomicBool,
     pub(crate) id: usize,
 }
 
@@ -301,10 +309,14 @@ impl Env {
             DbiInfo {
                 name: None,
                 flags: meta.free.flags,
+                cmp: None,
+                dcmp: None,
             },
             DbiInfo {
                 name: None,
                 flags: meta.main.flags,
+                cmp: None,
+                dcmp: None,
             },
         ];
         dbis.reserve(o.max_dbs as usize);
@@ -318,8 +330,10 @@ impl Env {
             dbis: RwLock::new(dbis),
             max_dbs: o.max_dbs,
             idle_slots: Mutex::new(Vec::new()),
+            page_pool: Mutex::new(Vec::new()),
             local_writer: Mutex::new(()),
             panicked: AtomicBool::new(false),
+            custom_cmp: AtomicBool::new(false),
             id: NEXT_ENV_ID.fetch_add(1, Ordering::Relaxed),
         })
     }
@@ -436,11 +450,73 @@ impl Env {
     /// Key and duplicate comparators of `db` with record flags `flags`.
     pub(crate) fn comparators(
         &self,
-        _db: Database,
+        db: Database,
         flags: u16,
     ) -> (crate::cmp::CmpFn, Option<crate::cmp::CmpFn>) {
-        let dups = (flags & crate::db::DUPSORT != 0).then(|| crate::cmp::dup_for_flags(flags));
-        (crate::cmp::for_flags(flags), dups)
+        let mut k = crate::cmp::for_flags(flags);
+        let mut d = (flags & crate::db::DUPSORT != 0).then(|| crate::cmp::dup_for_flags(flags));
+        // Only take the registry lock when some database has a user comparator.
+        if self.custom_cmp.load(Ordering::Relaxed) && db.0 >= 1 {
+            if let Some(info) = self.dbis.read().unwrap().get(db.0 as usize) {
+                if let Some(c) = info.cmp {
+                    k = c;
+                }
+                if let (Some(c), Some(_)) = (info.dcmp, d) {
+                    d = Some(c);
+                }
+            }
+        }
+        (k, d)
+    }
+
+    /// Order the keys of `db` with `cmp` instead of the comparator its flags
+    /// select (`mdb_set_compare`). Like LMDB, the comparator is not stored in
+    /// the file: every process must set the same one before using `db`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// fn by_len(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    ///     a.len().cmp(&b.len()).then(a.cmp(b))
+    /// }
+    /// let env = Env::open(dir.path())?;
+    /// env.set_compare(Database::MAIN, by_len)?;
+    /// let mut w = env.write_txn()?;
+    /// for k in [&b"ccc"[..], b"a", b"bb"] {
+    ///     w.put(Database::MAIN, k, b"", WriteFlags::EMPTY)?;
+    /// }
+    /// let keys: Vec<&[u8]> = w.cursor(Database::MAIN)?.iter().map(|kv| kv.unwrap().0).collect();
+    /// assert_eq!(keys, [&b"a"[..], b"bb", b"ccc"]);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn set_compare(&self, db: Database, cmp: crate::cmp::CmpFn) -> Result<()> {
+        self.set_cmp(db, Some(cmp), None)
+    }
+
+    /// Order the duplicate values of DUPSORT `db` with `cmp` (`mdb_set_dupsort`).
+    pub fn set_dupsort(&self, db: Database, cmp: crate::cmp::CmpFn) -> Result<()> {
+        self.set_cmp(db, None, Some(cmp))
+    }
+
+    fn set_cmp(
+        &self,
+        db: Database,
+        cmp: Option<crate::cmp::CmpFn>,
+        dcmp: Option<crate::cmp::CmpFn>,
+    ) -> Result<()> {
+        let mut t = self.dbis.write().unwrap();
+        let info = t
+            .get_mut(db.0 as usize)
+            .filter(|_| db.0 >= 1)
+            .ok_or(Error::Os(libc::EINVAL))?;
+        if cmp.is_some() {
+            info.cmp = cmp;
+        }
+        if dcmp.is_some() {
+            info.dcmp = dcmp;
+        }
+        self.custom_cmp.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Flags of an open database handle (from the registry).
@@ -459,6 +535,8 @@ impl Env {
         let info = DbiInfo {
             name: Some(name.to_vec()),
             flags,
+            cmp: None,
+            dcmp: None,
         };
         // Reuse a closed slot first.
         if let Some(i) = t.iter().skip(2).position(|d| d.name.is_none()) {

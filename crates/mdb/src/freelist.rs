@@ -16,6 +16,7 @@ use crate::write::Value;
 use crate::WriteFlags;
 
 /// Free-list state of one write transaction.
+#[derive(Clone)]
 pub(crate) struct FreeState {
     /// Pages from committed snapshots freed by this transaction.
     pub(crate) freed: Vec<u64>,

@@ -40,11 +40,12 @@ pub const VERSION_STRING: &str = concat!(
     " (LMDB 0.9.24 compatible)"
 );
 
+pub use copy::{CopyProgress, CopyStats, ProgressFn};
 pub use cursor::{Cursor, Iter, Range, RwCursor};
 pub use db::{Database, DbFlags, Stat};
 pub use env::{Env, EnvFlags, EnvInfo, EnvOptions, MAX_KEY_SIZE};
 pub use error::{Error, Result};
 pub use lock::ReaderInfo;
 pub use tree::Item;
-pub use txn::{RoTxn, RwTxn, Txn};
+pub use txn::{NestedTxn, RoTxn, RwTxn, Txn};
 pub use write::WriteFlags;

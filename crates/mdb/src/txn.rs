@@ -117,7 +117,8 @@ pub(crate) fn check_supported(flags: u16) -> Result<()> {
 /// The record of named database `name` in the main database of `s`.
 pub(crate) fn lookup_named<S: Snapshot>(s: &S, name: &[u8]) -> Result<Option<DbRecord>> {
     let main = s.db(Database::MAIN)?;
-    match tree::get_node(s, &main, crate::cmp::for_flags(main.flags), name)? {
+    let (cmp, _) = s.env().comparators(Database::MAIN, main.flags);
+    match tree::get_node(s, &main, cmp, name)? {
         None => Ok(None),
         Some(n) => {
             if n.flags() & (F_SUBDATA | F_DUPDATA) != F_SUBDATA || n.dsize() != 48 {
@@ -475,7 +476,7 @@ impl Env {
                 }),
             ]),
             free: FreeState::new(oldest),
-            spare: Vec::new(),
+            spare: std::mem::take(&mut *self.page_pool.lock().unwrap()),
             broken: Cell::new(false),
             _local: Some(local),
             locked,
@@ -492,6 +493,13 @@ impl<'env> RwTxn<'env> {
         if self._local.is_none() {
             return;
         }
+        // Keep page buffers for the next writer: no allocation or page
+        // faults for them next time.
+        let ps = self.env.psize;
+        let mut pool = std::mem::take(&mut self.spare);
+        pool.extend(self.dirty.drain().map(|(_, b)| b).filter(|b| b.len() == ps));
+        pool.truncate(PAGE_POOL_MAX);
+        *self.env.page_pool.lock().unwrap() = pool;
         if self.locked {
             if let Some(l) = &self.env.lock {
                 l.unlock_writer();
@@ -593,6 +601,110 @@ impl<'env> RwTxn<'env> {
         self.set_rec(Database::MAIN, rec);
         self.env.dbis.write().unwrap()[1].flags = flags.0;
         Ok(())
+    }
+}
+
+/// Page buffers kept between write transactions (16 MiB of 4 KiB pages).
+const PAGE_POOL_MAX: usize = 4096;
+
+/// A nested (child) write transaction: it sees its parent's changes, and
+/// its own become part of the parent on [`NestedTxn::commit`] or vanish on
+/// abort (drop). The parent is borrowed for the child's life, so it cannot be
+/// used meanwhile (LMDB's `MDB_BAD_TXN` rule, checked at compile time).
+/// Children nest to any depth; all [`RwTxn`] operations are available
+/// through `Deref`.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"a", b"1", WriteFlags::EMPTY)?;
+/// {
+///     let mut child = w.nested()?;
+///     child.put(Database::MAIN, b"b", b"2", WriteFlags::EMPTY)?;
+///     child.abort();
+/// }
+/// let mut child = w.nested()?;
+/// child.put(Database::MAIN, b"c", b"3", WriteFlags::EMPTY)?;
+/// child.commit()?;
+/// assert_eq!(w.get(Database::MAIN, b"b")?, None);
+/// assert_eq!(w.get(Database::MAIN, b"c")?, Some(&b"3"[..]));
+/// # Ok::<(), mdb::Error>(())
+/// ```
+pub struct NestedTxn<'p, 'env> {
+    parent: &'p mut RwTxn<'env>,
+    saved: Option<Saved>,
+}
+
+/// The parent's state when a child began: what an abort restores.
+struct Saved {
+    dirty: PgnoMap<Box<[u8]>>,
+    next_pgno: u64,
+    dbs: Vec<Option<TxnDb>>,
+    free: FreeState,
+    broken: bool,
+}
+
+impl<'env> RwTxn<'env> {
+    /// Begin a child transaction. Its cost is a copy of this transaction's
+    /// dirty pages, taken so an abort can restore them.
+    pub fn nested(&mut self) -> Result<NestedTxn<'_, 'env>> {
+        if self.broken.get() {
+            return Err(Error::BadTxn);
+        }
+        let saved = Saved {
+            dirty: self.dirty.clone(),
+            next_pgno: self.next_pgno,
+            dbs: self.dbs.borrow().clone(),
+            free: self.free.clone(),
+            broken: self.broken.get(),
+        };
+        Ok(NestedTxn {
+            parent: self,
+            saved: Some(saved),
+        })
+    }
+}
+
+impl NestedTxn<'_, '_> {
+    /// Fold the child's changes into the parent. A child that failed midway
+    /// cannot commit: its changes are dropped and `BadTxn` is returned.
+    pub fn commit(mut self) -> Result<()> {
+        if self.parent.broken.get() {
+            return Err(Error::BadTxn);
+        }
+        self.saved = None;
+        Ok(())
+    }
+
+    /// Discard the child's changes (same as dropping it).
+    pub fn abort(self) {}
+}
+
+impl Drop for NestedTxn<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(s) = self.saved.take() {
+            let p = &mut *self.parent;
+            p.dirty = s.dirty;
+            p.next_pgno = s.next_pgno;
+            *p.dbs.borrow_mut() = s.dbs;
+            p.free = s.free;
+            p.broken.set(s.broken);
+        }
+    }
+}
+
+impl<'env> std::ops::Deref for NestedTxn<'_, 'env> {
+    type Target = RwTxn<'env>;
+    fn deref(&self) -> &RwTxn<'env> {
+        self.parent
+    }
+}
+
+impl std::ops::DerefMut for NestedTxn<'_, '_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.parent
     }
 }
 

@@ -455,6 +455,8 @@ impl<'env> RwTxn<'env> {
     pub(crate) fn new_page(&mut self, flags: u16) -> Result<u64> {
         let pg = self.alloc(1)?;
         let mut buf = self.take_buf();
+        // A recycled buffer holds an old page: never let it reach the file.
+        buf.fill(0);
         edit::init(&mut buf, pg, flags);
         self.dirty.insert(pg, buf);
         Ok(pg)

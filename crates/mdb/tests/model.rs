@@ -21,6 +21,9 @@ enum Op {
     Abort,
     Reopen,
     Clear(usize),
+    /// A child transaction applying (db, key, value length, delete?) then
+    /// committing or aborting, with a grandchild doing the same inside.
+    Nested(Vec<(usize, Vec<u8>, usize, bool)>, bool, bool),
 }
 
 fn key() -> impl Strategy<Value = Vec<u8>> {
@@ -47,7 +50,13 @@ fn op() -> impl Strategy<Value = Op> {
         4 => Just(Op::Commit),
         2 => Just(Op::Abort),
         1 => Just(Op::Reopen),
-        1 => db.prop_map(Op::Clear),
+        1 => db.clone().prop_map(Op::Clear),
+        4 => (
+            proptest::collection::vec((db, key(), vlen(), any::<bool>()), 1..30),
+            any::<bool>(),
+            any::<bool>()
+        )
+            .prop_map(|(v, c, gc)| Op::Nested(v, c, gc)),
     ]
 }
 
@@ -92,6 +101,42 @@ fn verify(env: &Env, model: &Model) {
         let st = r.stat(db).unwrap();
         let extra = if i == 0 { 2 } else { 0 };
         assert_eq!(st.entries, m.len() as u64 + extra);
+    }
+}
+
+fn apply(
+    w: &mut mdb::RwTxn<'_>,
+    d: &[Database; 3],
+    m: &mut Model,
+    changes: &[(usize, Vec<u8>, usize, bool)],
+) {
+    for (i, k, n, del) in changes {
+        if *i == 0 && (k == b"one" || k == b"two") {
+            continue;
+        }
+        if *del {
+            assert_eq!(w.del(d[*i], k).unwrap(), m[*i].remove(k).is_some());
+        } else {
+            let v = value(*n, 3);
+            w.put(d[*i], k, &v, WriteFlags::EMPTY).unwrap();
+            m[*i].insert(k.clone(), v);
+        }
+    }
+}
+
+fn check_txn(w: &mdb::RwTxn<'_>, d: &[Database; 3], m: &Model) {
+    for (i, mm) in m.iter().enumerate() {
+        let n = w
+            .cursor(d[i])
+            .unwrap()
+            .iter()
+            .map(|kv| kv.unwrap())
+            .filter(|(k, _)| i != 0 || (*k != b"one" && *k != b"two"))
+            .count();
+        assert_eq!(n, mm.len(), "db {i} in transaction");
+        for (k, v) in mm {
+            assert_eq!(w.get(d[i], k).unwrap(), Some(&v[..]));
+        }
     }
 }
 
@@ -197,6 +242,29 @@ fn run(ops: Vec<Op>) {
                         let want = cur[i].range(fk..).next().map(|(a, _)| a.clone());
                         assert_eq!(next, want);
                     }
+                }
+                Op::Nested(changes, commit, grand_commit) => {
+                    let half = changes.len() / 2;
+                    let mut child = w.nested().unwrap();
+                    let mut model = cur.clone();
+                    apply(&mut child, &d, &mut model, &changes[..half]);
+                    {
+                        let mut grand = child.nested().unwrap();
+                        let mut gm = model.clone();
+                        apply(&mut grand, &d, &mut gm, &changes[half..]);
+                        if grand_commit {
+                            grand.commit().unwrap();
+                            model = gm;
+                        }
+                    }
+                    check_txn(&child, &d, &model);
+                    if commit {
+                        child.commit().unwrap();
+                        cur = model;
+                    } else {
+                        child.abort();
+                    }
+                    check_txn(w, &d, &cur);
                 }
                 Op::Clear(i) => {
                     if i == 0 {
