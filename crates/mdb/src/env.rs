@@ -19,7 +19,8 @@ pub struct EnvFlags(pub u32);
 impl EnvFlags {
     /// No flags.
     pub const EMPTY: EnvFlags = EnvFlags(0);
-    /// `MDB_FIXEDMAP` (not supported yet: rejected at open).
+    /// `MDB_FIXEDMAP`: map at the address recorded in the file (recorded when
+    /// the file is created with this flag); `EBUSY` if that address is taken.
     pub const FIXED_MAP: EnvFlags = EnvFlags(0x01);
     /// `MDB_NOSUBDIR`: the path is the data file; the lock file is `path-lock`.
     pub const NO_SUB_DIR: EnvFlags = EnvFlags(0x4000);
@@ -202,7 +203,7 @@ impl Env {
 
     fn open_with(o: &EnvOptions, path: &Path) -> Result<Env> {
         let mut flags = o.flags;
-        if flags.0 & !EnvFlags::VALID != 0 || flags.contains(EnvFlags::FIXED_MAP) {
+        if flags.0 & !EnvFlags::VALID != 0 {
             return Err(Error::Os(libc::EINVAL));
         }
         let rdonly = flags.contains(EnvFlags::READ_ONLY);
@@ -252,7 +253,8 @@ impl Env {
         let df = DataFile::new(file, meta_sync, o.fault.clone());
 
         let flen = df.len()?;
-        let meta = if flen == 0 {
+        let created = flen == 0;
+        let mut meta = if flen == 0 {
             if rdonly {
                 return Err(Error::Os(libc::ENOENT));
             }
@@ -299,7 +301,20 @@ impl Env {
         if writemap {
             df.extend_to(mapsize as u64)?;
         }
-        let map = Map::new(&df.file, mapsize, writemap)?;
+        let fixed = flags.contains(EnvFlags::FIXED_MAP);
+        let at = if fixed && !created && meta.address != 0 {
+            Some(meta.address as usize)
+        } else {
+            None
+        };
+        let map = Map::new(&df.file, mapsize, writemap, at)?;
+        if fixed && created {
+            // Record where this file is mapped, in both meta pages.
+            meta.address = map.addr() as u64;
+            let mut both = meta.encode_page(0, psize);
+            both.extend_from_slice(&meta.encode_page(1, psize));
+            df.file_write_initial(&both)?;
+        }
         if let Some(l) = &lock {
             if l.is_first() {
                 l.finish_open(meta.txnid)?;

@@ -18,26 +18,43 @@ unsafe impl Send for Map {}
 unsafe impl Sync for Map {}
 
 impl Map {
-    /// Map `len` bytes of `file`.
-    pub(crate) fn new(file: &File, len: usize, writable: bool) -> Result<Map> {
+    /// Map `len` bytes of `file`, at exactly address `at` if given (`EBUSY`
+    /// if something else is mapped there).
+    pub(crate) fn new(file: &File, len: usize, writable: bool, at: Option<usize>) -> Result<Map> {
         let prot = if writable {
             libc::PROT_READ | libc::PROT_WRITE
         } else {
             libc::PROT_READ
         };
-        // SAFETY: mapping a file we hold open; the kernel validates the arguments.
+        let (hint, extra) = match at {
+            Some(a) => (a as *mut libc::c_void, libc::MAP_FIXED_NOREPLACE),
+            None => (std::ptr::null_mut(), 0),
+        };
+        // SAFETY: mapping a file we hold open; MAP_FIXED_NOREPLACE never
+        // replaces an existing mapping, so no memory of ours is clobbered.
         let p = unsafe {
             libc::mmap(
-                std::ptr::null_mut(),
+                hint,
                 len,
                 prot,
-                libc::MAP_SHARED,
+                libc::MAP_SHARED | extra,
                 file.as_raw_fd(),
                 0,
             )
         };
         if p == libc::MAP_FAILED {
-            return Err(Error::last_os());
+            let e = Error::last_os();
+            return Err(if e == Error::Os(libc::EEXIST) {
+                Error::Os(libc::EBUSY)
+            } else {
+                e
+            });
+        }
+        if at.is_some_and(|a| a != p as usize) {
+            // An old kernel took the address as a hint only.
+            // SAFETY: unmapping the region mmap just returned.
+            unsafe { libc::munmap(p, len) };
+            return Err(Error::Os(libc::EBUSY));
         }
         Ok(Map {
             ptr: p as *mut u8,
@@ -49,6 +66,11 @@ impl Map {
     /// Bytes of the mapping.
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Base address of the mapping.
+    pub(crate) fn addr(&self) -> usize {
+        self.ptr as usize
     }
 
     /// `len` bytes at `off`, or `PageNotFound` if outside the map.

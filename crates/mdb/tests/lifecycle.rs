@@ -247,3 +247,37 @@ fn failed_meta_write_panics_env_but_file_stays_valid() {
     assert_eq!(r.get(Database::MAIN, b"a").unwrap(), Some(&b"1"[..]));
     assert_eq!(r.get(Database::MAIN, b"b").unwrap(), None);
 }
+
+#[test]
+fn fixed_map_address_is_recorded_and_enforced() {
+    use mdb::EnvFlags;
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    let opts = || {
+        let mut o = EnvOptions::new();
+        o.flags(EnvFlags::FIXED_MAP | EnvFlags::NO_SUB_DIR)
+            .map_size(1 << 20);
+        o
+    };
+    let addr = {
+        let env = opts().open(&a).unwrap();
+        put(&env, b"k", b"v");
+        env.info().unwrap().map_addr
+    };
+    assert_ne!(addr, 0);
+    // Reopened, it maps at the recorded address again.
+    let env = opts().open(&a).unwrap();
+    assert_eq!(env.info().unwrap().map_addr, addr);
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.get(Database::MAIN, b"k").unwrap(), Some(&b"v"[..]));
+    drop(r);
+    // A copy recorded at the same address cannot map while `env` holds it.
+    let b = dir.path().join("b");
+    std::fs::copy(&a, &b).unwrap();
+    assert_eq!(opts().open(&b).err(), Some(Error::Os(libc::EBUSY)));
+    // Without FIXED_MAP the address is just information.
+    let mut o = EnvOptions::new();
+    o.flags(EnvFlags::NO_SUB_DIR);
+    let other = o.open(&b).unwrap();
+    assert_eq!(other.info().unwrap().map_addr, addr);
+}
