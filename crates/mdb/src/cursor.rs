@@ -5,6 +5,7 @@ use crate::dup::Position;
 use crate::error::{Error, Result};
 use crate::meta::DbRecord;
 use crate::tree::Item;
+use crate::txn::sealed::Snapshot;
 use crate::txn::{RwTxn, Txn};
 use crate::WriteFlags;
 use std::ops::{Bound, RangeBounds};
@@ -442,6 +443,350 @@ impl RwCursor<'_, '_> {
         if !self.pos.unset() {
             self.pos.just_deleted = true;
         }
+        Ok(())
+    }
+}
+
+/// A cursor operation for [`CursorState::get`] (LMDB's `MDB_cursor_op`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CursorOp<'k> {
+    /// `MDB_FIRST`.
+    First,
+    /// `MDB_LAST`.
+    Last,
+    /// `MDB_NEXT`.
+    Next,
+    /// `MDB_PREV`.
+    Prev,
+    /// `MDB_NEXT_DUP`.
+    NextDup,
+    /// `MDB_PREV_DUP`.
+    PrevDup,
+    /// `MDB_NEXT_NODUP`.
+    NextNodup,
+    /// `MDB_PREV_NODUP`.
+    PrevNodup,
+    /// `MDB_FIRST_DUP`.
+    FirstDup,
+    /// `MDB_LAST_DUP`.
+    LastDup,
+    /// `MDB_GET_CURRENT`.
+    GetCurrent,
+    /// `MDB_SET`: exactly this key.
+    Set(&'k [u8]),
+    /// `MDB_SET_KEY`: exactly this key, returning the stored key.
+    SetKey(&'k [u8]),
+    /// `MDB_SET_RANGE`: the first key >= this one.
+    SetRange(&'k [u8]),
+    /// `MDB_GET_BOTH`: exactly this key and value.
+    GetBoth(&'k [u8], &'k [u8]),
+    /// `MDB_GET_BOTH_RANGE`: this key, first value >= this one.
+    GetBothRange(&'k [u8], &'k [u8]),
+    /// `MDB_GET_MULTIPLE`: the page of packed values (DUPFIXED) as the value.
+    GetMultiple,
+    /// `MDB_NEXT_MULTIPLE`.
+    NextMultiple,
+    /// `MDB_PREV_MULTIPLE`.
+    PrevMultiple,
+}
+
+/// A cursor that owns its position instead of borrowing its transaction,
+/// for bindings (the C ABI) that mix several cursors with puts and deletes in
+/// one write transaction. Each call takes the transaction; after any other
+/// change in that transaction the cursor re-finds its item first (and, if the
+/// item was deleted, sits on its successor as LMDB's cursors do).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{CursorOp, CursorState, Database, Env, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let mut a = CursorState::new(&w, Database::MAIN)?;
+/// w.put(Database::MAIN, b"k1", b"v1", WriteFlags::EMPTY)?;
+/// w.put(Database::MAIN, b"k3", b"v3", WriteFlags::EMPTY)?;
+/// assert_eq!(a.get(&w, CursorOp::First)?.unwrap().0, b"k1");
+/// w.put(Database::MAIN, b"k2", b"v2", WriteFlags::EMPTY)?;
+/// assert_eq!(a.get(&w, CursorOp::Next)?.unwrap().0, b"k2");
+/// # Ok::<(), mdb::Error>(())
+/// ```
+pub struct CursorState {
+    db: Database,
+    flags: u16,
+    pos: Position,
+    gen: u64,
+    key: Vec<u8>,
+    val: Vec<u8>,
+    saved: bool,
+}
+
+impl CursorState {
+    /// An unpositioned cursor over `db` of `txn`.
+    pub fn new<T: Txn>(txn: &T, db: Database) -> Result<CursorState> {
+        let rec = txn.db(db)?;
+        let (k, d) = txn.env().comparators(db, rec.flags);
+        Ok(CursorState {
+            db,
+            flags: rec.flags,
+            pos: Position::new(k, d),
+            gen: txn.generation(),
+            key: Vec::new(),
+            val: Vec::new(),
+            saved: false,
+        })
+    }
+
+    /// The database this cursor walks.
+    pub fn db(&self) -> Database {
+        self.db
+    }
+
+    /// Forget the position (e.g. when rebinding to another read transaction).
+    pub fn reset(&mut self) {
+        let (k, d) = (self.pos.kcmp, self.pos.dcmp);
+        self.pos = Position::new(k, d);
+        self.saved = false;
+    }
+
+    /// Re-find the saved item after changes made through other handles.
+    fn resync<T: Txn>(&mut self, txn: &T, rec: &DbRecord) -> Result<()> {
+        let g = txn.generation();
+        if g == self.gen {
+            return Ok(());
+        }
+        self.gen = g;
+        if !self.saved || self.pos.unset() {
+            return Ok(());
+        }
+        let (key, val) = (std::mem::take(&mut self.key), std::mem::take(&mut self.val));
+        let just_deleted = self.pos.just_deleted;
+        let found = if self.pos.dcmp.is_some() {
+            match self.pos.seek_both(txn, rec, &key, &val, false)? {
+                Some((k, v)) => k == &key[..] && v == &val[..],
+                None => {
+                    // No value >= the old one under the key: successor key.
+                    if self.pos.seek(txn, rec, &key)? {
+                        self.pos.next_nodup(txn, rec)?;
+                    }
+                    false
+                }
+            }
+        } else {
+            self.pos.seek(txn, rec, &key)?
+        };
+        if !self.pos.unset() {
+            self.pos.just_deleted = just_deleted || !found;
+        }
+        (self.key, self.val) = (key, val);
+        Ok(())
+    }
+
+    fn remember(&mut self, item: Option<Item<'_>>, write: bool) {
+        if !write {
+            return;
+        }
+        match item {
+            Some((k, v)) => {
+                self.key.clear();
+                self.key.extend_from_slice(k);
+                self.val.clear();
+                self.val.extend_from_slice(v);
+                self.saved = true;
+            }
+            None => self.saved = false,
+        }
+    }
+
+    /// Perform `op`; returns the item (key, value) the cursor lands on, or
+    /// `None` for LMDB's `MDB_NOTFOUND`.
+    pub fn get<'t, T: Txn>(&mut self, txn: &'t T, op: CursorOp<'_>) -> Result<Option<Item<'t>>> {
+        let rec = txn.db(self.db)?;
+        self.resync(txn, &rec)?;
+        let dups = self.pos.dcmp.is_some();
+        let fixed = dups && self.flags & crate::db::DUPFIXED != 0;
+        let need_pos = |p: &Position| {
+            if p.unset() {
+                Err(Error::Os(libc::EINVAL))
+            } else {
+                Ok(())
+            }
+        };
+        let need = |ok: bool| if ok { Ok(()) } else { Err(Error::Incompatible) };
+        let r = match op {
+            CursorOp::First => self.pos.first(txn, &rec)?,
+            CursorOp::Last => self.pos.last(txn, &rec)?,
+            CursorOp::Next => self.pos.next(txn, &rec)?,
+            CursorOp::Prev => self.pos.prev(txn, &rec)?,
+            CursorOp::NextNodup => self.pos.next_nodup(txn, &rec)?,
+            CursorOp::PrevNodup => self.pos.prev_nodup(txn, &rec)?,
+            CursorOp::NextDup => {
+                if self.pos.unset() {
+                    self.pos.first(txn, &rec)?
+                } else {
+                    self.pos.next_dup(txn)?
+                }
+            }
+            CursorOp::PrevDup => {
+                if self.pos.unset() {
+                    self.pos.last(txn, &rec)?
+                } else {
+                    self.pos.prev_dup(txn)?
+                }
+            }
+            CursorOp::FirstDup | CursorOp::LastDup => {
+                need_pos(&self.pos)?;
+                need(dups)?;
+                self.pos.edge_dup(txn, op == CursorOp::LastDup)?
+            }
+            CursorOp::GetCurrent => {
+                need_pos(&self.pos)?;
+                self.pos.just_deleted = false;
+                self.pos.current(txn)?
+            }
+            CursorOp::Set(k) | CursorOp::SetKey(k) => {
+                check_key(k)?;
+                if self.pos.seek(txn, &rec, k)? {
+                    self.pos.current(txn)?
+                } else {
+                    None
+                }
+            }
+            CursorOp::SetRange(k) => {
+                check_key(k)?;
+                self.pos.seek(txn, &rec, k)?;
+                self.pos.current(txn)?
+            }
+            CursorOp::GetBoth(k, v) | CursorOp::GetBothRange(k, v) => {
+                need(dups)?;
+                check_key(k)?;
+                let exact = matches!(op, CursorOp::GetBoth(..));
+                self.pos.seek_both(txn, &rec, k, v, exact)?
+            }
+            CursorOp::GetMultiple => {
+                need(fixed)?;
+                need_pos(&self.pos)?;
+                let key = self.pos.current(txn)?.map(|kv| kv.0);
+                match (key, self.pos.multiple(txn)?) {
+                    (Some(k), Some(b)) => Some((k, b)),
+                    _ => None,
+                }
+            }
+            CursorOp::NextMultiple | CursorOp::PrevMultiple => {
+                need(fixed)?;
+                let b = if op == CursorOp::NextMultiple {
+                    self.pos.next_multiple(txn, &rec)?
+                } else {
+                    self.pos.prev_multiple(txn, &rec)?
+                };
+                match (b, self.pos.current(txn)?) {
+                    (Some(b), Some((k, _))) => Some((k, b)),
+                    _ => None,
+                }
+            }
+        };
+        let write = txn.generation() != 0;
+        if write {
+            let cur = self.pos.current(txn)?;
+            self.remember(cur, true);
+        }
+        Ok(r)
+    }
+
+    /// Number of values of the current key (DUPSORT only).
+    pub fn count<T: Txn>(&mut self, txn: &T) -> Result<u64> {
+        if self.pos.dcmp.is_none() {
+            return Err(Error::Incompatible);
+        }
+        let rec = txn.db(self.db)?;
+        self.resync(txn, &rec)?;
+        if self.pos.unset() {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        self.pos.count(txn)
+    }
+
+    /// Whether the cursor has been positioned.
+    pub fn is_positioned(&self) -> bool {
+        !self.pos.unset()
+    }
+}
+
+impl RwTxn<'_> {
+    /// Put through a detached cursor (`mdb_cursor_put`), leaving it on the
+    /// stored item. With [`WriteFlags::CURRENT`] the item at the cursor is
+    /// replaced; `key` must be its key (`EINVAL` otherwise).
+    pub fn cursor_put(
+        &mut self,
+        st: &mut CursorState,
+        key: &[u8],
+        val: &[u8],
+        flags: WriteFlags,
+    ) -> Result<()> {
+        let db = st.db;
+        let rec = self.db(db)?;
+        st.resync(&*self, &rec)?;
+        if flags.contains(WriteFlags::CURRENT) {
+            if st.pos.unset() {
+                return Err(Error::Os(libc::EINVAL));
+            }
+            let (ck, cv) = match st.pos.current(&*self)? {
+                Some((k, v)) => (k.to_vec(), v.to_vec()),
+                None => return Err(Error::NotFound),
+            };
+            if ck != key {
+                return Err(Error::Os(libc::EINVAL));
+            }
+            if st.pos.dcmp.is_some() && cv != val {
+                self.del_dup(db, key, &cv)?;
+            }
+        }
+        let plain = WriteFlags(flags.0 & !WriteFlags::CURRENT.0);
+        let r = self.put(db, key, val, plain);
+        if r.is_ok() || r == Err(Error::KeyExist) {
+            let rec = self.db(db)?;
+            if st.pos.dcmp.is_some() && r.is_ok() {
+                st.pos.seek_both(&*self, &rec, key, val, true)?;
+            } else {
+                st.pos.seek(&*self, &rec, key)?;
+            }
+            let cur = st.pos.current(&*self)?;
+            st.remember(cur, true);
+            st.gen = self.generation();
+        }
+        r
+    }
+
+    /// Delete the item at a detached cursor (`mdb_cursor_del`); with
+    /// `all_dups` every value of its key. The cursor then sits on the
+    /// following item, which the next `Next` returns.
+    pub fn cursor_del(&mut self, st: &mut CursorState, all_dups: bool) -> Result<()> {
+        let db = st.db;
+        let rec = self.db(db)?;
+        st.resync(&*self, &rec)?;
+        if st.pos.unset() {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        let (key, val) = match st.pos.current(&*self)? {
+            Some((k, v)) => (k.to_vec(), v.to_vec()),
+            None => return Err(Error::NotFound),
+        };
+        let dups = st.pos.dcmp.is_some();
+        if dups && !all_dups {
+            self.del_dup(db, &key, &val)?;
+        } else {
+            self.del(db, &key)?;
+        }
+        let rec = self.db(db)?;
+        let still =
+            dups && !all_dups && st.pos.seek_both(&*self, &rec, &key, &val, false)?.is_some();
+        if !still && st.pos.seek(&*self, &rec, &key)? && dups && !all_dups {
+            st.pos.next_nodup(&*self, &rec)?;
+        }
+        if !st.pos.unset() {
+            st.pos.just_deleted = true;
+        }
+        let cur = st.pos.current(&*self)?;
+        st.remember(cur, true);
+        st.gen = self.generation();
         Ok(())
     }
 }

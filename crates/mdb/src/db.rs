@@ -72,6 +72,12 @@ impl Database {
     /// The main (unnamed) database.
     pub const MAIN: Database = Database(1);
 
+    /// The handle with LMDB's number `dbi` (as a binding receives it). Using a
+    /// number that was never opened fails with `EINVAL`/`BadDbi`, never UB.
+    pub fn from_dbi(dbi: u32) -> Database {
+        Database(dbi)
+    }
+
     /// LMDB's numeric handle (`MDB_dbi`).
     pub fn dbi(self) -> u32 {
         self.0

@@ -41,7 +41,7 @@ pub const VERSION_STRING: &str = concat!(
 );
 
 pub use copy::{CopyProgress, CopyStats, ProgressFn};
-pub use cursor::{Cursor, Iter, Range, RwCursor};
+pub use cursor::{Cursor, CursorOp, CursorState, Iter, Range, RwCursor};
 pub use db::{Database, DbFlags, Stat};
 pub use env::{Env, EnvFlags, EnvInfo, EnvOptions, MAX_KEY_SIZE};
 pub use error::{Error, Result};

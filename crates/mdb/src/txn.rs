@@ -35,6 +35,11 @@ pub(crate) mod sealed {
         fn txn_id(&self) -> u64;
         /// Remember `rec` as the record of `db` in this transaction.
         fn cache_db(&self, db: Database, rec: DbRecord);
+        /// Changes made so far (write transactions): detached cursors
+        /// re-find their item when it moved.
+        fn generation(&self) -> u64 {
+            0
+        }
     }
 }
 use sealed::Snapshot;
@@ -399,6 +404,8 @@ pub struct RwTxn<'env> {
     pub(crate) spare: Vec<Box<[u8]>>,
     /// Set when an operation failed midway: the transaction can only abort.
     pub(crate) broken: Cell<bool>,
+    /// Count of modifications, for detached cursors (see `CursorState`).
+    pub(crate) gen: Cell<u64>,
     _local: Option<std::sync::MutexGuard<'env, ()>>,
     locked: bool,
     _not_send: PhantomData<*const ()>,
@@ -478,6 +485,7 @@ impl Env {
             free: FreeState::new(oldest),
             spare: std::mem::take(&mut *self.page_pool.lock().unwrap()),
             broken: Cell::new(false),
+            gen: Cell::new(1),
             _local: Some(local),
             locked,
             _not_send: PhantomData,
@@ -570,6 +578,7 @@ impl<'env> RwTxn<'env> {
                     return Err(Error::Os(libc::EINVAL));
                 }
                 let db = self.env.register_dbi(name, flags.0)?;
+                self.gen.set(self.gen.get() + 1);
                 let rec = DbRecord::empty(flags.0);
                 self.set_rec(db, rec);
                 // Store the record now so the main tree holds it from here on.
@@ -691,6 +700,7 @@ impl Drop for NestedTxn<'_, '_> {
             *p.dbs.borrow_mut() = s.dbs;
             p.free = s.free;
             p.broken.set(s.broken);
+            p.gen.set(p.gen.get() + 1);
         }
     }
 }
@@ -750,6 +760,9 @@ impl Snapshot for RwTxn<'_> {
     }
     fn txn_id(&self) -> u64 {
         self.txnid
+    }
+    fn generation(&self) -> u64 {
+        self.gen.get()
     }
     fn cache_db(&self, db: Database, rec: DbRecord) {
         // Keep a modified record of this transaction; replace a stale one.

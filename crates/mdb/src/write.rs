@@ -69,6 +69,8 @@ impl<'env> RwTxn<'env> {
         if self.broken.get() {
             return Err(Error::BadTxn);
         }
+        // Every public change passes here: detached cursors must re-sync.
+        self.gen.set(self.gen.get() + 1);
         if db == Database::FREE {
             return Err(Error::Os(libc::EINVAL));
         }

@@ -1,0 +1,126 @@
+//! Detached cursors (the C ABI's cursors): several per write transaction,
+//! interleaved with puts and deletes, keep LMDB's positions.
+
+use mdb::{CursorOp, CursorState, Database, DbFlags, EnvOptions, WriteFlags};
+use std::collections::BTreeMap;
+
+#[test]
+fn cursors_follow_changes_made_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .map_size(64 << 20)
+        .open(dir.path())
+        .unwrap();
+    let mut w = env.write_txn().unwrap();
+    let m = Database::MAIN;
+    for i in (0..2000u32).step_by(2) {
+        w.put(m, format!("{i:05}").as_bytes(), b"v", WriteFlags::EMPTY)
+            .unwrap();
+    }
+    let mut a = CursorState::new(&w, m).unwrap();
+    let mut b = CursorState::new(&w, m).unwrap();
+    assert_eq!(
+        a.get(&w, CursorOp::Set(b"01000")).unwrap().unwrap().0,
+        b"01000"
+    );
+    assert_eq!(
+        b.get(&w, CursorOp::Set(b"01000")).unwrap().unwrap().0,
+        b"01000"
+    );
+    // Inserting around a cursor does not move it off its item.
+    for i in (1..2000u32).step_by(2) {
+        w.put(m, format!("{i:05}").as_bytes(), b"w", WriteFlags::EMPTY)
+            .unwrap();
+    }
+    assert_eq!(
+        a.get(&w, CursorOp::GetCurrent).unwrap().unwrap().0,
+        b"01000"
+    );
+    assert_eq!(a.get(&w, CursorOp::Next).unwrap().unwrap().0, b"01001");
+    // Deleting b's item through a: b then sits on the successor.
+    a.get(&w, CursorOp::Prev).unwrap();
+    w.cursor_del(&mut a, false).unwrap();
+    assert_eq!(
+        b.get(&w, CursorOp::GetCurrent).unwrap().unwrap().0,
+        b"01001"
+    );
+    // a: NEXT right after the delete returns the successor itself.
+    assert_eq!(a.get(&w, CursorOp::Next).unwrap().unwrap().0, b"01001");
+    assert_eq!(a.get(&w, CursorOp::Next).unwrap().unwrap().0, b"01002");
+    // Deleting through w.del while b points at it.
+    w.del(m, b"01001").unwrap();
+    assert_eq!(b.get(&w, CursorOp::Next).unwrap().unwrap().0, b"01002");
+    assert_eq!(b.get(&w, CursorOp::Prev).unwrap().unwrap().0, b"00999");
+    // cursor_put positions on the new item; CURRENT replaces in place.
+    w.cursor_put(&mut a, b"01001", b"back", WriteFlags::EMPTY)
+        .unwrap();
+    assert_eq!(
+        a.get(&w, CursorOp::GetCurrent).unwrap().unwrap(),
+        (&b"01001"[..], &b"back"[..])
+    );
+    w.cursor_put(&mut a, b"01001", b"again", WriteFlags::CURRENT)
+        .unwrap();
+    assert_eq!(
+        w.cursor_put(&mut a, b"01002", b"x", WriteFlags::CURRENT),
+        Err(mdb::Error::Os(libc::EINVAL))
+    );
+    w.commit().unwrap();
+}
+
+#[test]
+fn detached_cursor_walk_matches_model_under_churn() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .max_dbs(1)
+        .map_size(64 << 20)
+        .open(dir.path())
+        .unwrap();
+    let mut w = env.write_txn().unwrap();
+    let db = w.create_db("d", DbFlags::DUP_SORT).unwrap();
+    let mut model: BTreeMap<(u32, u32), ()> = BTreeMap::new();
+    for k in 0..50u32 {
+        for v in 0..(k % 7) * 40 + 1 {
+            w.put(db, &k.to_be_bytes(), &v.to_be_bytes(), WriteFlags::EMPTY)
+                .unwrap();
+            model.insert((k, v), ());
+        }
+    }
+    // Walk with one cursor while deleting every third item through the
+    // transaction and adding items behind the cursor.
+    let mut c = CursorState::new(&w, db).unwrap();
+    let mut seen = Vec::new();
+    let mut item = c
+        .get(&w, CursorOp::First)
+        .unwrap()
+        .map(|(k, v)| (k.to_vec(), v.to_vec()));
+    let mut n = 0;
+    while let Some((k, v)) = item {
+        let kv = (
+            u32::from_be_bytes(k[..].try_into().unwrap()),
+            u32::from_be_bytes(v[..].try_into().unwrap()),
+        );
+        seen.push(kv);
+        n += 1;
+        if n % 3 == 0 {
+            w.del_dup(db, &k, &v).unwrap();
+            model.remove(&kv);
+        }
+        if n % 5 == 0 && kv.1 > 0 {
+            // Behind the cursor: must not be visited.
+            w.put(db, &k, &(kv.1 - 1).to_be_bytes(), WriteFlags::EMPTY)
+                .unwrap();
+        }
+        item = c
+            .get(&w, CursorOp::Next)
+            .unwrap()
+            .map(|(k, v)| (k.to_vec(), v.to_vec()));
+    }
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(seen, sorted, "the walk went backwards or repeated");
+    assert_eq!(
+        seen.len(),
+        (0..50u32).map(|k| (k % 7) * 40 + 1).sum::<u32>() as usize
+    );
+}
