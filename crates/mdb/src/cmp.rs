@@ -2,8 +2,80 @@
 
 use std::cmp::Ordering;
 
-/// A key comparator.
-pub type CmpFn = fn(&[u8], &[u8]) -> Ordering;
+/// A Rust comparator function.
+pub type RustCmp = fn(&[u8], &[u8]) -> Ordering;
+
+/// LMDB's `MDB_val` as a C comparator receives it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CVal {
+    /// Length in bytes.
+    pub size: usize,
+    /// Pointer to the bytes.
+    pub data: *const std::ffi::c_void,
+}
+
+/// A C comparator (`MDB_cmp_func`), as bindings register them.
+pub type CCmp = unsafe extern "C" fn(*const CVal, *const CVal) -> std::ffi::c_int;
+
+/// A comparator: a Rust function or a C callback. `Copy`, so trees and
+/// cursors carry it by value without reference counting.
+#[derive(Clone, Copy)]
+pub struct CmpFn(Kind);
+
+impl std::fmt::Debug for CmpFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            Kind::Rust(_) => "CmpFn(rust)",
+            Kind::C(_) => "CmpFn(c)",
+        })
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Rust(RustCmp),
+    C(CCmp),
+}
+
+impl CmpFn {
+    /// Wrap a Rust function.
+    pub const fn rust(f: RustCmp) -> CmpFn {
+        CmpFn(Kind::Rust(f))
+    }
+
+    /// Wrap a C callback.
+    ///
+    /// # Safety
+    /// `f` must be safe to call with two valid `CVal`s for as long as the
+    /// comparator is in use, and must not unwind.
+    pub const unsafe fn c(f: CCmp) -> CmpFn {
+        CmpFn(Kind::C(f))
+    }
+
+    /// Compare `a` with `b`.
+    #[inline]
+    pub fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        match self.0 {
+            Kind::Rust(f) => f(a, b),
+            Kind::C(f) => {
+                let (x, y) = (
+                    CVal {
+                        size: a.len(),
+                        data: a.as_ptr().cast(),
+                    },
+                    CVal {
+                        size: b.len(),
+                        data: b.as_ptr().cast(),
+                    },
+                );
+                // SAFETY: `CmpFn::c`'s contract: the callback accepts valid
+                // values, which these are for the duration of the call.
+                unsafe { f(&x, &y) }.cmp(&0)
+            }
+        }
+    }
+}
 
 /// Byte-wise lexicographic, shorter first on a common prefix.
 pub fn lexical(a: &[u8], b: &[u8]) -> Ordering {
@@ -29,24 +101,24 @@ pub fn integer(a: &[u8], b: &[u8]) -> Ordering {
 
 /// The key comparator LMDB derives from a database's flags.
 pub fn for_flags(flags: u16) -> CmpFn {
-    if flags & crate::db::REVERSEKEY != 0 {
+    CmpFn::rust(if flags & crate::db::REVERSEKEY != 0 {
         reverse
     } else if flags & crate::db::INTEGERKEY != 0 {
         integer
     } else {
         lexical
-    }
+    })
 }
 
 /// The duplicate-value comparator LMDB derives from a DUPSORT database's flags.
 pub fn dup_for_flags(flags: u16) -> CmpFn {
-    if flags & crate::db::INTEGERDUP != 0 {
+    CmpFn::rust(if flags & crate::db::INTEGERDUP != 0 {
         integer
     } else if flags & crate::db::REVERSEDUP != 0 {
         reverse
     } else {
         lexical
-    }
+    })
 }
 
 #[cfg(test)]

@@ -257,8 +257,8 @@ impl<'t, T: Txn> Iterator for Range<'_, 't, T> {
             Ok(Some((k, v))) => {
                 let inside = match &self.end {
                     Bound::Unbounded => true,
-                    Bound::Included(e) => (self.cmp)(k, e).is_le(),
-                    Bound::Excluded(e) => (self.cmp)(k, e).is_lt(),
+                    Bound::Included(e) => self.cmp.compare(k, e).is_le(),
+                    Bound::Excluded(e) => self.cmp.compare(k, e).is_lt(),
                 };
                 if inside {
                     Some(Ok((k, v)))

@@ -160,7 +160,7 @@ impl RwTxn<'_> {
         }
         match dups {
             Dups::Single(old) => {
-                let c = dcmp(val, old);
+                let c = dcmp.compare(val, old);
                 if c == Ordering::Equal {
                     return if no_dup { Err(Error::KeyExist) } else { Ok(()) };
                 }
@@ -196,7 +196,7 @@ impl RwTxn<'_> {
                     let mut pos = CursorPos::new();
                     pos.move_edge(&*self, &st.rec, true)?;
                     if let Some(last) = pos.current_key(&*self)? {
-                        if dcmp(val, last) != Ordering::Greater {
+                        if dcmp.compare(val, last) != Ordering::Greater {
                             return Err(Error::KeyExist);
                         }
                     }
@@ -275,7 +275,7 @@ impl RwTxn<'_> {
         };
         match dups {
             Dups::Single(old) => {
-                if dcmp(val, old) != Ordering::Equal {
+                if dcmp.compare(val, old) != Ordering::Equal {
                     return Ok(false);
                 }
                 self.tree_del(t, key)
@@ -583,7 +583,7 @@ impl Position {
         let n = self.node(s)?.ok_or(Error::NotFound)?;
         let hit = match dups_of(s, n)? {
             Dups::Single(v) => {
-                let c = dcmp(v, val);
+                let c = dcmp.compare(v, val);
                 c == Ordering::Equal || (!exact && c == Ordering::Greater)
             }
             Dups::SubPage(p) => {

@@ -504,13 +504,23 @@ impl Env {
     /// assert_eq!(keys, [&b"a"[..], b"bb", b"ccc"]);
     /// # Ok::<(), mdb::Error>(())
     /// ```
-    pub fn set_compare(&self, db: Database, cmp: crate::cmp::CmpFn) -> Result<()> {
-        self.set_cmp(db, Some(cmp), None)
+    pub fn set_compare(&self, db: Database, cmp: crate::cmp::RustCmp) -> Result<()> {
+        self.set_cmp(db, Some(crate::cmp::CmpFn::rust(cmp)), None)
     }
 
     /// Order the duplicate values of DUPSORT `db` with `cmp` (`mdb_set_dupsort`).
-    pub fn set_dupsort(&self, db: Database, cmp: crate::cmp::CmpFn) -> Result<()> {
-        self.set_cmp(db, None, Some(cmp))
+    pub fn set_dupsort(&self, db: Database, cmp: crate::cmp::RustCmp) -> Result<()> {
+        self.set_cmp(db, None, Some(crate::cmp::CmpFn::rust(cmp)))
+    }
+
+    /// Set key (`dup == false`) or duplicate comparator of `db` to any
+    /// [`crate::cmp::CmpFn`], including C callbacks (the C ABI uses this).
+    pub fn set_comparator(&self, db: Database, cmp: crate::cmp::CmpFn, dup: bool) -> Result<()> {
+        if dup {
+            self.set_cmp(db, None, Some(cmp))
+        } else {
+            self.set_cmp(db, Some(cmp), None)
+        }
     }
 
     fn set_cmp(

@@ -271,7 +271,7 @@ impl<'a> Node<'a> {
 pub fn search(
     p: &Page<'_>,
     key: &[u8],
-    cmp: fn(&[u8], &[u8]) -> std::cmp::Ordering,
+    cmp: crate::cmp::CmpFn,
 ) -> Result<(usize, bool)> {
     use std::cmp::Ordering::*;
     let n = p.len();
@@ -280,7 +280,7 @@ pub fn search(
     let mut hi = n;
     while lo < hi {
         let mid = (lo + hi) / 2;
-        match cmp(p.key(mid)?, key) {
+        match cmp.compare(p.key(mid)?, key) {
             Less => lo = mid + 1,
             Greater => hi = mid,
             Equal => {
@@ -599,9 +599,9 @@ mod tests {
         assert_eq!(p.len(), 3);
         assert_eq!(p.lower(), 22);
         assert_eq!(p.node(1).unwrap().data(), b"yellow!");
-        assert_eq!(search(&p, b"banana", cmp).unwrap(), (1, true));
-        assert_eq!(search(&p, b"b", cmp).unwrap(), (1, false));
-        assert_eq!(search(&p, b"z", cmp).unwrap(), (3, false));
+        assert_eq!(search(&p, b"banana", crate::cmp::CmpFn::rust(cmp)).unwrap(), (1, true));
+        assert_eq!(search(&p, b"b", crate::cmp::CmpFn::rust(cmp)).unwrap(), (1, false));
+        assert_eq!(search(&p, b"z", crate::cmp::CmpFn::rust(cmp)).unwrap(), (3, false));
         edit::remove(&mut b, 0);
         let p = Page::new(&b).unwrap();
         assert_eq!(p.len(), 2);

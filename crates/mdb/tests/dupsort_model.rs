@@ -39,7 +39,7 @@ struct K(Vec<u8>, u16);
 
 impl Ord for K {
     fn cmp(&self, o: &Self) -> Ordering {
-        mdb::cmp::for_flags(self.1)(&self.0, &o.0)
+        mdb::cmp::for_flags(self.1).compare(&self.0, &o.0)
     }
 }
 impl PartialOrd for K {
