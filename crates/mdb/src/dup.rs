@@ -493,9 +493,8 @@ impl Position {
             return self.first(s, rec);
         }
         self.just_deleted = false;
-        let save = (self.main, self.sub);
+        // move_next keeps the position when there is no next key.
         if !self.main.move_next(s, rec)? {
-            (self.main, self.sub) = save;
             return Ok(None);
         }
         self.load(s, false)?;
@@ -511,9 +510,7 @@ impl Position {
             return self.last(s, rec);
         }
         self.just_deleted = false;
-        let save = (self.main, self.sub);
         if !self.main.move_prev(s, rec)? {
-            (self.main, self.sub) = save;
             return Ok(None);
         }
         self.load(s, true)?;
