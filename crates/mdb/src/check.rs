@@ -1446,6 +1446,15 @@ impl<'a> Checker<'a> {
             );
             return 0;
         }
+        if !sp.len().is_multiple_of(2) {
+            // LMDB resizes sub-pages in place assuming an even size; an odd
+            // one leaves the leaf's nodes at odd offsets after its next edit.
+            self.problem(
+                Some(pg),
+                name,
+                format!("{ctx} has an odd size of {} bytes", sp.len()),
+            );
+        }
         let flags = rd16(sp, 10).unwrap_or(0);
         let expect = P_LEAF | P_DIRTY | P_SUBP | if fixed { P_LEAF2 } else { 0 };
         if flags != expect {

@@ -74,7 +74,11 @@ fn sub_tree(t: &Tree, rec: DbRecord) -> Result<Tree> {
 fn build_subpage(vals: &[Vec<u8>], fixed: bool) -> Vec<u8> {
     if fixed {
         let size = vals[0].len();
-        let mut b = vec![0u8; HDR + vals.len() * size];
+        // Keep the sub-page size even (a spare slot when odd): LMDB edits
+        // sub-pages in place and shifts the page by the size difference, so
+        // an odd size would leave its nodes at odd offsets.
+        let slots = vals.len() + (vals.len() * size) % 2;
+        let mut b = vec![0u8; HDR + slots * size];
         edit::init_leaf2(&mut b, 0, SUBPAGE_FLAGS | P_LEAF2, size);
         for (i, v) in vals.iter().enumerate() {
             let ok = edit::insert_leaf2(&mut b, i, v);
