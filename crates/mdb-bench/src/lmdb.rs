@@ -1,6 +1,7 @@
 //! A minimal wrapper around the LMDB C API, just enough for the benchmark:
-//! one environment, its main database, read/write transactions, point
-//! gets, puts and a forward cursor. Not a general-purpose binding.
+//! one environment, its main database and named databases, read/write
+//! transactions, point gets, puts, a forward cursor and the few duplicate
+//! cursor operations of the index workloads. Not a general-purpose binding.
 
 use crate::lmdb_sys as sys;
 use std::ffi::{CStr, CString};
@@ -66,6 +67,14 @@ pub fn version() -> String {
     }
 }
 
+/// A database handle (`MDB_dbi`).
+pub type Dbi = sys::MDB_dbi;
+
+/// `mdb_dbi_open` flags: sorted, fixed-size duplicates.
+pub const DUPSORT: u32 = sys::MDB_DUPSORT;
+pub const DUPFIXED: u32 = sys::MDB_DUPFIXED;
+pub const INTEGERDUP: u32 = sys::MDB_INTEGERDUP;
+
 /// An open environment and the handle of its main database.
 pub struct Env {
     env: *mut sys::MDB_env,
@@ -73,8 +82,9 @@ pub struct Env {
 }
 
 impl Env {
-    /// Open (creating) the environment in directory `dir` with default flags.
-    pub fn open(dir: &Path, map_size: usize) -> Result<Env> {
+    /// Open (creating) the environment in directory `dir` with default
+    /// flags and room for `max_dbs` named databases.
+    pub fn open(dir: &Path, map_size: usize, max_dbs: u32) -> Result<Env> {
         let path = CString::new(dir.as_os_str().as_bytes()).map_err(|_| Error(libc_einval()))?;
         let mut env = ptr::null_mut();
         // SAFETY: plain FFI calls following the documented protocol; the
@@ -83,7 +93,7 @@ impl Env {
             check(sys::mdb_env_create(&mut env))?;
             let mut e = Env { env, dbi: 0 };
             check(sys::mdb_env_set_mapsize(env, map_size))?;
-            check(sys::mdb_env_set_maxdbs(env, 1))?;
+            check(sys::mdb_env_set_maxdbs(env, max_dbs))?;
             check(sys::mdb_env_open(env, path.as_ptr(), 0, 0o644))?;
             let mut txn = ptr::null_mut();
             check(sys::mdb_txn_begin(env, ptr::null_mut(), 0, &mut txn))?;
@@ -97,6 +107,21 @@ impl Env {
             e.dbi = dbi;
             Ok(e)
         }
+    }
+
+    /// Create (or open) the named database `name` with `flags` (plus
+    /// `MDB_CREATE`) in a write transaction of its own, and commit it: the
+    /// handle stays valid for the environment's life.
+    pub fn create_db(&self, name: &str, flags: u32) -> Result<Dbi> {
+        let name = CString::new(name).map_err(|_| Error(libc_einval()))?;
+        let txn = self.write_txn()?;
+        let mut dbi = 0;
+        // SAFETY: txn is a live write txn; name is NUL-terminated.
+        check(unsafe {
+            sys::mdb_dbi_open(txn.txn, name.as_ptr(), flags | sys::MDB_CREATE, &mut dbi)
+        })?;
+        txn.commit()?;
+        Ok(dbi)
     }
 
     fn begin(&self, flags: u32) -> Result<Txn<'_>> {
@@ -142,10 +167,15 @@ pub struct Txn<'e> {
 impl<'e> Txn<'e> {
     /// Store `key` -> `value` in the main database.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_in(self.dbi, key, value)
+    }
+
+    /// Store `key` -> `value` in database `dbi` (for DUPSORT: add the pair).
+    pub fn put_in(&mut self, dbi: Dbi, key: &[u8], value: &[u8]) -> Result<()> {
         let mut k = val(key);
         let mut v = val(value);
         // SAFETY: LMDB copies both buffers before returning.
-        check(unsafe { sys::mdb_put(self.txn, self.dbi, &mut k, &mut v, 0) })
+        check(unsafe { sys::mdb_put(self.txn, dbi, &mut k, &mut v, 0) })
     }
 
     /// Look `key` up in the main database.
@@ -163,9 +193,14 @@ impl<'e> Txn<'e> {
 
     /// A cursor over the main database.
     pub fn cursor(&self) -> Result<Cursor<'_>> {
+        self.cursor_in(self.dbi)
+    }
+
+    /// A cursor over database `dbi`.
+    pub fn cursor_in(&self, dbi: Dbi) -> Result<Cursor<'_>> {
         let mut c = ptr::null_mut();
         // SAFETY: the cursor is closed in Drop, before the txn ends.
-        check(unsafe { sys::mdb_cursor_open(self.txn, self.dbi, &mut c) })?;
+        check(unsafe { sys::mdb_cursor_open(self.txn, dbi, &mut c) })?;
         Ok(Cursor {
             cursor: c,
             started: false,
@@ -206,12 +241,60 @@ impl<'t> Cursor<'t> {
         } else {
             sys::MDB_FIRST
         };
+        // SAFETY: both outputs are set by MDB_FIRST/MDB_NEXT and point into
+        // the map, valid for the txn lifetime 't.
+        Ok(self
+            .op(EMPTY_VAL, EMPTY_VAL, op)?
+            .map(|(k, v)| unsafe { (slice(k), slice(v)) }))
+    }
+
+    /// Position at exactly `key` and value `value` (`MDB_GET_BOTH`);
+    /// whether the pair exists. (LMDB leaves both inputs as they were, so
+    /// there is nothing from the database to return.)
+    pub fn get_both(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
+        Ok(self.op(val(key), val(value), sys::MDB_GET_BOTH)?.is_some())
+    }
+
+    /// Position at exactly `key`; its first value (`MDB_SET_KEY`).
+    pub fn set_key(&mut self, key: &[u8]) -> Result<Option<&'t [u8]>> {
+        // SAFETY: MDB_SET_KEY sets the data output from the map.
+        Ok(self
+            .op(val(key), EMPTY_VAL, sys::MDB_SET_KEY)?
+            .map(|(_, v)| unsafe { slice(v) }))
+    }
+
+    /// DUPFIXED: the packed values of the current page (`MDB_GET_MULTIPLE`).
+    pub fn get_multiple(&mut self) -> Result<Option<&'t [u8]>> {
+        // SAFETY: the data output is set from the map on success.
+        Ok(self
+            .op(EMPTY_VAL, EMPTY_VAL, sys::MDB_GET_MULTIPLE)?
+            .map(|(_, v)| unsafe { slice(v) }))
+    }
+
+    /// DUPFIXED: the next page of values of the current key (`MDB_NEXT_MULTIPLE`).
+    pub fn next_multiple(&mut self) -> Result<Option<&'t [u8]>> {
+        // SAFETY: the data output is set from the map on success.
+        Ok(self
+            .op(EMPTY_VAL, EMPTY_VAL, sys::MDB_NEXT_MULTIPLE)?
+            .map(|(_, v)| unsafe { slice(v) }))
+    }
+
+    /// One `mdb_cursor_get` call: `k` and `v` are inputs for the operations
+    /// that read them (LMDB only reads them during the call) and come back
+    /// as that operation leaves them. Outputs LMDB sets point into the map
+    /// (or a dirty page) and are valid for the transaction's lifetime `'t`;
+    /// outputs it does not set still point at the caller's inputs, so each
+    /// caller turns into slices only the outputs its operation sets.
+    fn op(
+        &mut self,
+        mut k: sys::MDB_val,
+        mut v: sys::MDB_val,
+        op: i32,
+    ) -> Result<Option<(sys::MDB_val, sys::MDB_val)>> {
         self.started = true;
-        let mut k = EMPTY_VAL;
-        let mut v = EMPTY_VAL;
-        // SAFETY: outputs point into the map, valid for the txn lifetime 't.
+        // SAFETY: the cursor is open; k and v are valid MDB_vals.
         match unsafe { sys::mdb_cursor_get(self.cursor, &mut k, &mut v, op) } {
-            0 => Ok(Some(unsafe { (slice(k), slice(v)) })),
+            0 => Ok(Some((k, v))),
             sys::MDB_NOTFOUND => Ok(None),
             rc => Err(Error(rc)),
         }

@@ -44,10 +44,20 @@ pub const MDB_NOTFOUND: c_int = -30798;
 pub const MDB_RDONLY: c_uint = 0x20000;
 /// `mdb_dbi_open` flag: create the database if missing.
 pub const MDB_CREATE: c_uint = 0x40000;
+/// `mdb_dbi_open` flag: sorted duplicates.
+pub const MDB_DUPSORT: c_uint = 0x04;
+/// `mdb_dbi_open` flag: with `MDB_DUPSORT`, duplicates of one fixed size.
+pub const MDB_DUPFIXED: c_uint = 0x10;
+/// `mdb_dbi_open` flag: with `MDB_DUPSORT`, duplicates are native integers.
+pub const MDB_INTEGERDUP: c_uint = 0x20;
 
-/// `MDB_cursor_op` values used here.
+/// `MDB_cursor_op` values used here (positions in lmdb.h's enum).
 pub const MDB_FIRST: c_int = 0;
+pub const MDB_GET_BOTH: c_int = 2;
+pub const MDB_GET_MULTIPLE: c_int = 5;
 pub const MDB_NEXT: c_int = 8;
+pub const MDB_NEXT_MULTIPLE: c_int = 10;
+pub const MDB_SET_KEY: c_int = 16;
 
 extern "C" {
     pub fn mdb_version(major: *mut c_int, minor: *mut c_int, patch: *mut c_int) -> *const c_char;

@@ -10,21 +10,31 @@ mod workloads;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use workloads::{Data, Db, Engine, Res};
+use workloads::{Data, Db, Engine, Index, IndexData, Res};
 
-const WORKLOADS: [&str; 4] = ["load", "get", "scan", "sync_put"];
+const WORKLOADS: [&str; 7] = [
+    "load",
+    "get",
+    "scan",
+    "sync_put",
+    "index_load",
+    "index_get_both",
+    "index_scan",
+];
 
 const USAGE: &str = "\
-usage: mdb-bench [--n N] [--reps R] [--only load,get,scan,sync_put]
+usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...]
                  [--sync-n M] [--dir PATH] [--engine mdb|lmdb]
                  [--malloc-dynamic] [--keep] [--markdown]
 
-  --n N        keys for load/get/scan (default 1000000)
+  workloads: load, get, scan, sync_put, index_load, index_get_both, index_scan
+  --n N        keys for load/get/scan, and (key, id) pairs for index_*
+               (N/100 keys of about 100 ids each) (default 1000000)
   --reps R     repetitions per engine (default 3); the median is reported
   --only LIST  comma-separated workloads (default: all)
   --sync-n M   single-put commits in sync_put (default 2000)
   --dir PATH   put every database under PATH (default: /dev/shm for
-               load/get/scan, the current directory for sync_put)
+               load/get/scan/index_*, the current directory for sync_put)
   --engine E   run only engine E (for profiling; no ratio)
   --malloc-dynamic
                leave glibc's malloc trimming adaptive (by default freed heap
@@ -208,7 +218,7 @@ impl Samples {
     fn push(&mut self, e: Engine, d: Duration) {
         let per_op = d.as_secs_f64() / self.ops as f64;
         eprintln!(
-            "  {:<8} {:<4}  total {:>9.3} s  {:>10}/op",
+            "  {:<14} {:<4}  total {:>9.3} s  {:>10}/op",
             self.name,
             e.name(),
             d.as_secs_f64(),
@@ -301,6 +311,14 @@ fn run(a: &Args) -> Res<()> {
         ),
         format!("sync_put: {} single-put durable commits, dir {}", a.sync_n, sync_base.display()),
         format!(
+            "index_*: N = {} (key, id) pairs, {} keys of 16 B with ~{} ids of 8 B each, named DUPSORT|DUPFIXED|INTEGERDUP DB, {} puts per txn, dir {}",
+            a.n,
+            a.n.div_ceil(workloads::IDS_PER_KEY),
+            workloads::IDS_PER_KEY,
+            workloads::BATCH,
+            cpu_base.display()
+        ),
+        format!(
             "map size {} GiB, default (durable) flags on both, {} reps, median per op; ratio = mdb/LMDB (> 1: mdb slower)",
             workloads::MAP_SIZE >> 30,
             a.reps
@@ -331,6 +349,26 @@ fn run(a: &Args) -> Res<()> {
     let mut get_s = mk("get", "random point gets, one read txn".into(), a.n);
     let mut scan_s = mk("scan", "full cursor scan".into(), a.n);
     let mut sync_s = mk("sync_put", "1 put per durable commit".into(), a.sync_n);
+    let n_index_keys = a.n.div_ceil(workloads::IDS_PER_KEY);
+    let mut ixload_s = mk(
+        "index_load",
+        format!("random (key, id) puts, {} per txn", workloads::BATCH),
+        a.n,
+    );
+    let mut ixget_s = mk(
+        "index_get_both",
+        "random GET_BOTH, one read txn".into(),
+        a.n,
+    );
+    let mut ixscan_s = mk(
+        "index_scan",
+        format!(
+            "per key: SET_KEY + GET/NEXT_MULTIPLE over its ~{} ids; {} passes over all keys",
+            workloads::IDS_PER_KEY,
+            workloads::SCAN_PASSES
+        ),
+        n_index_keys * workloads::SCAN_PASSES,
+    );
 
     if want("load") || want("get") || want("scan") {
         eprintln!("generating {} keys...", a.n);
@@ -364,7 +402,51 @@ fn run(a: &Args) -> Res<()> {
         }
     }
 
-    let all = [&load_s, &get_s, &scan_s, &sync_s];
+    if want("index_load") || want("index_get_both") || want("index_scan") {
+        eprintln!("generating {} index pairs over {n_index_keys} keys...", a.n);
+        let data = IndexData::new(a.n);
+        let mut first_sum: Option<(Engine, workloads::ScanSum)> = None;
+        for rep in 0..a.reps {
+            eprintln!("index rep {}/{}", rep + 1, a.reps);
+            for e in engine_order(&a.engines, rep) {
+                let dir = TempDir::new(&cpu_base, e.name(), a.keep)?;
+                let ix = Index::open(e, &dir.0)?;
+                let d = workloads::index_load(&ix, &data)?;
+                if want("index_load") {
+                    ixload_s.push(e, d);
+                }
+                if want("index_get_both") {
+                    ixget_s.push(e, workloads::index_get_both(&ix, &data)?);
+                }
+                if want("index_scan") {
+                    let (d, sum) = workloads::index_scan(&ix, &data)?;
+                    ixscan_s.push(e, d);
+                    match first_sum {
+                        None => first_sum = Some((e, sum)),
+                        Some((e0, s0)) if s0 != sum => {
+                            return Err(format!(
+                                "index_scan: {} read {s0:?}, {} read {sum:?}",
+                                e0.name(),
+                                e.name()
+                            )
+                            .into())
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+        if let Some((_, s)) = first_sum {
+            eprintln!(
+                "index_scan: every run read {} ids summing to {:#018x}",
+                s.ids, s.sum
+            );
+        }
+    }
+
+    let all = [
+        &load_s, &get_s, &scan_s, &sync_s, &ixload_s, &ixget_s, &ixscan_s,
+    ];
     let rows: Vec<&Samples> = all.into_iter().filter(|s| want(s.name)).collect();
     let time_cell =
         |v: &[f64]| median(v).map_or("-".to_string(), |t| format!("{}/op", fmt_time(t)));
@@ -388,7 +470,7 @@ fn run(a: &Args) -> Res<()> {
         }
     } else {
         println!(
-            "{:<10} {:>9} {:>13} {:>13} {:>6}   ratio of each rep (mdb/LMDB)",
+            "{:<14} {:>9} {:>13} {:>13} {:>6}   ratio of each rep (mdb/LMDB)",
             "workload", "ops", "mdb", "LMDB", "ratio"
         );
         for s in rows {
@@ -399,7 +481,7 @@ fn run(a: &Args) -> Res<()> {
                 .map(|(m, l)| format!("{:.2}", m / l))
                 .collect();
             println!(
-                "{:<10} {:>9} {:>13} {:>13} {:>6}   {}",
+                "{:<14} {:>9} {:>13} {:>13} {:>6}   {}",
                 s.name,
                 s.ops,
                 time_cell(&s.mdb),

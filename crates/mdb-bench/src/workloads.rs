@@ -3,6 +3,10 @@
 //! Keys are 16 bytes derived from a hash of the index (big-endian), so
 //! inserting indices 0, 1, 2... is a random order in key space; values are
 //! 100 bytes whose first 8 bytes are the index (checked by `get`).
+//!
+//! The `index_*` workloads model a directory server's attribute index: a
+//! named DUPSORT + DUPFIXED + INTEGERDUP database mapping 16-byte keys to
+//! about `IDS_PER_KEY` 8-byte entry ids each (see [`IndexData`]).
 
 use crate::lmdb;
 use mdb::Txn as _;
@@ -77,15 +81,82 @@ pub struct Data {
 impl Data {
     pub fn new(n: usize) -> Data {
         let keys = (0..n as u64).map(key).collect();
-        let mut get_order: Vec<u32> = (0..n as u32).collect();
-        // Fisher-Yates with a fixed seed.
-        let mut s = 0x1234_5678_9abc_def0u64;
-        for i in (1..n).rev() {
-            s = mix(s);
-            let j = (s % (i as u64 + 1)) as usize;
-            get_order.swap(i, j);
-        }
+        let get_order = shuffled(n, 0x1234_5678_9abc_def0);
         Data { n, keys, get_order }
+    }
+}
+
+/// A permutation of 0..n: Fisher-Yates driven by SplitMix64 from `seed`.
+fn shuffled(n: usize, seed: u64) -> Vec<u32> {
+    let mut v: Vec<u32> = (0..n as u32).collect();
+    let mut s = seed;
+    for i in (1..n).rev() {
+        s = mix(s);
+        let j = (s % (i as u64 + 1)) as usize;
+        v.swap(i, j);
+    }
+    v
+}
+
+/// About this many ids per key in the index workloads.
+pub const IDS_PER_KEY: usize = 100;
+/// Passes of `index_scan` over all keys: a single pass over the 10,000 keys
+/// of the default N takes only a few ms, too short to time reliably on a
+/// shared machine; `SCAN_PASSES` passes visit about N keys in all.
+pub const SCAN_PASSES: usize = IDS_PER_KEY;
+/// Name of the index database (both engines).
+const INDEX_DB: &str = "idx";
+
+/// One (key, id) pair of the index workloads: an index into
+/// [`IndexData::keys`] and the id.
+#[derive(Clone, Copy)]
+pub struct Pair {
+    pub id: u64,
+    pub key: u32,
+}
+
+/// The inputs of the index workloads: `n` (key, id) pairs over
+/// `keys.len() = ceil(n / IDS_PER_KEY)` keys. Pair `p` is
+/// (`keys[p % keys.len()]`, SplitMix64 of `p`): random-looking u64 ids, all
+/// distinct (the hash is a bijection), stored as 8 bytes in native byte
+/// order in an INTEGERDUP database (as a directory server stores entry
+/// ids), so both engines sort them as integers. The pairs are laid out in
+/// the order each workload visits them, so the harness reads its inputs
+/// sequentially instead of adding a cache miss per operation.
+pub struct IndexData {
+    pub n: usize,
+    pub keys: Vec<[u8; 16]>,
+    /// The pairs in `index_load` order: a random permutation.
+    pub load: Vec<Pair>,
+    /// The pairs in `index_get_both` order: another permutation.
+    pub get: Vec<Pair>,
+    /// Wrapping sum of all ids: what one `index_scan` pass must find.
+    pub id_sum: u64,
+}
+
+impl IndexData {
+    pub fn new(n: usize) -> IndexData {
+        let nkeys = n.div_ceil(IDS_PER_KEY);
+        let keys = (0..nkeys as u64).map(|i| key(i ^ 0x1D1D_1D1D)).collect();
+        let pair = |p: u32| Pair {
+            id: mix(p as u64 ^ 0x0123_4567_89AB_CDEF),
+            key: (p as usize % nkeys) as u32,
+        };
+        let in_order = |seed| shuffled(n, seed).into_iter().map(pair).collect();
+        let load: Vec<Pair> = in_order(0x0F1E_2D3C_4B5A_6978);
+        let id_sum = load.iter().fold(0u64, |a, p| a.wrapping_add(p.id));
+        IndexData {
+            n,
+            keys,
+            load,
+            get: in_order(0x8796_A5B4_C3D2_E1F0),
+            id_sum,
+        }
+    }
+
+    /// The key of `p`.
+    fn key(&self, p: Pair) -> &[u8; 16] {
+        &self.keys[p.key as usize]
     }
 }
 
@@ -102,9 +173,173 @@ impl Db {
             Engine::Mdb => Db::Mdb(Box::new(
                 mdb::EnvOptions::new().map_size(MAP_SIZE).open(dir)?,
             )),
-            Engine::Lmdb => Db::Lmdb(lmdb::Env::open(dir, MAP_SIZE)?),
+            Engine::Lmdb => Db::Lmdb(lmdb::Env::open(dir, MAP_SIZE, 1)?),
         })
     }
+}
+
+/// An open environment of either engine with an empty index database.
+pub enum Index {
+    Mdb(Box<mdb::Env>, mdb::Database),
+    Lmdb(lmdb::Env, lmdb::Dbi),
+}
+
+impl Index {
+    /// Open a fresh environment (room for 2 named databases) and create the
+    /// index database in a committed transaction of its own.
+    pub fn open(engine: Engine, dir: &Path) -> Res<Index> {
+        std::fs::create_dir_all(dir)?;
+        Ok(match engine {
+            Engine::Mdb => {
+                let env = Box::new(
+                    mdb::EnvOptions::new()
+                        .map_size(MAP_SIZE)
+                        .max_dbs(2)
+                        .open(dir)?,
+                );
+                let mut w = env.write_txn()?;
+                let flags =
+                    mdb::DbFlags::DUP_SORT | mdb::DbFlags::DUP_FIXED | mdb::DbFlags::INTEGER_DUP;
+                let db = w.create_db(INDEX_DB, flags)?;
+                w.commit()?;
+                Index::Mdb(env, db)
+            }
+            Engine::Lmdb => {
+                let env = lmdb::Env::open(dir, MAP_SIZE, 2)?;
+                let dbi =
+                    env.create_db(INDEX_DB, lmdb::DUPSORT | lmdb::DUPFIXED | lmdb::INTEGERDUP)?;
+                Index::Lmdb(env, dbi)
+            }
+        })
+    }
+}
+
+/// `index_load`: every pair in `load_order`, `BATCH` puts per commit.
+pub fn index_load(ix: &Index, data: &IndexData) -> Res<Duration> {
+    let t = Instant::now();
+    match ix {
+        Index::Mdb(env, db) => {
+            for chunk in data.load.chunks(BATCH) {
+                let mut w = env.write_txn()?;
+                for &p in chunk {
+                    let id = p.id.to_ne_bytes();
+                    w.put(*db, data.key(p), &id, mdb::WriteFlags::EMPTY)?;
+                }
+                w.commit()?;
+            }
+        }
+        Index::Lmdb(env, dbi) => {
+            for chunk in data.load.chunks(BATCH) {
+                let mut w = env.write_txn()?;
+                for &p in chunk {
+                    let id = p.id.to_ne_bytes();
+                    w.put_in(*dbi, data.key(p), &id)?;
+                }
+                w.commit()?;
+            }
+        }
+    }
+    Ok(t.elapsed())
+}
+
+/// `index_get_both`: every pair once, in `get_order`, with `GET_BOTH` on
+/// one cursor in one read transaction.
+pub fn index_get_both(ix: &Index, data: &IndexData) -> Res<Duration> {
+    let mut hits = 0usize;
+    let t = Instant::now();
+    match ix {
+        Index::Mdb(env, _) => {
+            let r = env.read_txn()?;
+            let db = mdb::Txn::open_db(&r, INDEX_DB)?;
+            let mut c = mdb::Txn::cursor(&r, db)?;
+            for &p in &data.get {
+                let id = p.id.to_ne_bytes();
+                hits += c.get_both(data.key(p), &id)?.is_some() as usize;
+            }
+        }
+        Index::Lmdb(env, dbi) => {
+            let r = env.read_txn()?;
+            let mut c = r.cursor_in(*dbi)?;
+            for &p in &data.get {
+                let id = p.id.to_ne_bytes();
+                hits += c.get_both(data.key(p), &id)? as usize;
+            }
+        }
+    }
+    let el = t.elapsed();
+    if hits != data.n {
+        return Err(format!("index_get_both: {hits} pairs found, expected {}", data.n).into());
+    }
+    Ok(el)
+}
+
+/// Add the ids packed in `buf` (a `GET_MULTIPLE` result) to `sum`/`count`.
+fn add_ids(buf: &[u8], count: &mut u64, sum: &mut u64) -> Res<()> {
+    if !buf.len().is_multiple_of(8) {
+        return Err(format!("index_scan: multiple-value buffer of {} bytes", buf.len()).into());
+    }
+    for id in buf.chunks_exact(8) {
+        *sum = sum.wrapping_add(u64::from_ne_bytes(id.try_into().unwrap()));
+    }
+    *count += (buf.len() / 8) as u64;
+    Ok(())
+}
+
+/// What `index_scan` read: the number of ids and their wrapping sum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanSum {
+    pub ids: u64,
+    pub sum: u64,
+}
+
+/// `index_scan`: for every key (in `keys` order, random in key space):
+/// `SET_KEY`, then `GET_MULTIPLE` and `NEXT_MULTIPLE` until not found,
+/// summing the ids; `SCAN_PASSES` such passes, on one cursor in one read
+/// transaction.
+pub fn index_scan(ix: &Index, data: &IndexData) -> Res<(Duration, ScanSum)> {
+    let (mut count, mut sum) = (0u64, 0u64);
+    let missing = || -> Box<dyn Error> { "index_scan: a key is missing".into() };
+    let t = Instant::now();
+    match ix {
+        Index::Mdb(env, _) => {
+            let r = env.read_txn()?;
+            let db = mdb::Txn::open_db(&r, INDEX_DB)?;
+            let mut c = mdb::Txn::cursor(&r, db)?;
+            for k in (0..SCAN_PASSES).flat_map(|_| &data.keys) {
+                c.set_key(k)?.ok_or_else(missing)?;
+                let mut page = c.get_multiple()?;
+                while let Some(buf) = page {
+                    add_ids(buf, &mut count, &mut sum)?;
+                    page = c.next_multiple()?;
+                }
+            }
+        }
+        Index::Lmdb(env, dbi) => {
+            let r = env.read_txn()?;
+            let mut c = r.cursor_in(*dbi)?;
+            for k in (0..SCAN_PASSES).flat_map(|_| &data.keys) {
+                c.set_key(k)?.ok_or_else(missing)?;
+                let mut page = c.get_multiple()?;
+                while let Some(buf) = page {
+                    add_ids(buf, &mut count, &mut sum)?;
+                    page = c.next_multiple()?;
+                }
+            }
+        }
+    }
+    let el = t.elapsed();
+    let got = ScanSum { ids: count, sum };
+    let (want_count, want_sum) = (
+        (data.n * SCAN_PASSES) as u64,
+        data.id_sum.wrapping_mul(SCAN_PASSES as u64),
+    );
+    if count != want_count || sum != want_sum {
+        return Err(format!(
+            "index_scan: {count} ids summing to {sum:#x}, expected {want_count} summing to {want_sum:#x}"
+        )
+        .into());
+    }
+    Ok((el, got))
 }
 
 /// `load`: all keys in index (= random key) order, `BATCH` puts per commit.

@@ -2,6 +2,7 @@
 
 use crate::dumpfmt::{encode_hex, encode_print};
 use crate::getopt::{Getopt, Opt};
+use crate::progress::{Progress, Unit};
 use crate::{errln, lib_err, usage, Invocation};
 use mdb::{Database, DbFlags, Env, EnvFlags, EnvOptions, Txn};
 use std::ffi::OsString;
@@ -131,6 +132,8 @@ struct Opts {
     no_subdir: bool,
     print: bool,
     sub: Option<OsString>,
+    /// Show a progress bar on a terminal (`mdb dump`, not `mdb_dump`).
+    progress: bool,
 }
 
 /// Why a dump ended with failure.
@@ -154,7 +157,10 @@ fn reported(func: &str, e: mdb::Error) -> Stop {
 /// Run the tool; returns the exit status.
 pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
     let prog = &inv.prog[..];
-    let mut o = Opts::default();
+    let mut o = Opts {
+        progress: inv.long_help,
+        ..Opts::default()
+    };
     let mut out = Out::stdout();
     let mut g = Getopt::new(args, "af:lnps:V").with_long_help(inv.long_help);
     while let Some(r) = g.next_opt() {
@@ -274,7 +280,7 @@ fn dump(o: &Opts, path: &OsString, out: &mut Out) -> Result<(), Stop> {
             ),
             None => (Database::MAIN, None),
         };
-        dump_db(&env, &txn, db, name, o.print, out)?;
+        dump_db(&env, &txn, db, name, o, out)?;
         return Ok(());
     }
 
@@ -293,7 +299,7 @@ fn dump(o: &Opts, path: &OsString, out: &mut Out) -> Result<(), Stop> {
                 out.put(b"\n");
                 Ok(())
             } else {
-                dump_db(&env, txn, db, Some(name), o.print, out)
+                dump_db(&env, txn, db, Some(name), o, out)
             }
         },
     )
@@ -315,9 +321,10 @@ fn dump_db<T: Txn>(
     txn: &T,
     db: Database,
     name: Option<&[u8]>,
-    print: bool,
+    o: &Opts,
     out: &mut Out,
 ) -> Result<(), Stop> {
+    let print = o.print;
     let flags = txn.db_flags(db).map_err(|e| Stop::Code(e.code()))?;
     let st = txn.stat(db).map_err(|e| Stop::Code(e.code()))?;
     let info = env.info().map_err(|e| Stop::Code(e.code()))?;
@@ -357,7 +364,21 @@ fn dump_db<T: Txn>(
     let mut rc = Ok(());
     let mut line = Vec::with_capacity(1024);
     let cursor = txn.cursor(db).map_err(|e| reported("mdb_cursor_open", e))?;
+    let label = match name {
+        Some(n) => format!("dump {}", String::from_utf8_lossy(n)),
+        None => "dump".to_string(),
+    };
+    // Only on a terminal, and not over the dump itself when it goes there.
+    let mut bar = match (o.progress, out.owned) {
+        (false, _) => Progress::disabled(),
+        (true, true) => Progress::new(&label, st.entries, Unit::Items("records")),
+        (true, false) => Progress::beside_stdout(&label, st.entries, Unit::Items("records")),
+    }
+    .stride(256);
+    let mut n = 0u64;
     for item in cursor {
+        n += 1;
+        bar.update(n);
         let (k, v) = match item {
             Ok(kv) => kv,
             Err(e) => {
@@ -381,6 +402,7 @@ fn dump_db<T: Txn>(
         line.push(b'\n');
         out.put(&line);
     }
+    bar.finish();
     out.put(b"DATA=END\n");
     rc
 }

@@ -2,12 +2,14 @@
 
 use crate::dumpfmt::{decode_hex, decode_print};
 use crate::getopt::{Getopt, Opt};
+use crate::progress::{Progress, Unit};
 use crate::{errln, lib_err, usage, Invocation};
 use mdb::{Database, DbFlags, Env, EnvFlags, EnvOptions, Error, RwTxn, Txn, WriteFlags};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::io::AsRawFd;
 
 const SYNOPSIS: &str = "[-V] [-a] [-f input] [-n] [-s name] [-N] [-T] dbpath";
 
@@ -66,6 +68,9 @@ struct Input {
     /// Input exhausted, or ended by an error in a key line.
     eof: bool,
     line: Vec<u8>,
+    /// Bytes read so far, and the progress bar they feed (`mdb load` on a terminal).
+    bytes: u64,
+    bar: Progress,
 }
 
 /// Outcome of reading one record line.
@@ -84,11 +89,16 @@ impl Input {
     /// Read one line, with its newline if it has one; `false` at end of input.
     fn raw_line(&mut self) -> bool {
         self.line.clear();
-        matches!(self.r.read_until(b'\n', &mut self.line), Ok(n) if n > 0) || !self.line.is_empty()
+        let got = matches!(self.r.read_until(b'\n', &mut self.line), Ok(n) if n > 0)
+            || !self.line.is_empty();
+        self.bytes += self.line.len() as u64;
+        self.bar.update(self.bytes);
+        got
     }
 
     fn bad(&mut self, prog: &[u8]) -> Rec {
         self.eof = true;
+        self.bar.clear();
         errln(&[
             prog,
             b": line ",
@@ -136,6 +146,7 @@ impl Input {
     }
 
     fn msg(&self, prog: &[u8], parts: &[&[u8]]) {
+        self.bar.clear();
         let n = self.lineno.to_string();
         let mut all: Vec<&[u8]> = vec![prog, b": line ", n.as_bytes(), b": "];
         all.extend_from_slice(parts);
@@ -384,6 +395,16 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         usage(prog, SYNOPSIS);
         return 1;
     }
+    // `mdb load` (not the LMDB-named form) shows a progress bar on a terminal.
+    let bar = if inv.long_help {
+        let total = match &input {
+            Some(f) => input_size(f.as_raw_fd()),
+            None => input_size(0),
+        };
+        Progress::new("load", total, Unit::Bytes).stride(64)
+    } else {
+        Progress::disabled()
+    };
     let r: Box<dyn BufRead> = match input {
         Some(f) => Box::new(BufReader::with_capacity(1 << 16, f)),
         None => Box::new(BufReader::with_capacity(1 << 16, std::io::stdin())),
@@ -393,8 +414,22 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         lineno: 0,
         eof: false,
         line: Vec::with_capacity(4096),
+        bytes: 0,
+        bar,
     };
     load(prog, &o, &ops[0], &mut inp)
+}
+
+/// Size of the input if it is a regular file (0: unknown).
+fn input_size(fd: i32) -> u64 {
+    // SAFETY: fstat fills a stat struct that we own.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG {
+            return st.st_size as u64;
+        }
+    }
+    0
 }
 
 fn load(prog: &[u8], o: &Opts, path: &OsString, inp: &mut Input) -> i32 {
@@ -447,6 +482,7 @@ fn load(prog: &[u8], o: &Opts, path: &OsString, inp: &mut Input) -> i32 {
             break;
         }
     }
+    inp.bar.finish();
     // Commits ran with MDB_NOSYNC; make everything durable once, at the end.
     if let Err(e) = env.sync(true) {
         lib_err("mdb_env_sync", e);

@@ -24,6 +24,10 @@ Options:
   -a        show the main database and every named database
   -s NAME   show the named database NAME instead of the main database
 
+  --json    (mdb stat only) print everything -efa and -r would show, or with
+            -s NAME the environment, free list and that database, as one
+            JSON object; the other options are then ignored
+
 Exit status: 0 on success, 1 on error. As in LMDB, -r or -rr without -a, -s
 or -f always exits 1 after printing the reader table.
 ";
@@ -36,6 +40,7 @@ struct Opts {
     readers: u32,
     no_subdir: bool,
     sub: Option<OsString>,
+    json: bool,
 }
 
 /// Run the tool; returns the exit status.
@@ -43,6 +48,21 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
     crate::default_sigpipe();
     let prog = &inv.prog[..];
     let mut o = Opts::default();
+    // `mdb stat --json` (not in the LMDB-named form).
+    let mut args = args;
+    if inv.long_help {
+        let dd = args
+            .iter()
+            .position(|a| a.as_bytes() == b"--")
+            .unwrap_or(args.len());
+        let before = args.len();
+        let mut i = 0;
+        args.retain(|a| {
+            i += 1;
+            !(i <= dd && a.as_bytes() == b"--json")
+        });
+        o.json = args.len() != before;
+    }
     let mut g = Getopt::new(args, "Vaefnrs:").with_long_help(inv.long_help);
     while let Some(r) = g.next_opt() {
         match r {
@@ -86,7 +106,11 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         return 1;
     }
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let rc = stat(&o, &ops[0], &mut out);
+    let rc = if o.json {
+        stat_json(&o, &ops[0], &mut out)
+    } else {
+        stat(&o, &ops[0], &mut out)
+    };
     let _ = out.flush();
     rc
 }
@@ -232,6 +256,178 @@ fn stat(o: &Opts, path: &OsString, out: &mut impl Write) -> i32 {
             return rc;
         }
     }
+    0
+}
+
+/// `mdb stat --json`: environment, free list, readers and databases as one
+/// JSON object.
+fn stat_json(o: &Opts, path: &OsString, out: &mut impl Write) -> i32 {
+    use crate::cmd_check::json_str;
+    let mut flags = EnvFlags::READ_ONLY;
+    if o.no_subdir {
+        flags = flags | EnvFlags::NO_SUB_DIR;
+    }
+    let env = match EnvOptions::new()
+        .flags(flags)
+        .mode(0o664)
+        .max_dbs(4)
+        .open(path)
+    {
+        Ok(e) => e,
+        Err(e) => {
+            lib_err("mdb_env_open", e);
+            return 1;
+        }
+    };
+    let info = match env.info() {
+        Ok(i) => i,
+        Err(e) => {
+            lib_err("mdb_env_info", e);
+            return 1;
+        }
+    };
+    let txn = match env.read_txn() {
+        Ok(t) => t,
+        Err(e) => {
+            lib_err("mdb_txn_begin", e);
+            return 1;
+        }
+    };
+    let stat_obj = |name: Option<&[u8]>, st: &Stat| {
+        let n = match name {
+            Some(n) => json_str(&String::from_utf8_lossy(n)),
+            None => "null".to_string(),
+        };
+        format!(
+            "{{\"name\":{n},\"depth\":{},\"branch_pages\":{},\"leaf_pages\":{},\"overflow_pages\":{},\"entries\":{}}}",
+            st.depth, st.branch_pages, st.leaf_pages, st.overflow_pages, st.entries
+        )
+    };
+    let free = match txn.stat(Database::FREE) {
+        Ok(s) => s,
+        Err(e) => {
+            lib_err("mdb_stat", e);
+            return 1;
+        }
+    };
+    let mut free_pages: u64 = 0;
+    let mut records: u64 = 0;
+    match txn.cursor(Database::FREE) {
+        Ok(c) => {
+            for item in c {
+                match item {
+                    Ok((_, v)) => {
+                        free_pages = free_pages.wrapping_add(le_u64(v));
+                        records += 1;
+                    }
+                    Err(e) => {
+                        lib_err("mdb_cursor_get", e);
+                        return 1;
+                    }
+                }
+            }
+        }
+        Err(e) => {
+            lib_err("mdb_cursor_open", e);
+            return 1;
+        }
+    }
+    let mut dbs: Vec<String> = Vec::new();
+    let txn = match &o.sub {
+        Some(name) => {
+            match txn.open_db(name.as_bytes()).and_then(|db| txn.stat(db)) {
+                Ok(st) => dbs.push(stat_obj(Some(name.as_bytes()), &st)),
+                Err(e) => {
+                    lib_err("mdb_open", e);
+                    return 1;
+                }
+            }
+            None
+        }
+        None => {
+            match txn.stat(Database::MAIN) {
+                Ok(st) => dbs.push(stat_obj(None, &st)),
+                Err(e) => {
+                    lib_err("mdb_stat", e);
+                    return 1;
+                }
+            }
+            Some(txn)
+        }
+    };
+    if let Some(txn) = txn {
+        let names = match named_db_candidates(&txn) {
+            Ok(n) => n,
+            Err(e) => {
+                lib_err("mdb_cursor_get", e);
+                return 1;
+            }
+        };
+        let r = for_each_named_db(
+            &env,
+            txn,
+            &names,
+            |e| {
+                lib_err("mdb_txn_begin", e);
+                1
+            },
+            |txn, db, name| match txn.stat(db) {
+                Ok(st) => {
+                    dbs.push(stat_obj(Some(name), &st));
+                    Ok(())
+                }
+                Err(e) => {
+                    lib_err("mdb_stat", e);
+                    Err(1)
+                }
+            },
+        );
+        if let Err(rc) = r {
+            return rc;
+        }
+    }
+    // Other processes' readers (not this tool's own transaction).
+    let me = std::process::id();
+    let readers: Vec<String> = env
+        .readers()
+        .iter()
+        .filter(|r| r.pid != me)
+        .map(|r| {
+            let (t, behind) = match r.txnid {
+                Some(t) => (t.to_string(), info.last_txnid.saturating_sub(t).to_string()),
+                None => ("null".to_string(), "null".to_string()),
+            };
+            format!(
+                "{{\"pid\":{},\"thread\":\"{:x}\",\"txnid\":{t},\"behind\":{behind}}}",
+                r.pid, r.tid
+            )
+        })
+        .collect();
+    let psize = free.page_size.max(1) as usize;
+    let _ = write!(
+        out,
+        "{{\"path\":{},\"environment\":{{\"map_address\":{},\"map_size\":{},\"page_size\":{},\"max_pages\":{},\"pages_used\":{},\"last_txnid\":{},\"max_readers\":{},\"num_readers\":{}}},",
+        json_str(&path.to_string_lossy()),
+        info.map_addr,
+        info.map_size,
+        free.page_size,
+        info.map_size / psize,
+        info.last_pgno + 1,
+        info.last_txnid,
+        info.max_readers,
+        info.num_readers
+    );
+    let _ = write!(
+        out,
+        "\"freelist\":{{\"depth\":{},\"branch_pages\":{},\"leaf_pages\":{},\"overflow_pages\":{},\"entries\":{},\"records\":{},\"free_pages\":{}}},",
+        free.depth, free.branch_pages, free.leaf_pages, free.overflow_pages, free.entries, records, free_pages
+    );
+    let _ = writeln!(
+        out,
+        "\"readers\":[{}],\"databases\":[{}]}}",
+        readers.join(","),
+        dbs.join(",")
+    );
     0
 }
 

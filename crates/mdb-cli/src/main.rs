@@ -4,27 +4,39 @@
 //!   `mdb_stat`, `mdb_dump` and `mdb_load` (Debian 12, LMDB 0.9.24, with the
 //!   0.9.25+ fixes listed in docs/tools.md), and name themselves `mdb_stat`
 //!   etc. in messages so that their output is byte-identical.
-//! * Invoked through a link named `mdb_stat`, `mdb_dump` or `mdb_load`
-//!   (busybox style), the binary is that tool, and uses `argv[0]` as given in
-//!   its messages, exactly as LMDB's tools do.
+//! * `mdb copy ...` and `mdb drop ...` behave like `mdb_copy` and `mdb_drop`.
+//! * `mdb check` (structural check of a data file) and `mdb readers` (the
+//!   reader table, clearing stale slots) have no LMDB counterpart.
+//! * Invoked through a link named `mdb_stat`, `mdb_dump`, `mdb_load`,
+//!   `mdb_copy` or `mdb_drop` (busybox style), the binary is that tool, and
+//!   uses `argv[0]` as given in its messages, exactly as LMDB's tools do.
 
+mod cmd_check;
+mod cmd_copy;
 mod cmd_demo;
+mod cmd_drop;
 mod cmd_dump;
 mod cmd_load;
+mod cmd_readers;
 mod cmd_stat;
 mod dumpfmt;
 mod getopt;
+mod progress;
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 
-/// The three tools.
+/// The tools: LMDB's five, and two of our own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tool {
     Stat,
     Dump,
     Load,
+    Copy,
+    Drop,
+    Check,
+    Readers,
 }
 
 impl Tool {
@@ -33,25 +45,36 @@ impl Tool {
             b"stat" => Some(Tool::Stat),
             b"dump" => Some(Tool::Dump),
             b"load" => Some(Tool::Load),
+            b"copy" => Some(Tool::Copy),
+            b"drop" => Some(Tool::Drop),
+            b"check" => Some(Tool::Check),
+            b"readers" => Some(Tool::Readers),
             _ => None,
         }
     }
 
+    /// The LMDB tool a link name stands for.
     fn from_program(base: &[u8]) -> Option<Tool> {
         match base {
             b"mdb_stat" => Some(Tool::Stat),
             b"mdb_dump" => Some(Tool::Dump),
             b"mdb_load" => Some(Tool::Load),
+            b"mdb_copy" => Some(Tool::Copy),
+            b"mdb_drop" => Some(Tool::Drop),
             _ => None,
         }
     }
 
-    /// LMDB's name for the tool, used in messages for `mdb <cmd>`.
+    /// The name used in messages for `mdb <cmd>`: LMDB's for its tools.
     fn lmdb_name(self) -> &'static [u8] {
         match self {
             Tool::Stat => b"mdb_stat",
             Tool::Dump => b"mdb_dump",
             Tool::Load => b"mdb_load",
+            Tool::Copy => b"mdb_copy",
+            Tool::Drop => b"mdb_drop",
+            Tool::Check => b"mdb check",
+            Tool::Readers => b"mdb readers",
         }
     }
 
@@ -60,6 +83,10 @@ impl Tool {
             Tool::Stat => cmd_stat::run(inv, args),
             Tool::Dump => cmd_dump::run(inv, args),
             Tool::Load => cmd_load::run(inv, args),
+            Tool::Copy => cmd_copy::run(inv, args),
+            Tool::Drop => cmd_drop::run(inv, args),
+            Tool::Check => cmd_check::run(inv, args),
+            Tool::Readers => cmd_readers::run(inv, args),
         }
     }
 }
@@ -130,20 +157,24 @@ pub(crate) fn default_sigpipe() {
 const TOP_HELP: &str = "\
 Usage: mdb <command> [options] dbpath
 
-LMDB-compatible tools for mdb environments. Each command takes exactly the
-options of the LMDB tool of the same name and prints what it prints.
+LMDB-compatible tools for mdb environments. stat, dump, load, copy and drop
+take the options of the LMDB tool of the same name and print what it prints.
 
 Commands:
-  stat    show environment, free-list, reader and database statistics (mdb_stat)
-  dump    write databases in the portable text format (mdb_dump)
-  load    read the portable text format into an environment (mdb_load)
-  demo    load and read back a million keys in a temporary directory
+  stat     show environment, free-list, reader and database statistics (mdb_stat)
+  dump     write databases in the portable text format (mdb_dump)
+  load     read the portable text format into an environment (mdb_load)
+  copy     back up a live environment, optionally compacted (mdb_copy)
+  drop     empty or delete a database (mdb_drop)
+  check    check the structure of a data file, page by page
+  readers  list reader slots and how far behind they are; clear stale ones
+  demo     load and read back a million keys in a temporary directory
 
   mdb <command> --help   options of one command
   mdb -V, --version      print the version
 
-The binary also acts as mdb_stat, mdb_dump or mdb_load when invoked under
-that name (for instance through a symbolic link).
+The binary also acts as mdb_stat, mdb_dump, mdb_load, mdb_copy or mdb_drop
+when invoked under that name (for instance through a symbolic link).
 ";
 
 fn run(args: Vec<OsString>) -> i32 {

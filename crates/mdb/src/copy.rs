@@ -248,7 +248,12 @@ impl Env {
         progress: ProgressFn<'_>,
     ) -> Result<CopyStats> {
         let ps = self.psize as u64;
-        let end = ((snap.meta.last_pgno + 1) * ps).min(snap.file_len.max(2 * ps));
+        let end = snap
+            .meta
+            .last_pgno
+            .saturating_add(1)
+            .saturating_mul(ps)
+            .min(snap.file_len.max(2 * ps));
         let total = end.div_ceil(ps);
         let mut report = |done: u64| {
             let p = CopyProgress {
