@@ -268,11 +268,7 @@ impl<'a> Node<'a> {
 /// Returns `(index, exact)`: the first node whose key is >= `key` (leaf), or
 /// for branch pages the child to descend into. `cmp` is the tree's comparator.
 #[inline]
-pub fn search(
-    p: &Page<'_>,
-    key: &[u8],
-    cmp: crate::cmp::CmpFn,
-) -> Result<(usize, bool)> {
+pub fn search(p: &Page<'_>, key: &[u8], cmp: crate::cmp::CmpFn) -> Result<(usize, bool)> {
     use std::cmp::Ordering::*;
     let n = p.len();
     // Branch node 0 has the "minus infinity" key; search among 1..n.
@@ -599,9 +595,18 @@ mod tests {
         assert_eq!(p.len(), 3);
         assert_eq!(p.lower(), 22);
         assert_eq!(p.node(1).unwrap().data(), b"yellow!");
-        assert_eq!(search(&p, b"banana", crate::cmp::CmpFn::rust(cmp)).unwrap(), (1, true));
-        assert_eq!(search(&p, b"b", crate::cmp::CmpFn::rust(cmp)).unwrap(), (1, false));
-        assert_eq!(search(&p, b"z", crate::cmp::CmpFn::rust(cmp)).unwrap(), (3, false));
+        assert_eq!(
+            search(&p, b"banana", crate::cmp::CmpFn::rust(cmp)).unwrap(),
+            (1, true)
+        );
+        assert_eq!(
+            search(&p, b"b", crate::cmp::CmpFn::rust(cmp)).unwrap(),
+            (1, false)
+        );
+        assert_eq!(
+            search(&p, b"z", crate::cmp::CmpFn::rust(cmp)).unwrap(),
+            (3, false)
+        );
         edit::remove(&mut b, 0);
         let p = Page::new(&b).unwrap();
         assert_eq!(p.len(), 2);
