@@ -71,7 +71,7 @@ fn sub_tree(t: &Tree, rec: DbRecord) -> Result<Tree> {
 }
 
 /// Encode sorted values as a sub-page with no slack (packed for DUPFIXED).
-fn build_subpage(vals: &[Vec<u8>], fixed: bool) -> Vec<u8> {
+fn build_subpage(vals: &[&[u8]], fixed: bool) -> Vec<u8> {
     if fixed {
         let size = vals[0].len();
         // Keep the sub-page size even (a spare slot when odd): LMDB edits
@@ -110,8 +110,27 @@ fn packed<'a>(p: &Page<'a>) -> Result<&'a [u8]> {
         .ok_or(Error::Corrupted)
 }
 
-fn page_values(p: &Page<'_>) -> Result<Vec<Vec<u8>>> {
-    (0..p.len()).map(|i| p.key(i).map(|k| k.to_vec())).collect()
+fn page_values<'a>(p: &Page<'a>) -> Result<Vec<&'a [u8]>> {
+    (0..p.len()).map(|i| p.key(i)).collect()
+}
+
+/// A key's new set of values, built while the old ones are still borrowed
+/// from the page: the sub-page bytes, or (too big for a node) owned values
+/// for a new sub-database.
+enum NewDups {
+    SubPage(Vec<u8>),
+    SubDb(Vec<Vec<u8>>),
+}
+
+impl NewDups {
+    fn build(vals: &[&[u8]], fixed: bool, ksize: usize, psize: usize) -> NewDups {
+        let sp = build_subpage(vals, fixed);
+        if NODE_HDR + ksize + sp.len() <= node_max(psize) {
+            NewDups::SubPage(sp)
+        } else {
+            NewDups::SubDb(vals.iter().map(|v| v.to_vec()).collect())
+        }
+    }
 }
 
 impl RwTxn<'_> {
@@ -148,6 +167,7 @@ impl RwTxn<'_> {
             return Err(Error::KeyExist);
         }
         let no_dup = flags.contains(WriteFlags::NO_DUP_DATA);
+        let fixed = t.rec.flags & DUPFIXED != 0;
         let append = flags.contains(WriteFlags::APPEND_DUP);
         let leaf = path.pg[path.leaf()];
         let node = self.page(leaf)?.node(i)?;
@@ -171,13 +191,13 @@ impl RwTxn<'_> {
                 if append && c == Ordering::Less {
                     return Err(Error::KeyExist);
                 }
-                let old = old.to_vec();
                 let vals = if c == Ordering::Less {
-                    vec![val.to_vec(), old]
+                    [val, old]
                 } else {
-                    vec![old, val.to_vec()]
+                    [old, val]
                 };
-                self.set_dup_values(t, &mut path, i, key, &vals)?;
+                let new = NewDups::build(&vals, fixed, key.len(), self.env.psize);
+                self.set_dup_values(t, &mut path, i, key, new)?;
             }
             Dups::SubPage(p) => {
                 let (at, found) = search(&p, val, dcmp)?;
@@ -188,8 +208,9 @@ impl RwTxn<'_> {
                     return Err(Error::KeyExist);
                 }
                 let mut vals = page_values(&p)?;
-                vals.insert(at, val.to_vec());
-                self.set_dup_values(t, &mut path, i, key, &vals)?;
+                vals.insert(at, val);
+                let new = NewDups::build(&vals, fixed, key.len(), self.env.psize);
+                self.set_dup_values(t, &mut path, i, key, new)?;
             }
             Dups::SubDb(rec) => {
                 let mut st = sub_tree(t, rec)?;
@@ -219,21 +240,23 @@ impl RwTxn<'_> {
         edit::data_mut(buf, i).copy_from_slice(&rec.encode());
     }
 
-    /// Store `vals` (sorted, at least two) as the values of leaf node `i`:
-    /// a sub-page while it fits in a node, a sub-database beyond.
+    /// Store a key's new values in leaf node `i`: a sub-page while it fits
+    /// in a node, a sub-database beyond.
     fn set_dup_values(
         &mut self,
         t: &mut Tree,
         path: &mut Path,
         i: usize,
         key: &[u8],
-        vals: &[Vec<u8>],
+        new: NewDups,
     ) -> Result<()> {
         self.touch_path(t, path)?;
-        let sp = build_subpage(vals, t.rec.flags & DUPFIXED != 0);
-        if NODE_HDR + key.len() + sp.len() <= node_max(self.env.psize) {
-            return self.replace_node(t, path, i, key, NodeData::SubPage(&sp));
-        }
+        let vals = match new {
+            NewDups::SubPage(sp) => {
+                return self.replace_node(t, path, i, key, NodeData::SubPage(&sp));
+            }
+            NewDups::SubDb(vals) => vals,
+        };
         let mut rec = DbRecord::empty(0);
         if t.rec.flags & DUPFIXED != 0 {
             // LMDB's DUPFIXED sub-DB record: DUPFIXED, INTEGERKEY for INTEGERDUP, pad = size.
@@ -246,7 +269,7 @@ impl RwTxn<'_> {
             rec.pad = vals[0].len() as u32;
         }
         let mut st = sub_tree(t, rec)?;
-        for v in vals {
+        for v in &vals {
             self.tree_put(&mut st, v, NodeData::Inline(&[]), WriteFlags::APPEND)?;
         }
         self.replace_node(t, path, i, key, NodeData::DupDb(&st.rec.encode()))
@@ -294,8 +317,8 @@ impl RwTxn<'_> {
                 }
                 let mut vals = page_values(&p)?;
                 vals.remove(at);
-                self.touch_path(t, &mut path)?;
                 let sp = build_subpage(&vals, t.rec.flags & DUPFIXED != 0);
+                self.touch_path(t, &mut path)?;
                 self.replace_node(t, &path, i, key, NodeData::SubPage(&sp))?;
                 t.rec.entries -= 1;
                 Ok(true)

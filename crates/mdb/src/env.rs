@@ -291,7 +291,10 @@ impl Env {
         } else {
             meta.mapsize as usize
         };
-        let used = (meta.last_pgno as usize + 1) * psize;
+        let used = (meta.last_pgno as usize)
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(psize))
+            .ok_or(Error::Invalid)?;
         mapsize = mapsize
             .max(used)
             .checked_next_multiple_of(psize)

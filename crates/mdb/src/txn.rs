@@ -267,6 +267,10 @@ impl RoTxn<'_> {
                 }
                 let m = self.env.meta_page((t & 1) as usize)?;
                 if m.txnid == t {
+                    if (m.last_pgno as usize + 1) * self.env.psize > self.env.map.len() {
+                        l.set_slot_txnid(s, u64::MAX);
+                        return Err(Error::MapResized);
+                    }
                     self.meta = m;
                     break;
                 }

@@ -1,0 +1,7 @@
+//! Give the shared library LMDB's SONAME, so programs linked against
+//! `liblmdb.so.0` load it unchanged.
+
+fn main() {
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,liblmdb.so.0");
+    println!("cargo:rerun-if-changed=build.rs");
+}

@@ -1,0 +1,448 @@
+//! Cursors (c-api.md §13) over the engine's detached `CursorState`.
+//!
+//! Cursors of write transactions come from the environment's pool and go
+//! back to it when their transaction ends (LMDB frees them then). Cursors of
+//! read transactions are the caller's to close; when their transaction ends
+//! they are only unbound, and `mdb_cursor_renew` binds them again.
+
+use crate::data::{check_sizes, db_flags, stash};
+use crate::env::MDB_env;
+use crate::guard::{code, guard, guard_or};
+use crate::txn::{txn_ref, MDB_txn, View};
+use crate::types::*;
+use mdb::{CursorOp, CursorState, WriteFlags};
+use std::os::raw::{c_int, c_uint};
+
+/// `MDB_cursor`.
+pub struct MDB_cursor {
+    live: bool,
+    /// Opened in a write transaction: pooled, freed with it.
+    write: bool,
+    /// NULL once the transaction ended (read cursors).
+    txn: *mut MDB_txn,
+    env: *mut MDB_env,
+    dbi: MDB_dbi,
+    /// The database is DUPSORT.
+    dupsort: bool,
+    st: Option<CursorState>,
+}
+
+/// Unbind cursor `c` from its ending transaction.
+///
+/// # Safety
+/// `c` is a live cursor.
+pub(crate) unsafe fn detach(c: *mut MDB_cursor) {
+    // SAFETY: per the caller's contract.
+    let cur = unsafe { &mut *c };
+    cur.txn = std::ptr::null_mut();
+    if cur.write {
+        cur.live = false;
+        cur.st = None;
+        // SAFETY: the env outlives its cursors' transactions.
+        unsafe { &*cur.env }
+            .cursors
+            .lock()
+            .unwrap_or_else(|x| x.into_inner())
+            .give_back(c);
+    }
+}
+
+/// A live cursor, or `EINVAL`.
+///
+/// # Safety
+/// `c` is NULL or a cursor from `mdb_cursor_open` (pooled structs stay
+/// allocated until their environment closes).
+unsafe fn cursor_ref<'a>(c: *mut MDB_cursor) -> Result<&'a mut MDB_cursor, c_int> {
+    if c.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: per the caller's contract.
+    let cur = unsafe { &mut *c };
+    if !cur.live {
+        return Err(EINVAL);
+    }
+    Ok(cur)
+}
+
+/// The cursor and its (usable) transaction.
+///
+/// # Safety
+/// As [`cursor_ref`].
+unsafe fn bound<'a>(c: *mut MDB_cursor) -> Result<(&'a mut MDB_cursor, &'a mut MDB_txn), c_int> {
+    // SAFETY: per the caller's contract.
+    let cur = unsafe { cursor_ref(c)? };
+    // SAFETY: a bound cursor's transaction is live (it unbinds them at its end).
+    let t = unsafe { txn_ref(cur.txn)? };
+    t.usable()?;
+    if cur.st.is_none() {
+        return Err(EINVAL);
+    }
+    Ok((cur, t))
+}
+
+/// `mdb_cursor_open`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_open(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    cursor: *mut *mut MDB_cursor,
+) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: txn per the lmdb.h contract.
+            let t = unsafe { txn_ref(txn)? };
+            // SAFETY: the txn's env outlives it.
+            let env = unsafe { &*t.env };
+            let db = env.db(dbi)?;
+            if cursor.is_null() {
+                return Err(EINVAL);
+            }
+            let write = !t.rdonly;
+            if write && dbi == 0 {
+                return Err(EINVAL);
+            }
+            let (st, fl) = match t.view()? {
+                View::Ro(r) => (CursorState::new(r, db), mdb::Txn::db_flags(r, db)),
+                View::Rw(w) => (CursorState::new(&*w, db), mdb::Txn::db_flags(&*w, db)),
+            };
+            let st = st.map_err(|e| e.code())?;
+            let dupsort = fl.map_err(|e| e.code())?.bits() as u32 & db_flags::DUPSORT != 0;
+            let c = MDB_cursor {
+                live: true,
+                write,
+                txn,
+                env: t.env,
+                dbi,
+                dupsort,
+                st: Some(st),
+            };
+            let p = if write {
+                env.cursors
+                    .lock()
+                    .unwrap_or_else(|x| x.into_inner())
+                    .take(c)
+            } else {
+                Box::into_raw(Box::new(c))
+            };
+            t.cursors.push(p);
+            // SAFETY: checked non-NULL.
+            unsafe { *cursor = p };
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_cursor_close`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_close(cursor: *mut MDB_cursor) {
+    guard(|| {
+        // SAFETY: cursor per the lmdb.h contract.
+        let Ok(cur) = (unsafe { cursor_ref(cursor) }) else {
+            return 0;
+        };
+        // SAFETY: a bound cursor's transaction is live.
+        if let Ok(t) = unsafe { txn_ref(cur.txn) } {
+            t.cursors.retain(|&c| c != cursor);
+        }
+        if cur.write {
+            // SAFETY: a live pooled cursor.
+            unsafe { detach(cursor) };
+        } else {
+            cur.live = false;
+            // SAFETY: read cursors come from Box::into_raw in mdb_cursor_open.
+            drop(unsafe { Box::from_raw(cursor) });
+        }
+        0
+    });
+}
+
+/// `mdb_cursor_renew`: bind a read cursor to another read transaction.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cursor) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: pointers per the lmdb.h contract.
+            let (t, cur) = unsafe { (txn_ref(txn)?, cursor_ref(cursor)?) };
+            if cur.write || !t.rdonly {
+                return Err(EINVAL);
+            }
+            // SAFETY: the txn's env outlives it.
+            let db = unsafe { &*t.env }.db(cur.dbi)?;
+            let st = match t.view()? {
+                View::Ro(r) => CursorState::new(r, db).map_err(|e| e.code())?,
+                View::Rw(_) => return Err(EINVAL),
+            };
+            // SAFETY: a bound cursor's transaction is live.
+            if let Ok(old) = unsafe { txn_ref(cur.txn) } {
+                old.cursors.retain(|&c| c != cursor);
+            }
+            cur.st = Some(st);
+            cur.txn = txn;
+            cur.env = t.env;
+            t.cursors.push(cursor);
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_cursor_txn`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_txn(cursor: *mut MDB_cursor) -> *mut MDB_txn {
+    // SAFETY: cursor per the lmdb.h contract.
+    guard_or(std::ptr::null_mut(), || {
+        match unsafe { cursor_ref(cursor) } {
+            Ok(c) => c.txn,
+            Err(_) => std::ptr::null_mut(),
+        }
+    })
+}
+
+/// `mdb_cursor_dbi` (0 for a NULL cursor, where LMDB would crash).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_dbi(cursor: *mut MDB_cursor) -> MDB_dbi {
+    // SAFETY: cursor per the lmdb.h contract.
+    guard_or(0, || match unsafe { cursor_ref(cursor) } {
+        Ok(c) => c.dbi,
+        Err(_) => 0,
+    })
+}
+
+const FIRST: c_int = 0;
+const FIRST_DUP: c_int = 1;
+const GET_BOTH: c_int = 2;
+const GET_BOTH_RANGE: c_int = 3;
+const GET_CURRENT: c_int = 4;
+const GET_MULTIPLE: c_int = 5;
+const LAST: c_int = 6;
+const LAST_DUP: c_int = 7;
+const NEXT: c_int = 8;
+const NEXT_DUP: c_int = 9;
+const NEXT_MULTIPLE: c_int = 10;
+const NEXT_NODUP: c_int = 11;
+const PREV: c_int = 12;
+const PREV_DUP: c_int = 13;
+const PREV_NODUP: c_int = 14;
+const SET: c_int = 15;
+const SET_KEY: c_int = 16;
+const SET_RANGE: c_int = 17;
+const PREV_MULTIPLE: c_int = 18;
+
+/// `mdb_cursor_get`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_get(
+    cursor: *mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    op: c_int,
+) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: cursor per the lmdb.h contract.
+            let (cur, t) = unsafe { bound(cursor)? };
+            // SAFETY: non-NULL pointers are the caller's values.
+            let k = || unsafe { key.as_ref().map(|v| bytes(v)) }.ok_or(EINVAL);
+            // SAFETY: as above.
+            let d = || unsafe { data.as_ref().map(|v| bytes(v)) }.ok_or(EINVAL);
+            let need_data = || if data.is_null() { Err(EINVAL) } else { Ok(()) };
+            let cop = match op {
+                FIRST => CursorOp::First,
+                FIRST_DUP => {
+                    need_data()?;
+                    CursorOp::FirstDup
+                }
+                GET_BOTH => CursorOp::GetBoth(k()?, d()?),
+                GET_BOTH_RANGE => CursorOp::GetBothRange(k()?, d()?),
+                GET_CURRENT => CursorOp::GetCurrent,
+                GET_MULTIPLE => {
+                    need_data()?;
+                    CursorOp::GetMultiple
+                }
+                LAST => CursorOp::Last,
+                LAST_DUP => {
+                    need_data()?;
+                    CursorOp::LastDup
+                }
+                NEXT => CursorOp::Next,
+                // On a plain database LMDB moves as NEXT/PREV.
+                NEXT_DUP if !cur.dupsort => CursorOp::Next,
+                NEXT_DUP => CursorOp::NextDup,
+                PREV_DUP if !cur.dupsort => CursorOp::Prev,
+                NEXT_MULTIPLE => {
+                    need_data()?;
+                    CursorOp::NextMultiple
+                }
+                NEXT_NODUP => CursorOp::NextNodup,
+                PREV => CursorOp::Prev,
+                PREV_DUP => CursorOp::PrevDup,
+                PREV_NODUP => CursorOp::PrevNodup,
+                SET => CursorOp::Set(k()?),
+                SET_KEY => CursorOp::SetKey(k()?),
+                SET_RANGE => CursorOp::SetRange(k()?),
+                PREV_MULTIPLE => {
+                    need_data()?;
+                    CursorOp::PrevMultiple
+                }
+                _ => return Err(EINVAL),
+            };
+            if let CursorOp::Set(k) | CursorOp::SetKey(k) | CursorOp::SetRange(k) = cop {
+                if k.is_empty() {
+                    return Err(MDB_BAD_VALSIZE);
+                }
+            }
+            let st = cur.st.as_mut().ok_or(EINVAL)?;
+            let r = match t.view()? {
+                View::Ro(r) => st.get(r, cop),
+                View::Rw(w) => st.get(&*w, cop),
+            };
+            let (rk, rv) = r.map_err(|e| e.code())?.ok_or(MDB_NOTFOUND)?;
+            let key_out = !matches!(op, SET | GET_BOTH | GET_BOTH_RANGE | GET_MULTIPLE);
+            // SAFETY: output pointers are NULL or the caller's MDB_vals.
+            unsafe {
+                if key_out {
+                    set_val(key, rk);
+                }
+                set_val(data, rv);
+            }
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_cursor_put`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_put(
+    cursor: *mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    flags: c_uint,
+) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: cursor per the lmdb.h contract.
+            let (cur, t) = unsafe { bound(cursor)? };
+            if key.is_null() || data.is_null() {
+                return Err(EINVAL);
+            }
+            let mut scratch = std::mem::take(&mut t.scratch);
+            let r = (|| {
+                let st = cur.st.as_mut().ok_or(EINVAL)?;
+                let db = st.db();
+                if flags & put_flags::MULTIPLE != 0 {
+                    let fl = match t.view()? {
+                        View::Ro(r) => mdb::Txn::db_flags(r, db),
+                        View::Rw(w) => mdb::Txn::db_flags(&*w, db),
+                    }
+                    .map_err(|e| e.code())?
+                    .bits() as u32;
+                    if fl & db_flags::DUPFIXED == 0 {
+                        // SAFETY: MULTIPLE passes an array of two MDB_vals.
+                        unsafe { (*data.add(1)).mv_size = 0 };
+                        return Err(MDB_INCOMPATIBLE);
+                    }
+                }
+                let w = t.write()?;
+                // SAFETY: checked non-NULL; the caller's key.
+                let k = unsafe { bytes(&*key) };
+                let dflags = db_flags(w, db)?;
+                // SAFETY: checked non-NULL.
+                let d = unsafe { &mut *data };
+                if flags & put_flags::MULTIPLE != 0 {
+                    // SAFETY: MULTIPLE passes an array of two MDB_vals.
+                    let count = unsafe { (*data.add(1)).mv_size };
+                    let size = d.mv_size;
+                    check_sizes(k, size, dflags)?;
+                    let total = size.checked_mul(count).ok_or(EINVAL)?;
+                    // SAFETY: the caller's array of `count` items of `size` bytes.
+                    let all = unsafe {
+                        bytes(&MDB_val {
+                            mv_size: total,
+                            mv_data: d.mv_data,
+                        })
+                    };
+                    let (k, vals) = stash(&mut scratch, k, all);
+                    let wf = WriteFlags(flags & put_flags::ENGINE & !put_flags::CURRENT);
+                    let r = w.put_multiple(db, k, vals, size, wf);
+                    let n = t.note(r)?;
+                    // SAFETY: as above.
+                    unsafe { (*data.add(1)).mv_size = n };
+                    if n > 0 && size > 0 {
+                        let last = &vals[(count - 1) * size..];
+                        let w = t.write()?;
+                        let _ = st.get(&*w, CursorOp::GetBoth(k, last));
+                    }
+                    return Ok(());
+                }
+                check_sizes(k, d.mv_size, dflags)?;
+                let wf = WriteFlags(flags & put_flags::ENGINE);
+                if flags & put_flags::RESERVE != 0 {
+                    if dflags & db_flags::DUPSORT != 0 {
+                        return Err(EINVAL);
+                    }
+                    let (k, _) = stash(&mut scratch, k, &[]);
+                    let wf = WriteFlags(wf.0 & !put_flags::CURRENT);
+                    let r = w.reserve(db, k, d.mv_size, wf).map(|b| b.as_mut_ptr());
+                    let p = t.note(r)?;
+                    d.mv_data = p.cast();
+                    let w = t.write()?;
+                    let _ = st.get(&*w, CursorOp::SetKey(k));
+                    return Ok(());
+                }
+                // SAFETY: the caller's data.
+                let (k, v) = stash(&mut scratch, k, unsafe { bytes(d) });
+                if flags & put_flags::APPENDDUP != 0 && dflags & db_flags::DUPSORT != 0 {
+                    // SAFETY: the env outlives its cursors' transactions.
+                    let env = unsafe { &*cur.env };
+                    crate::data::check_appenddup(env, cur.dbi, w, db, dflags, k, v)?;
+                }
+                let r = w.cursor_put(st, k, v, wf);
+                if r == Err(mdb::Error::KeyExist) && flags & put_flags::NOOVERWRITE != 0 {
+                    if let Ok(Some((_, old))) = st.get(&*w, CursorOp::GetCurrent) {
+                        // SAFETY: data checked non-NULL.
+                        unsafe { set_val(data, old) };
+                    }
+                }
+                t.note(r)
+            })();
+            t.scratch = scratch;
+            r
+        })())
+    })
+}
+
+/// `mdb_cursor_del`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: cursor per the lmdb.h contract.
+            let (cur, t) = unsafe { bound(cursor)? };
+            let st = cur.st.as_mut().ok_or(EINVAL)?;
+            let w = t.write()?;
+            let r = w.cursor_del(st, flags & put_flags::NODUPDATA != 0);
+            t.note(r)
+        })())
+    })
+}
+
+/// `mdb_cursor_count`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_count(cursor: *mut MDB_cursor, countp: *mut usize) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: cursor per the lmdb.h contract.
+            let (cur, t) = unsafe { bound(cursor)? };
+            if countp.is_null() {
+                return Err(EINVAL);
+            }
+            let st = cur.st.as_mut().ok_or(EINVAL)?;
+            let n = match t.view()? {
+                View::Ro(r) => st.count(r),
+                View::Rw(w) => st.count(&*w),
+            }
+            .map_err(|e| e.code())?;
+            // SAFETY: checked non-NULL.
+            unsafe { *countp = n as usize };
+            Ok(())
+        })())
+    })
+}

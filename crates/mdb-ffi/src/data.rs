@@ -1,0 +1,246 @@
+//! `mdb_get`, `mdb_put`, `mdb_del` (c-api.md §9, §11).
+
+use crate::guard::{code, guard};
+use crate::txn::{txn_ref, MDB_txn, View};
+use crate::types::*;
+use mdb::{Txn, WriteFlags};
+use std::os::raw::{c_int, c_uint};
+
+/// Copy `key` and `val` into `scratch` (they may point into pages the write
+/// is about to change) and return the copies.
+pub(crate) fn stash<'s>(scratch: &'s mut Vec<u8>, key: &[u8], val: &[u8]) -> (&'s [u8], &'s [u8]) {
+    scratch.clear();
+    scratch.extend_from_slice(key);
+    scratch.extend_from_slice(val);
+    scratch.split_at(key.len())
+}
+
+/// Whether `db` is DUPSORT in `w`.
+pub(crate) fn db_flags(w: &mdb::RwTxn<'static>, db: mdb::Database) -> Result<u32, c_int> {
+    w.db_flags(db)
+        .map(|f| f.bits() as u32)
+        .map_err(|e| e.code())
+}
+
+/// `MDB_APPENDDUP` on a DUPSORT database: `val` must sort after the last
+/// duplicate of `key` (c-api.md §11). The engine does not check it yet.
+pub(crate) fn check_appenddup(
+    env: &crate::env::MDB_env,
+    dbi: MDB_dbi,
+    w: &mdb::RwTxn<'static>,
+    db: mdb::Database,
+    dflags: u32,
+    key: &[u8],
+    val: &[u8],
+) -> Result<(), c_int> {
+    let mut st = mdb::CursorState::new(w, db).map_err(|e| e.code())?;
+    if st
+        .get(w, mdb::CursorOp::SetKey(key))
+        .map_err(|e| e.code())?
+        .is_none()
+    {
+        return Ok(());
+    }
+    let Some((_, last)) = st.get(w, mdb::CursorOp::LastDup).map_err(|e| e.code())? else {
+        return Ok(());
+    };
+    let user = env
+        .dbis
+        .read()
+        .unwrap_or_else(|x| x.into_inner())
+        .get(dbi)
+        .and_then(|e| e.dcmp);
+    let order = match user {
+        Some(f) => crate::cmp::c_comparator(f).compare(val, last),
+        None => mdb::cmp::dup_for_flags(dflags as u16).compare(val, last),
+    };
+    if order.is_le() {
+        return Err(MDB_KEYEXIST);
+    }
+    Ok(())
+}
+
+/// Whether `key` of the main database is a named database's record, which
+/// only `mdb_drop` may delete (c-api.md §9). The engine does not check it yet.
+fn is_named_record(env: &crate::env::MDB_env, w: &mdb::RwTxn<'static>, key: &[u8]) -> bool {
+    if env
+        .dbis
+        .read()
+        .unwrap_or_else(|x| x.into_inner())
+        .find(key)
+        .is_some()
+    {
+        return true;
+    }
+    match w.open_db(key) {
+        Ok(db) => {
+            // Only probed: give the engine's handle back.
+            if let Ok(en) = env.engine() {
+                en.close_db(db);
+            }
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// Size checks of a put (§9): key 1..=511, DUPSORT data ≤ 511, data ≤ 4 GiB.
+pub(crate) fn check_sizes(key: &[u8], val_len: usize, flags: u32) -> Result<(), c_int> {
+    if key.is_empty() || key.len() > MAX_KEY {
+        return Err(MDB_BAD_VALSIZE);
+    }
+    if (flags & db_flags::DUPSORT != 0 && val_len > MAX_KEY) || val_len > u32::MAX as usize {
+        return Err(MDB_BAD_VALSIZE);
+    }
+    Ok(())
+}
+
+/// `mdb_get`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_get(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: txn per the lmdb.h contract.
+            let t = unsafe { txn_ref(txn)? };
+            // SAFETY: the txn's env outlives it.
+            let db = unsafe { &*t.env }.data_db(dbi)?;
+            if key.is_null() || data.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: checked non-NULL; the caller's key bytes.
+            let k = unsafe { bytes(&*key) };
+            let v = t.view()?;
+            if k.is_empty() {
+                return Err(MDB_BAD_VALSIZE);
+            }
+            if k.len() > MAX_KEY {
+                return Err(MDB_NOTFOUND);
+            }
+            let r = match v {
+                View::Ro(r) => r.get(db, k),
+                View::Rw(w) => w.get(db, k),
+            };
+            match r {
+                // SAFETY: data checked non-NULL.
+                Ok(Some(v)) => unsafe { set_val(data, v) },
+                Ok(None) => return Err(MDB_NOTFOUND),
+                Err(e) => return Err(e.code()),
+            }
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_put`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_put(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    flags: c_uint,
+) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: txn per the lmdb.h contract.
+            let t = unsafe { txn_ref(txn)? };
+            let env = t.env;
+            // SAFETY: the txn's env outlives it.
+            let db = unsafe { &*env }.data_db(dbi)?;
+            if key.is_null() || data.is_null() || flags & !put_flags::PUT_VALID != 0 {
+                return Err(EINVAL);
+            }
+            // SAFETY: checked non-NULL; the caller's values.
+            let (k, d) = unsafe { (bytes(&*key), &mut *data) };
+            let mut scratch = std::mem::take(&mut t.scratch);
+            let r = (|| {
+                let w = t.write()?;
+                let dflags = db_flags(w, db)?;
+                check_sizes(k, d.mv_size, dflags)?;
+                let wf = WriteFlags(flags & put_flags::ENGINE);
+                if flags & put_flags::RESERVE != 0 {
+                    if dflags & db_flags::DUPSORT != 0 {
+                        return Err(EINVAL);
+                    }
+                    let (k, _) = stash(&mut scratch, k, &[]);
+                    let r = w.reserve(db, k, d.mv_size, wf).map(|b| b.as_mut_ptr());
+                    let p = t.note(r)?;
+                    d.mv_data = p.cast();
+                    return Ok(());
+                }
+                // SAFETY: the caller's data bytes.
+                let (k, v) = stash(&mut scratch, k, unsafe { bytes(d) });
+                if flags & put_flags::APPENDDUP != 0 && dflags & db_flags::DUPSORT != 0 {
+                    // SAFETY: the txn's env outlives it.
+                    check_appenddup(unsafe { &*env }, dbi, w, db, dflags, k, v)?;
+                }
+                let r = w.put(db, k, v, wf);
+                if r == Err(mdb::Error::KeyExist) && flags & put_flags::NOOVERWRITE != 0 {
+                    if let Ok(Some(old)) = w.get(db, k) {
+                        // SAFETY: data checked non-NULL.
+                        unsafe { set_val(data, old) };
+                    }
+                }
+                t.note(r)
+            })();
+            t.scratch = scratch;
+            r
+        })())
+    })
+}
+
+/// `mdb_del`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_del(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: txn per the lmdb.h contract.
+            let t = unsafe { txn_ref(txn)? };
+            let env = t.env;
+            // SAFETY: the txn's env outlives it.
+            let db = unsafe { &*env }.data_db(dbi)?;
+            if key.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: checked non-NULL; the caller's key.
+            let k = unsafe { bytes(&*key) };
+            let mut scratch = std::mem::take(&mut t.scratch);
+            let r = (|| {
+                let w = t.write()?;
+                if k.is_empty() || k.len() > MAX_KEY {
+                    return Err(MDB_BAD_VALSIZE);
+                }
+                let dup = db_flags(w, db)? & db_flags::DUPSORT != 0;
+                // SAFETY: the txn's env outlives it.
+                if db == mdb::Database::MAIN && !dup && is_named_record(unsafe { &*env }, w, k) {
+                    t.broken = true;
+                    return Err(MDB_INCOMPATIBLE);
+                }
+                let r = if dup && !data.is_null() {
+                    // SAFETY: checked non-NULL; the caller's data.
+                    let (k, v) = stash(&mut scratch, k, unsafe { bytes(&*data) });
+                    w.del_dup(db, k, v)
+                } else {
+                    let (k, _) = stash(&mut scratch, k, &[]);
+                    w.del(db, k)
+                };
+                match t.note(r)? {
+                    true => Ok(()),
+                    false => Err(MDB_NOTFOUND),
+                }
+            })();
+            t.scratch = scratch;
+            r
+        })())
+    })
+}

@@ -1,0 +1,655 @@
+//! Environment functions (c-api.md §6) and the reader table (§10).
+
+use crate::dbi::DbiTable;
+use crate::guard::{code, guard, guard_or};
+use crate::types::*;
+use mdb::{EnvFlags, EnvOptions};
+use std::ffi::{CStr, CString, OsStr};
+use std::os::raw::{c_char, c_int, c_uint, c_void};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+const ENV_MAGIC: u32 = 0xBEEF_E4F1;
+
+/// Settings recorded before `mdb_env_open`.
+#[derive(Clone, Copy)]
+pub(crate) struct Config {
+    pub(crate) map_size: usize,
+    pub(crate) max_readers: u32,
+    pub(crate) max_dbs: u32,
+    pub(crate) flags: u32,
+    pub(crate) mode: u32,
+}
+
+/// What `mdb_env_open` establishes.
+pub(crate) struct EnvState {
+    pub(crate) cfg: Config,
+    pub(crate) engine: Option<Arc<mdb::Env>>,
+    pub(crate) path: Option<CString>,
+    /// Our own descriptor of the data file, for `mdb_env_get_fd`.
+    pub(crate) fd: c_int,
+    /// `mdb_env_open` was called (successfully or not): no second open.
+    pub(crate) tried: bool,
+}
+
+/// Structs handed out as raw pointers and freed together at `mdb_env_close`,
+/// so that a pointer kept past its object's end still points at a (dead) struct.
+pub(crate) struct Slab<T> {
+    pub(crate) all: Vec<*mut T>,
+    pub(crate) free: Vec<*mut T>,
+}
+
+impl<T> Slab<T> {
+    const fn new() -> Self {
+        Slab {
+            all: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+    /// Store `v` in a free struct, or in a new one.
+    pub(crate) fn take(&mut self, v: T) -> *mut T {
+        match self.free.pop() {
+            Some(p) => {
+                // SAFETY: p came from Box::into_raw below and is not in use (it is on the free list).
+                unsafe { *p = v };
+                p
+            }
+            None => {
+                let p = Box::into_raw(Box::new(v));
+                self.all.push(p);
+                p
+            }
+        }
+    }
+    pub(crate) fn give_back(&mut self, p: *mut T) {
+        self.free.push(p);
+    }
+}
+
+/// `MDB_env`.
+pub struct MDB_env {
+    magic: AtomicU32,
+    pub(crate) st: RwLock<EnvState>,
+    pub(crate) dbis: RwLock<DbiTable>,
+    pub(crate) txns: Mutex<Slab<crate::txn::MDB_txn>>,
+    pub(crate) cursors: Mutex<Slab<crate::cursor::MDB_cursor>>,
+    /// Transactions holding the engine (write, or read and not reset).
+    pub(crate) live: AtomicUsize,
+    userctx: AtomicPtr<c_void>,
+    assert_fn: Mutex<Option<MDB_assert_func>>,
+}
+
+impl MDB_env {
+    /// The opened engine (`EINVAL` before a successful open).
+    pub(crate) fn engine(&self) -> Result<Arc<mdb::Env>, c_int> {
+        let st = self.st.read().unwrap_or_else(|e| e.into_inner());
+        st.engine.clone().ok_or(EINVAL)
+    }
+    pub(crate) fn max_dbs(&self) -> u32 {
+        self.st
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .cfg
+            .max_dbs
+    }
+    pub(crate) fn flags(&self) -> u32 {
+        let st = self.st.read().unwrap_or_else(|e| e.into_inner());
+        match &st.engine {
+            Some(e) => e.flags().bits(),
+            None => st.cfg.flags,
+        }
+    }
+}
+
+/// A live environment handle, or `EINVAL`.
+///
+/// # Safety
+/// `env` is NULL or a pointer returned by `mdb_env_create` and not yet closed.
+pub(crate) unsafe fn env_ref<'a>(env: *mut MDB_env) -> Result<&'a MDB_env, c_int> {
+    if env.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: per the caller's contract env points at a live MDB_env.
+    let e = unsafe { &*env };
+    if e.magic.load(Ordering::Relaxed) != ENV_MAGIC {
+        return Err(EINVAL);
+    }
+    Ok(e)
+}
+
+/// `mdb_env_create`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
+    guard(|| {
+        if env.is_null() {
+            return EINVAL;
+        }
+        let e = Box::new(MDB_env {
+            magic: AtomicU32::new(ENV_MAGIC),
+            st: RwLock::new(EnvState {
+                cfg: Config {
+                    map_size: 0,
+                    max_readers: 126,
+                    max_dbs: 0,
+                    flags: 0,
+                    mode: 0o644,
+                },
+                engine: None,
+                path: None,
+                fd: -1,
+                tried: false,
+            }),
+            dbis: RwLock::new(DbiTable::new()),
+            txns: Mutex::new(Slab::new()),
+            cursors: Mutex::new(Slab::new()),
+            live: AtomicUsize::new(0),
+            userctx: AtomicPtr::new(std::ptr::null_mut()),
+            assert_fn: Mutex::new(None),
+        });
+        // SAFETY: env is a valid out-pointer (checked non-NULL).
+        unsafe { *env = Box::into_raw(e) };
+        0
+    })
+}
+
+fn data_path(path: &Path, flags: u32) -> PathBuf {
+    if flags & env_flags::NOSUBDIR != 0 {
+        path.to_path_buf()
+    } else {
+        path.join("data.mdb")
+    }
+}
+
+fn open_engine(cfg: &Config, path: &Path) -> mdb::Result<mdb::Env> {
+    EnvOptions::new()
+        .map_size(cfg.map_size)
+        .max_dbs(cfg.max_dbs)
+        .max_readers(cfg.max_readers)
+        .flags(EnvFlags(cfg.flags))
+        .mode(cfg.mode)
+        .open(path)
+}
+
+/// `mdb_env_open`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_open(
+    env: *mut MDB_env,
+    path: *const c_char,
+    flags: c_uint,
+    mode: libc::mode_t,
+) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? };
+            let mut st = e.st.write().unwrap_or_else(|x| x.into_inner());
+            if st.tried || flags & !env_flags::VALID != 0 || path.is_null() {
+                return Err(EINVAL);
+            }
+            st.tried = true;
+            // SAFETY: path is a NUL-terminated string (checked non-NULL).
+            let cpath = unsafe { CStr::from_ptr(path) }.to_owned();
+            let p = Path::new(OsStr::from_bytes(cpath.as_bytes())).to_path_buf();
+            st.cfg.flags |= flags;
+            st.cfg.mode = mode;
+            let engine = open_engine(&st.cfg, &p).map_err(|e| e.code())?;
+            let dp = CString::new(data_path(&p, st.cfg.flags).as_os_str().as_bytes())
+                .map_err(|_| EINVAL)?;
+            // SAFETY: dp is a valid C string. Like LMDB's, this descriptor is
+            // not close-on-exec.
+            st.fd = unsafe { libc::open(dp.as_ptr(), libc::O_RDONLY) };
+            st.cfg.flags = engine.flags().bits();
+            st.engine = Some(Arc::new(engine));
+            st.path = Some(cpath);
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_env_close`: aborts what the caller left open, then frees everything.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_close(env: *mut MDB_env) {
+    guard(|| {
+        // SAFETY: env per the lmdb.h contract.
+        let Ok(e) = (unsafe { env_ref(env) }) else {
+            return 0;
+        };
+        let txns: Vec<_> = e.txns.lock().unwrap_or_else(|x| x.into_inner()).all.clone();
+        for t in txns {
+            // SAFETY: every slab pointer is a valid MDB_txn until the slab is freed below.
+            unsafe {
+                if (*t).live && (*t).parent.is_null() {
+                    crate::txn::finish(t, false);
+                }
+            }
+        }
+        {
+            let mut st = e.st.write().unwrap_or_else(|x| x.into_inner());
+            st.engine = None;
+            if st.fd >= 0 {
+                // SAFETY: our own descriptor.
+                unsafe { libc::close(st.fd) };
+                st.fd = -1;
+            }
+        }
+        e.magic.store(0, Ordering::Relaxed);
+        // SAFETY: all slab pointers came from Box::into_raw and are freed once, here.
+        unsafe {
+            for t in std::mem::take(&mut e.txns.lock().unwrap_or_else(|x| x.into_inner()).all) {
+                drop(Box::from_raw(t));
+            }
+            for c in std::mem::take(&mut e.cursors.lock().unwrap_or_else(|x| x.into_inner()).all) {
+                drop(Box::from_raw(c));
+            }
+            drop(Box::from_raw(env));
+        }
+        0
+    });
+}
+
+fn copy(env: *mut MDB_env, to: Target, flags: c_uint) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? }.engine()?;
+            let compact = flags & 1 != 0;
+            let r = match to {
+                Target::Path(p) => {
+                    if p.is_null() {
+                        return Err(EINVAL);
+                    }
+                    // SAFETY: a NUL-terminated path from the caller.
+                    let b = unsafe { CStr::from_ptr(p) }.to_bytes();
+                    e.copy_to_path(Path::new(OsStr::from_bytes(b)), compact)
+                }
+                Target::Fd(fd) => {
+                    if fd < 0 {
+                        return Err(EINVAL);
+                    }
+                    // SAFETY: the caller's open descriptor, borrowed for the call.
+                    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+                    e.copy_to_fd(fd, compact)
+                }
+            };
+            r.map_err(|e| e.code())
+        })())
+    })
+}
+
+enum Target {
+    Path(*const c_char),
+    Fd(c_int),
+}
+
+/// `mdb_env_copy`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_copy(env: *mut MDB_env, path: *const c_char) -> c_int {
+    copy(env, Target::Path(path), 0)
+}
+
+/// `mdb_env_copy2`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_copy2(
+    env: *mut MDB_env,
+    path: *const c_char,
+    flags: c_uint,
+) -> c_int {
+    copy(env, Target::Path(path), flags)
+}
+
+/// `mdb_env_copyfd`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_copyfd(env: *mut MDB_env, fd: c_int) -> c_int {
+    copy(env, Target::Fd(fd), 0)
+}
+
+/// `mdb_env_copyfd2`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_copyfd2(env: *mut MDB_env, fd: c_int, flags: c_uint) -> c_int {
+    copy(env, Target::Fd(fd), flags)
+}
+
+pub(crate) fn fill_stat(out: *mut MDB_stat, s: &mdb::Stat) {
+    // SAFETY: callers pass a checked non-NULL MDB_stat pointer.
+    unsafe {
+        *out = MDB_stat {
+            ms_psize: s.page_size,
+            ms_depth: s.depth,
+            ms_branch_pages: s.branch_pages as usize,
+            ms_leaf_pages: s.leaf_pages as usize,
+            ms_overflow_pages: s.overflow_pages as usize,
+            ms_entries: s.entries as usize,
+        }
+    };
+}
+
+/// `mdb_env_stat`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_stat(env: *mut MDB_env, stat: *mut MDB_stat) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? }.engine()?;
+            if stat.is_null() {
+                return Err(EINVAL);
+            }
+            fill_stat(stat, &e.stat().map_err(|e| e.code())?);
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_env_info`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_info(env: *mut MDB_env, info: *mut MDB_envinfo) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? }.engine()?;
+            if info.is_null() {
+                return Err(EINVAL);
+            }
+            let i = e.info().map_err(|e| e.code())?;
+            // SAFETY: info checked non-NULL.
+            unsafe {
+                *info = MDB_envinfo {
+                    me_mapaddr: i.map_addr as *mut c_void,
+                    me_mapsize: i.map_size,
+                    me_last_pgno: i.last_pgno as usize,
+                    me_last_txnid: i.last_txnid as usize,
+                    me_maxreaders: i.max_readers,
+                    me_numreaders: i.num_readers,
+                }
+            };
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_env_sync`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_sync(env: *mut MDB_env, force: c_int) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? }.engine()?;
+            e.sync(force != 0).map_err(|e| e.code())
+        })())
+    })
+}
+
+/// `mdb_env_set_flags`: only NOSYNC, NOMETASYNC, MAPASYNC and NOMEMINIT.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_flags(
+    env: *mut MDB_env,
+    flags: c_uint,
+    onoff: c_int,
+) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? };
+            if flags & !env_flags::CHANGEABLE != 0 {
+                return Err(EINVAL);
+            }
+            let mut st = e.st.write().unwrap_or_else(|x| x.into_inner());
+            match &st.engine {
+                Some(en) => en
+                    .set_flags(EnvFlags(flags), onoff != 0)
+                    .map_err(|e| e.code())?,
+                None if onoff != 0 => st.cfg.flags |= flags,
+                None => st.cfg.flags &= !flags,
+            }
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_env_get_flags`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_get_flags(env: *mut MDB_env, flags: *mut c_uint) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? };
+            if flags.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: checked non-NULL.
+            unsafe { *flags = e.flags() };
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_env_get_path`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_get_path(env: *mut MDB_env, path: *mut *const c_char) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? };
+            if path.is_null() {
+                return Err(EINVAL);
+            }
+            let st = e.st.read().unwrap_or_else(|x| x.into_inner());
+            let p = st.path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr());
+            // SAFETY: checked non-NULL; the string lives as long as the env.
+            unsafe { *path = p };
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_env_get_fd`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_get_fd(env: *mut MDB_env, fd: *mut c_int) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? };
+            if fd.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: checked non-NULL.
+            unsafe { *fd = e.st.read().unwrap_or_else(|x| x.into_inner()).fd };
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_env_set_mapsize`. After open it needs every transaction of this
+/// handle to be finished (a reset read transaction does not count): the
+/// environment is then reopened with the new size, handles and comparators
+/// kept. `0` adopts the size stored in the file (the `MDB_MAP_RESIZED` remedy).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_mapsize(env: *mut MDB_env, size: usize) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? };
+            let mut st = e.st.write().unwrap_or_else(|x| x.into_inner());
+            st.cfg.map_size = size;
+            let Some(old) = st.engine.take() else {
+                return Ok(());
+            };
+            if e.live.load(Ordering::Acquire) != 0 || Arc::strong_count(&old) != 1 {
+                st.engine = Some(old);
+                return Err(EINVAL);
+            }
+            let path = old.path().to_path_buf();
+            // Open flags as in effect, changeable ones included.
+            st.cfg.flags = old.flags().bits();
+            // Close first: one process must not hold two handles on the lock file.
+            drop(old);
+            let fresh = open_engine(&st.cfg, &path).map_err(|e| e.code())?;
+            let fresh = Arc::new(fresh);
+            e.dbis
+                .write()
+                .unwrap_or_else(|x| x.into_inner())
+                .rebind(&fresh);
+            st.engine = Some(fresh);
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_env_set_maxreaders` (before open only).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_maxreaders(env: *mut MDB_env, readers: c_uint) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? };
+            let mut st = e.st.write().unwrap_or_else(|x| x.into_inner());
+            if readers < 1 || st.tried {
+                return Err(EINVAL);
+            }
+            st.cfg.max_readers = readers;
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_env_get_maxreaders`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_get_maxreaders(env: *mut MDB_env, readers: *mut c_uint) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? };
+            if readers.is_null() {
+                return Err(EINVAL);
+            }
+            let st = e.st.read().unwrap_or_else(|x| x.into_inner());
+            let n = match &st.engine {
+                Some(en) => match en.info() {
+                    Ok(i) if i.max_readers > 0 => i.max_readers,
+                    _ => st.cfg.max_readers,
+                },
+                None => st.cfg.max_readers,
+            };
+            // SAFETY: checked non-NULL.
+            unsafe { *readers = n };
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_env_set_maxdbs` (before open only).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_maxdbs(env: *mut MDB_env, dbs: MDB_dbi) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? };
+            let mut st = e.st.write().unwrap_or_else(|x| x.into_inner());
+            if st.tried {
+                return Err(EINVAL);
+            }
+            st.cfg.max_dbs = dbs;
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_env_get_maxkeysize`: 511, opened or not.
+#[no_mangle]
+pub extern "C" fn mdb_env_get_maxkeysize(_env: *mut MDB_env) -> c_int {
+    MAX_KEY as c_int
+}
+
+/// `mdb_env_set_userctx`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_userctx(env: *mut MDB_env, ctx: *mut c_void) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            unsafe { env_ref(env)? }
+                .userctx
+                .store(ctx, Ordering::Relaxed);
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_env_get_userctx`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_get_userctx(env: *mut MDB_env) -> *mut c_void {
+    guard_or(std::ptr::null_mut(), || {
+        // SAFETY: env per the lmdb.h contract.
+        match unsafe { env_ref(env) } {
+            Ok(e) => e.userctx.load(Ordering::Relaxed),
+            Err(_) => std::ptr::null_mut(),
+        }
+    })
+}
+
+/// `mdb_env_set_assert`: stored; the engine reports its failures as error
+/// codes, so it is never called.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_assert(
+    env: *mut MDB_env,
+    func: Option<MDB_assert_func>,
+) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? };
+            *e.assert_fn.lock().unwrap_or_else(|x| x.into_inner()) = func;
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_reader_list`: the reader table, one line per callback call.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_reader_list(
+    env: *mut MDB_env,
+    func: Option<MDB_msg_func>,
+    ctx: *mut c_void,
+) -> c_int {
+    guard(|| {
+        // SAFETY: env per the lmdb.h contract.
+        let (Ok(e), Some(func)) = (unsafe { env_ref(env) }, func) else {
+            return -1;
+        };
+        let text = match e.engine() {
+            Ok(en) => en.reader_list_text(),
+            Err(_) => "(no reader locks)\n".to_string(),
+        };
+        let mut last = 0;
+        for line in text.split_inclusive('\n') {
+            let c = CString::new(line).unwrap_or_default();
+            // SAFETY: calling the caller's callback with a valid C string.
+            last = unsafe { func(c.as_ptr(), ctx) };
+            if last < 0 {
+                break;
+            }
+        }
+        last
+    })
+}
+
+/// `mdb_reader_check`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_reader_check(env: *mut MDB_env, dead: *mut c_int) -> c_int {
+    guard(|| {
+        code((|| {
+            if !dead.is_null() {
+                // SAFETY: non-NULL out-pointer.
+                unsafe { *dead = 0 };
+            }
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? }.engine()?;
+            let n = e.reader_check().map_err(|e| e.code())?;
+            if !dead.is_null() {
+                // SAFETY: non-NULL out-pointer.
+                unsafe { *dead = n as c_int };
+            }
+            Ok(())
+        })())
+    })
+}

@@ -1,0 +1,45 @@
+//! The boundary: no panic unwinds into C, and engine errors become LMDB codes.
+
+use crate::types::MDB_PANIC;
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Run `f`, turning a panic into `MDB_PANIC`.
+pub fn guard(f: impl FnOnce() -> c_int) -> c_int {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(MDB_PANIC)
+}
+
+/// Run `f`, turning a panic into `dflt`.
+pub fn guard_or<T>(dflt: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(dflt)
+}
+
+/// The LMDB code of an engine result.
+pub fn rc(r: mdb::Result<()>) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.code(),
+    }
+}
+
+/// Whether an error of a write operation leaves the transaction only fit
+/// to abort (c-api.md §7.1): everything but lookup misses and argument checks.
+pub fn is_fatal(e: mdb::Error) -> bool {
+    !matches!(
+        e,
+        mdb::Error::KeyExist
+            | mdb::Error::NotFound
+            | mdb::Error::BadValSize
+            | mdb::Error::Incompatible
+            | mdb::Error::Os(libc::EINVAL)
+            | mdb::Error::Os(libc::EACCES)
+    )
+}
+
+/// `Result<T, c_int>` folded into a return code.
+pub fn code(r: Result<(), c_int>) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(c) => c,
+    }
+}

@@ -1,0 +1,461 @@
+//! Transactions (c-api.md §7, §12).
+//!
+//! An engine transaction borrows its `Env`; a C `MDB_txn` must own it. The
+//! struct therefore holds a clone of the environment's `Arc<mdb::Env>` next
+//! to the transaction, whose lifetime is widened to `'static`: `finish` and
+//! `mdb_txn_reset` always drop the transaction before the `Arc`, so the
+//! borrow never outlives the `Env`.
+//!
+//! Nested C transactions are savepoints: the top-level write transaction's
+//! [`WriteRoot`] keeps the engine `RwTxn` and a stack of `NestedTxn`s, one per
+//! child level, each derived from the one below it. Only the innermost C
+//! transaction may be used (the others have a child: `MDB_BAD_TXN`), and it
+//! works on the top of the stack.
+
+use crate::cursor::MDB_cursor;
+use crate::env::{env_ref, MDB_env};
+use crate::guard::{code, guard, guard_or};
+use crate::types::*;
+use mdb::{NestedTxn, RoTxn, RwTxn, Txn};
+use std::os::raw::{c_int, c_uint};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The engine's write transaction and its open savepoints.
+pub(crate) struct WriteRoot {
+    /// From `Box::into_raw`; freed in `Drop` after the stack is emptied.
+    rw: *mut RwTxn<'static>,
+    stack: Vec<NestedTxn<'static, 'static>>,
+}
+
+impl WriteRoot {
+    fn new(w: RwTxn<'static>) -> WriteRoot {
+        WriteRoot {
+            rw: Box::into_raw(Box::new(w)),
+            stack: Vec::new(),
+        }
+    }
+
+    /// The innermost transaction level.
+    pub(crate) fn top(&mut self) -> &mut RwTxn<'static> {
+        match self.stack.last_mut() {
+            Some(n) => n,
+            // SAFETY: rw is valid until Drop, and no savepoint borrows it now.
+            None => unsafe { &mut *self.rw },
+        }
+    }
+
+    fn push(&mut self) -> mdb::Result<()> {
+        let n = self.top().nested()?;
+        // SAFETY: the savepoint borrows the level below it, which stays in
+        // place (the RwTxn is boxed; savepoints only hold references to it)
+        // and is only used again after this savepoint is popped (LIFO).
+        let n: NestedTxn<'static, 'static> = unsafe { std::mem::transmute(n) };
+        self.stack.push(n);
+        Ok(())
+    }
+
+    fn pop(&mut self, commit: bool) -> mdb::Result<()> {
+        match self.stack.pop() {
+            Some(n) if commit => n.commit(),
+            Some(n) => {
+                n.abort();
+                Ok(())
+            }
+            None => Err(mdb::Error::BadTxn),
+        }
+    }
+
+    fn commit(mut self) -> mdb::Result<()> {
+        while !self.stack.is_empty() {
+            self.pop(true)?;
+        }
+        let rw = std::mem::replace(&mut self.rw, std::ptr::null_mut());
+        // SAFETY: rw came from Box::into_raw and no savepoint is left.
+        unsafe { Box::from_raw(rw) }.commit()
+    }
+}
+
+impl Drop for WriteRoot {
+    fn drop(&mut self) {
+        while let Some(n) = self.stack.pop() {
+            n.abort();
+        }
+        if !self.rw.is_null() {
+            // SAFETY: rw came from Box::into_raw; nothing borrows it any more.
+            drop(unsafe { Box::from_raw(self.rw) });
+        }
+    }
+}
+
+/// What a C transaction is.
+pub(crate) enum Kind {
+    /// Finished: the struct waits in the environment's pool.
+    Dead,
+    /// Read-only; `None` after `mdb_txn_reset`.
+    Read(Option<RoTxn<'static>>),
+    /// The top-level write transaction.
+    Write(Box<WriteRoot>),
+    /// A child of a write transaction: a savepoint of the root's stack.
+    Child(*mut WriteRoot),
+}
+
+/// `MDB_txn`.
+pub struct MDB_txn {
+    pub(crate) live: bool,
+    /// Declared before `engine`, and always cleared first.
+    pub(crate) kind: Kind,
+    pub(crate) engine: Option<Arc<mdb::Env>>,
+    pub(crate) env: *mut MDB_env,
+    pub(crate) parent: *mut MDB_txn,
+    pub(crate) child: *mut MDB_txn,
+    pub(crate) id: u64,
+    pub(crate) rdonly: bool,
+    /// A failed operation left the transaction fit only to abort.
+    pub(crate) broken: bool,
+    /// Handles first opened in this transaction: closed if it aborts.
+    pub(crate) new_dbis: Vec<MDB_dbi>,
+    pub(crate) cursors: Vec<*mut MDB_cursor>,
+    /// Copies of put/del arguments, which may point into the database.
+    pub(crate) scratch: Vec<u8>,
+}
+
+/// Access to the engine transaction of a usable C transaction.
+pub(crate) enum View<'a> {
+    Ro(&'a RoTxn<'static>),
+    Rw(&'a mut RwTxn<'static>),
+}
+
+/// A live transaction handle, or `EINVAL`.
+///
+/// # Safety
+/// `txn` is NULL or a pointer from `mdb_txn_begin` whose environment is open.
+pub(crate) unsafe fn txn_ref<'a>(txn: *mut MDB_txn) -> Result<&'a mut MDB_txn, c_int> {
+    if txn.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: per the caller's contract the struct is alive (pooled structs
+    // stay allocated until the environment is closed).
+    let t = unsafe { &mut *txn };
+    if !t.live {
+        return Err(EINVAL);
+    }
+    Ok(t)
+}
+
+impl MDB_txn {
+    /// `MDB_BAD_TXN` if it has a child or failed earlier.
+    pub(crate) fn usable(&self) -> Result<(), c_int> {
+        if !self.child.is_null() || self.broken {
+            return Err(MDB_BAD_TXN);
+        }
+        Ok(())
+    }
+
+    /// The engine transaction (`EINVAL` for a reset read transaction).
+    pub(crate) fn view(&mut self) -> Result<View<'_>, c_int> {
+        self.usable()?;
+        match &mut self.kind {
+            Kind::Read(Some(r)) => Ok(View::Ro(r)),
+            Kind::Write(root) => Ok(View::Rw(root.top())),
+            // SAFETY: a child's root belongs to its top-level ancestor, alive
+            // while the child is.
+            Kind::Child(root) => Ok(View::Rw(unsafe { (**root).top() })),
+            Kind::Read(None) | Kind::Dead => Err(EINVAL),
+        }
+    }
+
+    /// The engine write transaction (`EACCES` for a read-only one).
+    pub(crate) fn write(&mut self) -> Result<&mut RwTxn<'static>, c_int> {
+        if self.rdonly {
+            return Err(EACCES);
+        }
+        match self.view()? {
+            View::Rw(w) => Ok(w),
+            View::Ro(_) => Err(EACCES),
+        }
+    }
+
+    /// Record the outcome of a write operation (§7.1).
+    pub(crate) fn note<T>(&mut self, r: mdb::Result<T>) -> Result<T, c_int> {
+        r.map_err(|e| {
+            if crate::guard::is_fatal(e) {
+                self.broken = true;
+            }
+            e.code()
+        })
+    }
+}
+
+fn alloc(env: &MDB_env, t: MDB_txn) -> *mut MDB_txn {
+    env.txns.lock().unwrap_or_else(|x| x.into_inner()).take(t)
+}
+
+/// `mdb_txn_begin`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_txn_begin(
+    env: *mut MDB_env,
+    parent: *mut MDB_txn,
+    flags: c_uint,
+    txn: *mut *mut MDB_txn,
+) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? };
+            if txn.is_null() {
+                return Err(EINVAL);
+            }
+            let engine = e.engine()?;
+            let rdonly = flags & env_flags::RDONLY != 0;
+            let mut t = MDB_txn {
+                live: true,
+                kind: Kind::Dead,
+                engine: None,
+                env,
+                parent,
+                child: std::ptr::null_mut(),
+                id: 0,
+                rdonly,
+                broken: false,
+                new_dbis: Vec::new(),
+                cursors: Vec::new(),
+                scratch: Vec::new(),
+            };
+            if !parent.is_null() {
+                // SAFETY: parent per the lmdb.h contract.
+                let p = unsafe { txn_ref(parent)? };
+                if p.rdonly {
+                    return Err(EINVAL);
+                }
+                if rdonly || p.usable().is_err() || engine.flags().bits() & env_flags::WRITEMAP != 0
+                {
+                    return Err(MDB_BAD_TXN);
+                }
+                let root: *mut WriteRoot = match &mut p.kind {
+                    Kind::Write(r) => &mut **r,
+                    Kind::Child(r) => *r,
+                    _ => return Err(EINVAL),
+                };
+                // SAFETY: the root is alive as long as its top-level transaction.
+                unsafe { (*root).push() }.map_err(|e| e.code())?;
+                t.kind = Kind::Child(root);
+                t.id = p.id;
+                let child = alloc(e, t);
+                p.child = child;
+                // SAFETY: txn checked non-NULL.
+                unsafe { *txn = child };
+                return Ok(());
+            }
+            if rdonly {
+                let r = engine.read_txn().map_err(|e| e.code())?;
+                t.id = r.id();
+                // SAFETY: see the module comment: `engine` (the Arc) is stored
+                // in the same struct and dropped only after the transaction.
+                t.kind = Kind::Read(Some(unsafe {
+                    std::mem::transmute::<RoTxn<'_>, RoTxn<'static>>(r)
+                }));
+            } else {
+                let w = engine.write_txn().map_err(|e| e.code())?;
+                t.id = w.id();
+                // SAFETY: as above.
+                let w = unsafe { std::mem::transmute::<RwTxn<'_>, RwTxn<'static>>(w) };
+                t.kind = Kind::Write(Box::new(WriteRoot::new(w)));
+            }
+            t.engine = Some(engine);
+            e.live.fetch_add(1, Ordering::AcqRel);
+            // SAFETY: txn checked non-NULL.
+            unsafe { *txn = alloc(e, t) };
+            Ok(())
+        })())
+    })
+}
+
+/// End `txn` (and its children first): commit or abort, release its
+/// handles and cursors, and return the struct to the pool.
+///
+/// # Safety
+/// `txn` is a live transaction of an open environment.
+pub(crate) unsafe fn finish(txn: *mut MDB_txn, commit: bool) -> c_int {
+    // SAFETY: per the caller's contract.
+    let t = unsafe { &mut *txn };
+    let mut rc = 0;
+    if !t.child.is_null() {
+        // SAFETY: a live child of a live transaction.
+        rc = unsafe { finish(t.child, commit) };
+    }
+    let parent = t.parent;
+    let ok_to_commit = commit && rc == 0;
+    let committed = match std::mem::replace(&mut t.kind, Kind::Dead) {
+        Kind::Dead => false,
+        Kind::Read(_) => commit,
+        Kind::Write(root) => {
+            if ok_to_commit && !t.broken {
+                match root.commit() {
+                    Ok(()) => true,
+                    Err(e) => {
+                        rc = e.code();
+                        false
+                    }
+                }
+            } else {
+                drop(root);
+                if ok_to_commit {
+                    rc = MDB_BAD_TXN;
+                }
+                false
+            }
+        }
+        Kind::Child(root) => {
+            // SAFETY: the root outlives its children.
+            let root = unsafe { &mut *root };
+            let r = if ok_to_commit && !t.broken {
+                root.pop(true).map_err(|e| e.code())
+            } else {
+                let _ = root.pop(false);
+                if ok_to_commit {
+                    Err(MDB_BAD_TXN)
+                } else {
+                    Ok(())
+                }
+            };
+            match r {
+                Ok(()) => commit,
+                Err(c) => {
+                    rc = c;
+                    // SAFETY: a child's parent is alive.
+                    unsafe { (*parent).broken = true };
+                    false
+                }
+            }
+        }
+    };
+    if t.engine.take().is_some() {
+        // SAFETY: the env outlives its transactions.
+        unsafe { &*t.env }.live.fetch_sub(1, Ordering::AcqRel);
+    }
+    // SAFETY: the env outlives its transactions.
+    let env = unsafe { &*t.env };
+    let dbis = std::mem::take(&mut t.new_dbis);
+    if committed {
+        if !parent.is_null() {
+            // SAFETY: a child's parent is alive.
+            unsafe { (*parent).new_dbis.extend(dbis) };
+        }
+    } else {
+        for d in dbis {
+            env.close_dbi(d);
+        }
+    }
+    for c in std::mem::take(&mut t.cursors) {
+        // SAFETY: the cursors list holds live cursors of this transaction.
+        unsafe { crate::cursor::detach(c) };
+    }
+    if !parent.is_null() {
+        // SAFETY: a child's parent is alive.
+        unsafe { (*parent).child = std::ptr::null_mut() };
+    }
+    t.live = false;
+    t.parent = std::ptr::null_mut();
+    t.scratch = Vec::new();
+    env.txns
+        .lock()
+        .unwrap_or_else(|x| x.into_inner())
+        .give_back(txn);
+    rc
+}
+
+/// `mdb_txn_env`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_txn_env(txn: *mut MDB_txn) -> *mut MDB_env {
+    // SAFETY: txn per the lmdb.h contract.
+    guard_or(std::ptr::null_mut(), || match unsafe { txn_ref(txn) } {
+        Ok(t) => t.env,
+        Err(_) => std::ptr::null_mut(),
+    })
+}
+
+/// `mdb_txn_id`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_txn_id(txn: *mut MDB_txn) -> usize {
+    // SAFETY: txn per the lmdb.h contract.
+    guard_or(0, || match unsafe { txn_ref(txn) } {
+        Ok(t) => t.id as usize,
+        Err(_) => 0,
+    })
+}
+
+/// `mdb_txn_commit`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_txn_commit(txn: *mut MDB_txn) -> c_int {
+    guard(|| {
+        // SAFETY: txn per the lmdb.h contract.
+        match unsafe { txn_ref(txn) } {
+            // SAFETY: a live transaction.
+            Ok(_) => unsafe { finish(txn, true) },
+            Err(c) => c,
+        }
+    })
+}
+
+/// `mdb_txn_abort`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_txn_abort(txn: *mut MDB_txn) {
+    guard(|| {
+        // SAFETY: txn per the lmdb.h contract.
+        if unsafe { txn_ref(txn) }.is_ok() {
+            // SAFETY: a live transaction.
+            unsafe { finish(txn, false) };
+        }
+        0
+    });
+}
+
+/// `mdb_txn_reset`: end a read transaction's snapshot, keep the handle.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
+    guard(|| {
+        // SAFETY: txn per the lmdb.h contract.
+        let Ok(t) = (unsafe { txn_ref(txn) }) else {
+            return 0;
+        };
+        if let Kind::Read(r) = &mut t.kind {
+            if r.take().is_some() {
+                t.engine = None;
+                // SAFETY: the env outlives its transactions.
+                let env = unsafe { &*t.env };
+                env.live.fetch_sub(1, Ordering::AcqRel);
+                for d in std::mem::take(&mut t.new_dbis) {
+                    env.close_dbi(d);
+                }
+            }
+        }
+        0
+    });
+}
+
+/// `mdb_txn_renew`: a fresh snapshot for a reset read transaction.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
+    guard(|| {
+        code((|| {
+            // SAFETY: txn per the lmdb.h contract.
+            let t = unsafe { txn_ref(txn)? };
+            if !matches!(t.kind, Kind::Read(None)) {
+                return Err(EINVAL);
+            }
+            // SAFETY: the env outlives its transactions.
+            let env = unsafe { &*t.env };
+            let engine = env.engine()?;
+            let r = engine.read_txn().map_err(|e| e.code())?;
+            t.id = r.id();
+            // SAFETY: as in mdb_txn_begin: the Arc is kept beside it.
+            t.kind = Kind::Read(Some(unsafe {
+                std::mem::transmute::<RoTxn<'_>, RoTxn<'static>>(r)
+            }));
+            t.engine = Some(engine);
+            env.live.fetch_add(1, Ordering::AcqRel);
+            Ok(())
+        })())
+    })
+}

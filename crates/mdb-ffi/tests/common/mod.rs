@@ -1,0 +1,79 @@
+//! Shared by the integration tests: where our library is, and a directory
+//! in which it answers to the name `liblmdb.so.0`.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The cdylib cargo built for this test run (`target/<profile>/liblmdb.so`).
+pub fn library() -> PathBuf {
+    // The test binary is target/<profile>/deps/<name>-<hash>.
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let lib = profile_dir.join("liblmdb.so");
+    assert!(
+        lib.exists(),
+        "{} is missing: cargo builds it with the tests (crate-type cdylib)",
+        lib.display()
+    );
+    lib
+}
+
+/// A fresh directory holding `liblmdb.so.0` and `liblmdb.so`, both links to
+/// our library, for `-L`, `-Wl,-rpath` and `LD_LIBRARY_PATH`.
+pub fn dropin() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let lib = library();
+    for name in ["liblmdb.so.0", "liblmdb.so"] {
+        std::os::unix::fs::symlink(&lib, d.path().join(name)).unwrap();
+    }
+    d
+}
+
+/// The crate's directory.
+pub fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Run `cmd`, returning its stdout; panics with both outputs on failure.
+pub fn run(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
+    stdout
+}
+
+/// Compile `src` with gcc. `ours`: against include/lmdb.h and the library in
+/// `dropin`; otherwise against the system's lmdb.h and -llmdb.
+pub fn gcc(src: &Path, out: &Path, ours: Option<&Path>) {
+    let mut c = Command::new("gcc");
+    c.args(["-std=gnu11", "-O1", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(out)
+        .arg(src);
+    match ours {
+        Some(dropin) => {
+            c.arg("-DMDB_FFI_OURS")
+                .arg("-I")
+                .arg(crate_dir().join("include"))
+                .arg("-L")
+                .arg(dropin)
+                .arg(format!("-Wl,-rpath,{}", dropin.display()));
+        }
+        None => {
+            assert!(
+                Path::new("/usr/include/lmdb.h").exists(),
+                "Debian's liblmdb-dev is needed (scripts/setup.sh installs it)"
+            );
+        }
+    }
+    c.args(["-llmdb", "-lpthread"]);
+    run(&mut c);
+}
