@@ -618,6 +618,10 @@ impl CursorState {
             CursorOp::Prev => self.pos.prev(txn, &rec)?,
             CursorOp::NextNodup => self.pos.next_nodup(txn, &rec)?,
             CursorOp::PrevNodup => self.pos.prev_nodup(txn, &rec)?,
+            // LMDB 0.9.24 moves like NEXT/PREV on a database without
+            // duplicates (c-api.md §13.2 says NOTFOUND; the library disagrees).
+            CursorOp::NextDup if !dups => self.pos.next(txn, &rec)?,
+            CursorOp::PrevDup if !dups => self.pos.prev(txn, &rec)?,
             CursorOp::NextDup => {
                 if self.pos.unset() {
                     self.pos.first(txn, &rec)?

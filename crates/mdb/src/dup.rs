@@ -186,7 +186,11 @@ impl RwTxn<'_> {
             Dups::Single(old) => {
                 let c = dcmp.compare(val, old);
                 if c == Ordering::Equal {
-                    return if no_dup { Err(Error::KeyExist) } else { Ok(()) };
+                    return if no_dup || append {
+                        Err(Error::KeyExist)
+                    } else {
+                        Ok(())
+                    };
                 }
                 if append && c == Ordering::Less {
                     return Err(Error::KeyExist);
@@ -202,7 +206,11 @@ impl RwTxn<'_> {
             Dups::SubPage(p) => {
                 let (at, found) = search(&p, val, dcmp)?;
                 if found {
-                    return if no_dup { Err(Error::KeyExist) } else { Ok(()) };
+                    return if no_dup || append {
+                        Err(Error::KeyExist)
+                    } else {
+                        Ok(())
+                    };
                 }
                 if append && at != p.len() {
                     return Err(Error::KeyExist);
@@ -215,7 +223,11 @@ impl RwTxn<'_> {
             Dups::SubDb(rec) => {
                 let mut st = sub_tree(t, rec)?;
                 if crate::tree::contains(&*self, &st.rec, dcmp, val)? {
-                    return if no_dup { Err(Error::KeyExist) } else { Ok(()) };
+                    return if no_dup || append {
+                        Err(Error::KeyExist)
+                    } else {
+                        Ok(())
+                    };
                 }
                 if append {
                     let mut pos = CursorPos::new();

@@ -379,6 +379,39 @@ impl Env {
         Ok(())
     }
 
+    /// Change the map size (`mdb_env_set_mapsize` after open). `&mut self`
+    /// proves no transaction is live, so the map can move. `0` adopts the size
+    /// recorded in the file (how a process catches up after another grew
+    /// it); a size below the data in use is raised to it. Commits persist
+    /// only growth.
+    pub fn set_map_size(&mut self, size: usize) -> Result<()> {
+        let m = self.newest_meta()?;
+        let want = if size == 0 { m.mapsize as usize } else { size };
+        let used = (m.last_pgno as usize + 1) * self.psize;
+        let len = want
+            .max(used)
+            .checked_next_multiple_of(self.psize)
+            .filter(|&l| l <= isize::MAX as usize)
+            .ok_or(Error::Os(libc::ENOMEM))?;
+        let writemap = self.flags().contains(EnvFlags::WRITE_MAP);
+        if writemap {
+            self.file.extend_to(len as u64)?;
+        }
+        let fixed = self.flags().contains(EnvFlags::FIXED_MAP) && m.address != 0;
+        if fixed && len != self.map.len() {
+            // A fixed map cannot move; growing in place is not attempted.
+            return Err(Error::Os(libc::EINVAL));
+        }
+        self.map = Map::new(&self.file.file, len, writemap, None)?;
+        Ok(())
+    }
+
+    /// The data file's descriptor (`mdb_env_get_fd`), valid while the Env lives.
+    pub fn data_fd(&self) -> std::os::unix::io::RawFd {
+        use std::os::unix::io::AsRawFd;
+        self.file.file.as_raw_fd()
+    }
+
     /// Page size of the data file.
     pub fn page_size(&self) -> usize {
         self.psize

@@ -501,6 +501,11 @@ impl<'env> RwTxn<'env> {
     /// Discard every change (same as dropping the transaction).
     pub fn abort(self) {}
 
+    /// Whether an operation failed midway, so the transaction can only abort.
+    pub fn is_broken(&self) -> bool {
+        self.broken.get()
+    }
+
     pub(crate) fn finish(&mut self) {
         if self._local.is_none() {
             return;
@@ -685,6 +690,12 @@ impl NestedTxn<'_, '_> {
     /// cannot commit: its changes are dropped and `BadTxn` is returned.
     pub fn commit(mut self) -> Result<()> {
         if self.parent.broken.get() {
+            // As LMDB: the failed child is discarded and the parent can only abort.
+            let parent = &mut *self.parent;
+            if let Some(s) = self.saved.take() {
+                restore(parent, s);
+            }
+            parent.broken.set(true);
             return Err(Error::BadTxn);
         }
         self.saved = None;
@@ -695,16 +706,19 @@ impl NestedTxn<'_, '_> {
     pub fn abort(self) {}
 }
 
+fn restore(p: &mut RwTxn<'_>, s: Saved) {
+    p.dirty = s.dirty;
+    p.next_pgno = s.next_pgno;
+    *p.dbs.borrow_mut() = s.dbs;
+    p.free = s.free;
+    p.broken.set(s.broken);
+    p.gen.set(p.gen.get() + 1);
+}
+
 impl Drop for NestedTxn<'_, '_> {
     fn drop(&mut self) {
         if let Some(s) = self.saved.take() {
-            let p = &mut *self.parent;
-            p.dirty = s.dirty;
-            p.next_pgno = s.next_pgno;
-            *p.dbs.borrow_mut() = s.dbs;
-            p.free = s.free;
-            p.broken.set(s.broken);
-            p.gen.set(p.gen.get() + 1);
+            restore(self.parent, s);
         }
     }
 }

@@ -558,6 +558,15 @@ impl<'env> RwTxn<'env> {
         self.check_usable(db)?;
         check_key(key)?;
         let mut t = self.tree(db)?;
+        if db == Database::MAIN {
+            // A named database's record goes with `delete_db`, never alone
+            // (that would leak its pages).
+            if let Some(n) = crate::tree::get_node(&*self, &t.rec, t.cmp, key)? {
+                if n.flags() & F_SUBDATA != 0 {
+                    return Err(Error::Incompatible);
+                }
+            }
+        }
         let r = if t.dups.is_some() {
             self.dup_del(&mut t, key, None)
         } else {

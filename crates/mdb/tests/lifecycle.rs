@@ -281,3 +281,78 @@ fn fixed_map_address_is_recorded_and_enforced() {
     let other = o.open(&b).unwrap();
     assert_eq!(other.info().unwrap().map_addr, addr);
 }
+
+#[test]
+fn map_resize_named_record_and_appenddup_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = EnvOptions::new()
+        .max_dbs(2)
+        .map_size(32 * 4096)
+        .open(dir.path())
+        .unwrap();
+    let mut w = env.write_txn().unwrap();
+    let mut i = 0u32;
+    let err = loop {
+        if let Err(e) = w.put(
+            Database::MAIN,
+            &i.to_be_bytes(),
+            &[0u8; 400],
+            WriteFlags::EMPTY,
+        ) {
+            break e;
+        }
+        i += 1;
+    };
+    assert_eq!(err, Error::MapFull);
+    assert!(w.is_broken());
+    drop(w);
+    // Grow the map (no transaction can be live: &mut Env) and redo the work.
+    env.set_map_size(8 << 20).unwrap();
+    let mut w = env.write_txn().unwrap();
+    for j in 0..=i {
+        w.put(
+            Database::MAIN,
+            &j.to_be_bytes(),
+            &[0u8; 400],
+            WriteFlags::EMPTY,
+        )
+        .unwrap();
+    }
+    let d = w.create_db("dups", DbFlags::DUP_SORT).unwrap();
+    // A named database's record cannot be deleted as a plain key.
+    assert_eq!(w.del(Database::MAIN, b"dups"), Err(Error::Incompatible));
+    // APPENDDUP: strictly greater than the key's last value.
+    w.put(d, b"k", b"b", WriteFlags::EMPTY).unwrap();
+    assert_eq!(
+        w.put(d, b"k", b"b", WriteFlags::APPEND_DUP),
+        Err(Error::KeyExist)
+    );
+    assert_eq!(
+        w.put(d, b"k", b"a", WriteFlags::APPEND_DUP),
+        Err(Error::KeyExist)
+    );
+    w.put(d, b"k", b"c", WriteFlags::APPEND_DUP).unwrap();
+    // A child that failed cannot commit, and its parent must abort.
+    {
+        let mut child = w.nested().unwrap();
+        child.put(d, b"k", b"d", WriteFlags::EMPTY).unwrap();
+        // Fill the map inside the child until it fails.
+        let mut n = 0u32;
+        while child
+            .put(
+                Database::MAIN,
+                &(n | 0x8000_0000).to_be_bytes(),
+                &[1u8; 2000],
+                WriteFlags::EMPTY,
+            )
+            .is_ok()
+        {
+            n += 1;
+        }
+        assert_eq!(child.commit(), Err(Error::BadTxn));
+    }
+    assert!(w.is_broken());
+    drop(w);
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.get(Database::MAIN, &0u32.to_be_bytes()).unwrap(), None);
+}
