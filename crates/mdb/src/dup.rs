@@ -71,13 +71,14 @@ fn sub_tree(t: &Tree, rec: DbRecord) -> Result<Tree> {
 }
 
 /// Encode sorted values as a sub-page with no slack (packed for DUPFIXED).
-fn build_subpage(vals: &[&[u8]], fixed: bool) -> Vec<u8> {
+fn build_subpage(vals: &[&[u8]], fixed: bool, slack: usize) -> Vec<u8> {
     if fixed {
         let size = vals[0].len();
         // Keep the sub-page size even (a spare slot when odd): LMDB edits
         // sub-pages in place and shifts the page by the size difference, so
         // an odd size would leave its nodes at odd offsets.
-        let slots = vals.len() + (vals.len() * size) % 2;
+        let mut slots = vals.len() + slack;
+        slots += (slots * size) % 2;
         let mut b = vec![0u8; HDR + slots * size];
         edit::init_leaf2(&mut b, 0, SUBPAGE_FLAGS | P_LEAF2, size);
         for (i, v) in vals.iter().enumerate() {
@@ -86,12 +87,8 @@ fn build_subpage(vals: &[&[u8]], fixed: bool) -> Vec<u8> {
         }
         return b;
     }
-    let size = HDR
-        + vals
-            .iter()
-            .map(|v| 2 + footprint(v.len(), 0))
-            .sum::<usize>();
-    let mut b = vec![0u8; size];
+    let used: usize = vals.iter().map(|v| 2 + footprint(v.len(), 0)).sum();
+    let mut b = vec![0u8; HDR + used + (slack + 1) / 2 * 2];
     edit::init(&mut b, 0, SUBPAGE_FLAGS);
     for (i, v) in vals.iter().enumerate() {
         let ok = edit::insert_leaf(&mut b, i, v, NodeData::Inline(&[]));
@@ -123,10 +120,25 @@ enum NewDups {
 }
 
 impl NewDups {
+    /// Values after an insert: a sub-page with room to grow (about a quarter
+    /// more, so later inserts go in place as in LMDB), or without the room
+    /// if that is what fits in a node, or else a sub-database.
     fn build(vals: &[&[u8]], fixed: bool, ksize: usize, psize: usize) -> NewDups {
-        let sp = build_subpage(vals, fixed);
-        if NODE_HDR + ksize + sp.len() <= node_max(psize) {
-            NewDups::SubPage(sp)
+        let fits = |sp: &Vec<u8>| NODE_HDR + ksize + sp.len() <= node_max(psize);
+        let n = vals.len();
+        let slack = if fixed {
+            (n / 4).max(2)
+        } else {
+            let used: usize = vals.iter().map(|v| 2 + footprint(v.len(), 0)).sum();
+            (used / 4).max(2 * (2 + footprint(vals[n - 1].len(), 0)))
+        };
+        let roomy = build_subpage(vals, fixed, slack);
+        if fits(&roomy) {
+            return NewDups::SubPage(roomy);
+        }
+        let tight = build_subpage(vals, fixed, 0);
+        if fits(&tight) {
+            NewDups::SubPage(tight)
         } else {
             NewDups::SubDb(vals.iter().map(|v| v.to_vec()).collect())
         }
@@ -214,6 +226,27 @@ impl RwTxn<'_> {
                 }
                 if append && at != p.len() {
                     return Err(Error::KeyExist);
+                }
+                let room = if fixed {
+                    HDR + (p.len() + 1) * p.pad() <= p.bytes().len()
+                } else {
+                    p.free() >= 2 + footprint(val.len(), 0)
+                };
+                if room {
+                    // In place: the sub-page has spare room.
+                    self.touch_path(t, &mut path)?;
+                    let buf = self.dirty.get_mut(&path.pg[path.leaf()]).unwrap();
+                    let sp = edit::data_mut(buf, i);
+                    let ok = if fixed {
+                        edit::insert_leaf2(sp, at, val)
+                    } else {
+                        edit::insert_leaf(sp, at, val, NodeData::Inline(&[]))
+                    };
+                    if !ok {
+                        return Err(Error::Corrupted);
+                    }
+                    t.rec.entries += 1;
+                    return Ok(());
                 }
                 let mut vals = page_values(&p)?;
                 vals.insert(at, val);
@@ -329,7 +362,7 @@ impl RwTxn<'_> {
                 }
                 let mut vals = page_values(&p)?;
                 vals.remove(at);
-                let sp = build_subpage(&vals, t.rec.flags & DUPFIXED != 0);
+                let sp = build_subpage(&vals, t.rec.flags & DUPFIXED != 0, 0);
                 self.touch_path(t, &mut path)?;
                 self.replace_node(t, &path, i, key, NodeData::SubPage(&sp))?;
                 t.rec.entries -= 1;
