@@ -88,7 +88,7 @@ fn build_subpage(vals: &[&[u8]], fixed: bool, slack: usize) -> Vec<u8> {
         return b;
     }
     let used: usize = vals.iter().map(|v| 2 + footprint(v.len(), 0)).sum();
-    let mut b = vec![0u8; HDR + used + (slack + 1) / 2 * 2];
+    let mut b = vec![0u8; HDR + used + slack.next_multiple_of(2)];
     edit::init(&mut b, 0, SUBPAGE_FLAGS);
     for (i, v) in vals.iter().enumerate() {
         let ok = edit::insert_leaf(&mut b, i, v, NodeData::Inline(&[]));
