@@ -208,7 +208,7 @@ trait BareStrerror {
 impl BareStrerror for std::io::Error {
     fn to_string_without_suffix(&self) -> String {
         let s = self.to_string();
-        match s.rfind(" (os error ") {
+        match s.find(" (os error ") {
             Some(i) => s[..i].to_string(),
             None => s,
         }
