@@ -535,7 +535,17 @@ impl Position {
         if std::mem::take(&mut self.just_deleted) {
             return self.current(s);
         }
-        if self.sub_step(s, true)? {
+        if self.dcmp.is_none() {
+            // Fast path: the next item on the same leaf, one page lookup.
+            let l = self.main.path.leaf();
+            let p = s.page(self.main.path.pg[l])?;
+            let i = self.main.path.ix[l] + 1;
+            if i < p.len() {
+                self.main.path.ix[l] = i;
+                let n = p.node(i)?;
+                return Ok(Some((n.key(), node_value(s, n)?)));
+            }
+        } else if self.sub_step(s, true)? {
             return self.current(s);
         }
         self.next_nodup(s, rec)
