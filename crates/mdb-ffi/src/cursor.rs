@@ -22,8 +22,6 @@ pub struct MDB_cursor {
     txn: *mut MDB_txn,
     env: *mut MDB_env,
     dbi: MDB_dbi,
-    /// The database is DUPSORT.
-    dupsort: bool,
     st: Option<CursorState>,
 }
 
@@ -101,19 +99,17 @@ pub unsafe extern "C" fn mdb_cursor_open(
             if write && dbi == 0 {
                 return Err(EINVAL);
             }
-            let (st, fl) = match t.view()? {
-                View::Ro(r) => (CursorState::new(r, db), mdb::Txn::db_flags(r, db)),
-                View::Rw(w) => (CursorState::new(&*w, db), mdb::Txn::db_flags(&*w, db)),
-            };
-            let st = st.map_err(|e| e.code())?;
-            let dupsort = fl.map_err(|e| e.code())?.bits() as u32 & db_flags::DUPSORT != 0;
+            let st = match t.view()? {
+                View::Ro(r) => CursorState::new(r, db),
+                View::Rw(w) => CursorState::new(&*w, db),
+            }
+            .map_err(|e| e.code())?;
             let c = MDB_cursor {
                 live: true,
                 write,
                 txn,
                 env: t.env,
                 dbi,
-                dupsort,
                 st: Some(st),
             };
             let p = if write {
@@ -263,10 +259,8 @@ pub unsafe extern "C" fn mdb_cursor_get(
                     CursorOp::LastDup
                 }
                 NEXT => CursorOp::Next,
-                // On a plain database LMDB moves as NEXT/PREV.
-                NEXT_DUP if !cur.dupsort => CursorOp::Next,
+                // On a plain database the engine moves as NEXT/PREV, like LMDB.
                 NEXT_DUP => CursorOp::NextDup,
-                PREV_DUP if !cur.dupsort => CursorOp::Prev,
                 NEXT_MULTIPLE => {
                     need_data()?;
                     CursorOp::NextMultiple
@@ -389,11 +383,6 @@ pub unsafe extern "C" fn mdb_cursor_put(
                 }
                 // SAFETY: the caller's data.
                 let (k, v) = stash(&mut scratch, k, unsafe { bytes(d) });
-                if flags & put_flags::APPENDDUP != 0 && dflags & db_flags::DUPSORT != 0 {
-                    // SAFETY: the env outlives its cursors' transactions.
-                    let env = unsafe { &*cur.env };
-                    crate::data::check_appenddup(env, cur.dbi, w, db, dflags, k, v)?;
-                }
                 let r = w.cursor_put(st, k, v, wf);
                 if r == Err(mdb::Error::KeyExist) && flags & put_flags::NOOVERWRITE != 0 {
                     if let Ok(Some((_, old))) = st.get(&*w, CursorOp::GetCurrent) {

@@ -22,68 +22,6 @@ pub(crate) fn db_flags(w: &mdb::RwTxn<'static>, db: mdb::Database) -> Result<u32
         .map_err(|e| e.code())
 }
 
-/// `MDB_APPENDDUP` on a DUPSORT database: `val` must sort after the last
-/// duplicate of `key` (c-api.md §11). The engine does not check it yet.
-pub(crate) fn check_appenddup(
-    env: &crate::env::MDB_env,
-    dbi: MDB_dbi,
-    w: &mdb::RwTxn<'static>,
-    db: mdb::Database,
-    dflags: u32,
-    key: &[u8],
-    val: &[u8],
-) -> Result<(), c_int> {
-    let mut st = mdb::CursorState::new(w, db).map_err(|e| e.code())?;
-    if st
-        .get(w, mdb::CursorOp::SetKey(key))
-        .map_err(|e| e.code())?
-        .is_none()
-    {
-        return Ok(());
-    }
-    let Some((_, last)) = st.get(w, mdb::CursorOp::LastDup).map_err(|e| e.code())? else {
-        return Ok(());
-    };
-    let user = env
-        .dbis
-        .read()
-        .unwrap_or_else(|x| x.into_inner())
-        .get(dbi)
-        .and_then(|e| e.dcmp);
-    let order = match user {
-        Some(f) => crate::cmp::c_comparator(f).compare(val, last),
-        None => mdb::cmp::dup_for_flags(dflags as u16).compare(val, last),
-    };
-    if order.is_le() {
-        return Err(MDB_KEYEXIST);
-    }
-    Ok(())
-}
-
-/// Whether `key` of the main database is a named database's record, which
-/// only `mdb_drop` may delete (c-api.md §9). The engine does not check it yet.
-fn is_named_record(env: &crate::env::MDB_env, w: &mdb::RwTxn<'static>, key: &[u8]) -> bool {
-    if env
-        .dbis
-        .read()
-        .unwrap_or_else(|x| x.into_inner())
-        .find(key)
-        .is_some()
-    {
-        return true;
-    }
-    match w.open_db(key) {
-        Ok(db) => {
-            // Only probed: give the engine's handle back.
-            if let Ok(en) = env.engine() {
-                en.close_db(db);
-            }
-            true
-        }
-        Err(_) => false,
-    }
-}
-
 /// Size checks of a put (§9): key 1..=511, DUPSORT data ≤ 511, data ≤ 4 GiB.
 pub(crate) fn check_sizes(key: &[u8], val_len: usize, flags: u32) -> Result<(), c_int> {
     if key.is_empty() || key.len() > MAX_KEY {
@@ -175,10 +113,6 @@ pub unsafe extern "C" fn mdb_put(
                 }
                 // SAFETY: the caller's data bytes.
                 let (k, v) = stash(&mut scratch, k, unsafe { bytes(d) });
-                if flags & put_flags::APPENDDUP != 0 && dflags & db_flags::DUPSORT != 0 {
-                    // SAFETY: the txn's env outlives it.
-                    check_appenddup(unsafe { &*env }, dbi, w, db, dflags, k, v)?;
-                }
                 let r = w.put(db, k, v, wf);
                 if r == Err(mdb::Error::KeyExist) && flags & put_flags::NOOVERWRITE != 0 {
                     if let Ok(Some(old)) = w.get(db, k) {
@@ -221,11 +155,6 @@ pub unsafe extern "C" fn mdb_del(
                     return Err(MDB_BAD_VALSIZE);
                 }
                 let dup = db_flags(w, db)? & db_flags::DUPSORT != 0;
-                // SAFETY: the txn's env outlives it.
-                if db == mdb::Database::MAIN && !dup && is_named_record(unsafe { &*env }, w, k) {
-                    t.broken = true;
-                    return Err(MDB_INCOMPATIBLE);
-                }
                 let r = if dup && !data.is_null() {
                     // SAFETY: checked non-NULL; the caller's data.
                     let (k, v) = stash(&mut scratch, k, unsafe { bytes(&*data) });
@@ -234,6 +163,11 @@ pub unsafe extern "C" fn mdb_del(
                     let (k, _) = stash(&mut scratch, k, &[]);
                     w.del(db, k)
                 };
+                if r == Err(mdb::Error::Incompatible) {
+                    // A named database's record, which only `mdb_drop` may
+                    // delete: the engine refuses, and LMDB fails the txn too.
+                    t.broken = true;
+                }
                 match t.note(r)? {
                     true => Ok(()),
                     false => Err(MDB_NOTFOUND),

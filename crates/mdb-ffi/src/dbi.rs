@@ -78,34 +78,6 @@ impl DbiTable {
         }
         self.slots.get_mut(dbi as usize).and_then(|s| s.take())
     }
-
-    /// After the engine was reopened: look every named handle up again and
-    /// reinstall comparators. Handles whose database vanished are closed.
-    pub(crate) fn rebind(&mut self, env: &mdb::Env) {
-        for i in 1..self.slots.len() {
-            let Some(e) = self.slots[i].clone() else {
-                continue;
-            };
-            let db = match &e.name {
-                None => Some(Database::MAIN),
-                Some(n) => env.read_txn().ok().and_then(|r| r.open_db(n).ok()),
-            };
-            match db {
-                Some(db) => {
-                    if let Some(f) = e.cmp {
-                        let _ = env.set_comparator(db, crate::cmp::c_comparator(f), false);
-                    }
-                    if let Some(f) = e.dcmp {
-                        let _ = env.set_comparator(db, crate::cmp::c_comparator(f), true);
-                    }
-                    if let Some(s) = self.slots[i].as_mut() {
-                        s.db = db;
-                    }
-                }
-                None => self.slots[i] = None,
-            }
-        }
-    }
 }
 
 impl MDB_env {

@@ -7,8 +7,8 @@ use mdb::{EnvFlags, EnvOptions};
 use std::ffi::{CStr, CString, OsStr};
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::path::Path;
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 const ENV_MAGIC: u32 = 0xBEEF_E4F1;
@@ -28,8 +28,6 @@ pub(crate) struct EnvState {
     pub(crate) cfg: Config,
     pub(crate) engine: Option<Arc<mdb::Env>>,
     pub(crate) path: Option<CString>,
-    /// Our own descriptor of the data file, for `mdb_env_get_fd`.
-    pub(crate) fd: c_int,
     /// `mdb_env_open` was called (successfully or not): no second open.
     pub(crate) tried: bool,
 }
@@ -75,8 +73,6 @@ pub struct MDB_env {
     pub(crate) dbis: RwLock<DbiTable>,
     pub(crate) txns: Mutex<Slab<crate::txn::MDB_txn>>,
     pub(crate) cursors: Mutex<Slab<crate::cursor::MDB_cursor>>,
-    /// Transactions holding the engine (write, or read and not reset).
-    pub(crate) live: AtomicUsize,
     userctx: AtomicPtr<c_void>,
     assert_fn: Mutex<Option<MDB_assert_func>>,
 }
@@ -138,13 +134,11 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
                 },
                 engine: None,
                 path: None,
-                fd: -1,
                 tried: false,
             }),
             dbis: RwLock::new(DbiTable::new()),
             txns: Mutex::new(Slab::new()),
             cursors: Mutex::new(Slab::new()),
-            live: AtomicUsize::new(0),
             userctx: AtomicPtr::new(std::ptr::null_mut()),
             assert_fn: Mutex::new(None),
         });
@@ -152,14 +146,6 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
         unsafe { *env = Box::into_raw(e) };
         0
     })
-}
-
-fn data_path(path: &Path, flags: u32) -> PathBuf {
-    if flags & env_flags::NOSUBDIR != 0 {
-        path.to_path_buf()
-    } else {
-        path.join("data.mdb")
-    }
 }
 
 fn open_engine(cfg: &Config, path: &Path) -> mdb::Result<mdb::Env> {
@@ -195,11 +181,16 @@ pub unsafe extern "C" fn mdb_env_open(
             st.cfg.flags |= flags;
             st.cfg.mode = mode;
             let engine = open_engine(&st.cfg, &p).map_err(|e| e.code())?;
-            let dp = CString::new(data_path(&p, st.cfg.flags).as_os_str().as_bytes())
-                .map_err(|_| EINVAL)?;
-            // SAFETY: dp is a valid C string. Like LMDB's, this descriptor is
-            // not close-on-exec.
-            st.fd = unsafe { libc::open(dp.as_ptr(), libc::O_RDONLY) };
+            // Like LMDB's, the data file descriptor (`mdb_env_get_fd`) is
+            // the only one not close-on-exec.
+            let fd = engine.data_fd();
+            // SAFETY: fcntl on the engine's open descriptor.
+            unsafe {
+                let fl = libc::fcntl(fd, libc::F_GETFD);
+                if fl >= 0 {
+                    libc::fcntl(fd, libc::F_SETFD, fl & !libc::FD_CLOEXEC);
+                }
+            }
             st.cfg.flags = engine.flags().bits();
             st.engine = Some(Arc::new(engine));
             st.path = Some(cpath);
@@ -228,11 +219,6 @@ pub unsafe extern "C" fn mdb_env_close(env: *mut MDB_env) {
         {
             let mut st = e.st.write().unwrap_or_else(|x| x.into_inner());
             st.engine = None;
-            if st.fd >= 0 {
-                // SAFETY: our own descriptor.
-                unsafe { libc::close(st.fd) };
-                st.fd = -1;
-            }
         }
         e.magic.store(0, Ordering::Relaxed);
         // SAFETY: all slab pointers came from Box::into_raw and are freed once, here.
@@ -453,17 +439,23 @@ pub unsafe extern "C" fn mdb_env_get_fd(env: *mut MDB_env, fd: *mut c_int) -> c_
             if fd.is_null() {
                 return Err(EINVAL);
             }
+            let st = e.st.read().unwrap_or_else(|x| x.into_inner());
             // SAFETY: checked non-NULL.
-            unsafe { *fd = e.st.read().unwrap_or_else(|x| x.into_inner()).fd };
+            unsafe { *fd = st.engine.as_ref().map_or(-1, |en| en.data_fd()) };
             Ok(())
         })())
     })
 }
 
-/// `mdb_env_set_mapsize`. After open it needs every transaction of this
-/// handle to be finished (a reset read transaction does not count): the
-/// environment is then reopened with the new size, handles and comparators
-/// kept. `0` adopts the size stored in the file (the `MDB_MAP_RESIZED` remedy).
+/// `mdb_env_set_mapsize`. Before open it records the size; after open the
+/// engine remaps at once (`0` adopts the size stored in the file, the
+/// `MDB_MAP_RESIZED` remedy; a size below the data in use is raised to it).
+///
+/// The remap needs the only reference to the engine, so it fails with
+/// `EINVAL` while any transaction of this handle holds it. LMDB refuses only
+/// while a write transaction is live; a live (not reset) read transaction
+/// gets `EINVAL` here too, where LMDB would remap under it and leave its
+/// pointers dangling.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_mapsize(env: *mut MDB_env, size: usize) -> c_int {
     guard(|| {
@@ -471,27 +463,16 @@ pub unsafe extern "C" fn mdb_env_set_mapsize(env: *mut MDB_env, size: usize) -> 
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? };
             let mut st = e.st.write().unwrap_or_else(|x| x.into_inner());
-            st.cfg.map_size = size;
-            let Some(old) = st.engine.take() else {
-                return Ok(());
-            };
-            if e.live.load(Ordering::Acquire) != 0 || Arc::strong_count(&old) != 1 {
-                st.engine = Some(old);
-                return Err(EINVAL);
+            match st.engine.as_mut() {
+                None => {
+                    st.cfg.map_size = size;
+                    Ok(())
+                }
+                Some(en) => Arc::get_mut(en)
+                    .ok_or(EINVAL)?
+                    .set_map_size(size)
+                    .map_err(|e| e.code()),
             }
-            let path = old.path().to_path_buf();
-            // Open flags as in effect, changeable ones included.
-            st.cfg.flags = old.flags().bits();
-            // Close first: one process must not hold two handles on the lock file.
-            drop(old);
-            let fresh = open_engine(&st.cfg, &path).map_err(|e| e.code())?;
-            let fresh = Arc::new(fresh);
-            e.dbis
-                .write()
-                .unwrap_or_else(|x| x.into_inner())
-                .rebind(&fresh);
-            st.engine = Some(fresh);
-            Ok(())
         })())
     })
 }

@@ -18,7 +18,6 @@ use crate::guard::{code, guard, guard_or};
 use crate::types::*;
 use mdb::{NestedTxn, RoTxn, RwTxn, Txn};
 use std::os::raw::{c_int, c_uint};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The engine's write transaction and its open savepoints.
@@ -42,6 +41,15 @@ impl WriteRoot {
             Some(n) => n,
             // SAFETY: rw is valid until Drop, and no savepoint borrows it now.
             None => unsafe { &mut *self.rw },
+        }
+    }
+
+    /// The innermost transaction level, shared.
+    fn top_ref(&self) -> &RwTxn<'static> {
+        match self.stack.last() {
+            Some(n) => n,
+            // SAFETY: rw is valid until Drop, and no savepoint borrows it now.
+            None => unsafe { &*self.rw },
         }
     }
 
@@ -146,10 +154,23 @@ pub(crate) unsafe fn txn_ref<'a>(txn: *mut MDB_txn) -> Result<&'a mut MDB_txn, c
 impl MDB_txn {
     /// `MDB_BAD_TXN` if it has a child or failed earlier.
     pub(crate) fn usable(&self) -> Result<(), c_int> {
-        if !self.child.is_null() || self.broken {
+        if !self.child.is_null() || self.is_broken() {
             return Err(MDB_BAD_TXN);
         }
         Ok(())
+    }
+
+    /// Fit only to abort: marked here, or by the engine (which also breaks
+    /// the parent of a child that failed to commit).
+    pub(crate) fn is_broken(&self) -> bool {
+        self.broken
+            || match &self.kind {
+                Kind::Write(root) => root.top_ref().is_broken(),
+                // SAFETY: a child's root belongs to its top-level ancestor,
+                // alive while the child is.
+                Kind::Child(root) => unsafe { (**root).top_ref() }.is_broken(),
+                Kind::Read(_) | Kind::Dead => false,
+            }
     }
 
     /// The engine transaction (`EINVAL` for a reset read transaction).
@@ -263,7 +284,6 @@ pub unsafe extern "C" fn mdb_txn_begin(
                 t.kind = Kind::Write(Box::new(WriteRoot::new(w)));
             }
             t.engine = Some(engine);
-            e.live.fetch_add(1, Ordering::AcqRel);
             // SAFETY: txn checked non-NULL.
             unsafe { *txn = alloc(e, t) };
             Ok(())
@@ -309,31 +329,33 @@ pub(crate) unsafe fn finish(txn: *mut MDB_txn, commit: bool) -> c_int {
         Kind::Child(root) => {
             // SAFETY: the root outlives its children.
             let root = unsafe { &mut *root };
-            let r = if ok_to_commit && !t.broken {
-                root.pop(true).map_err(|e| e.code())
-            } else {
+            if !ok_to_commit {
+                // Aborted, or its own child failed to commit: as LMDB, the
+                // parent is left usable.
                 let _ = root.pop(false);
-                if ok_to_commit {
-                    Err(MDB_BAD_TXN)
-                } else {
-                    Ok(())
-                }
-            };
-            match r {
-                Ok(()) => commit,
-                Err(c) => {
-                    rc = c;
-                    // SAFETY: a child's parent is alive.
-                    unsafe { (*parent).broken = true };
-                    false
+                false
+            } else if t.broken {
+                // Failed in this layer only (the engine does not know): do
+                // what the engine does for its own failures.
+                let _ = root.pop(false);
+                rc = MDB_BAD_TXN;
+                // SAFETY: a child's parent is alive.
+                unsafe { (*parent).broken = true };
+                false
+            } else {
+                // A child the engine saw fail is discarded and its parent
+                // broken by the engine itself (seen through `usable`).
+                match root.pop(true) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        rc = e.code();
+                        false
+                    }
                 }
             }
         }
     };
-    if t.engine.take().is_some() {
-        // SAFETY: the env outlives its transactions.
-        unsafe { &*t.env }.live.fetch_sub(1, Ordering::AcqRel);
-    }
+    t.engine = None;
     // SAFETY: the env outlives its transactions.
     let env = unsafe { &*t.env };
     let dbis = std::mem::take(&mut t.new_dbis);
@@ -424,7 +446,6 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
                 t.engine = None;
                 // SAFETY: the env outlives its transactions.
                 let env = unsafe { &*t.env };
-                env.live.fetch_sub(1, Ordering::AcqRel);
                 for d in std::mem::take(&mut t.new_dbis) {
                     env.close_dbi(d);
                 }
@@ -454,7 +475,6 @@ pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
                 std::mem::transmute::<RoTxn<'_>, RoTxn<'static>>(r)
             }));
             t.engine = Some(engine);
-            env.live.fetch_add(1, Ordering::AcqRel);
             Ok(())
         })())
     })

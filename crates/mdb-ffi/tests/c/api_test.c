@@ -278,6 +278,13 @@ static void test_env(void)
 	TRUE(path && strcmp(path, dir("env")) == 0);
 	OK(mdb_env_get_fd(env, &fd));
 	TRUE(fd >= 0);
+	{
+		/* the data file's own descriptor, the only one without FD_CLOEXEC */
+		struct stat a, b;
+		TRUE(fstat(fd, &a) == 0 && stat(file(dir("env"), "data.mdb"), &b) == 0 &&
+		     a.st_dev == b.st_dev && a.st_ino == b.st_ino);
+		TRUE((fcntl(fd, F_GETFD) & FD_CLOEXEC) == 0);
+	}
 	OK(mdb_env_info(env, &info));
 	TRUE(info.me_mapsize == 1048576);
 	TRUE(info.me_last_pgno == 1);
@@ -410,6 +417,23 @@ static void test_mapsize(void)
 	OK(mdb_env_set_mapsize(env, 0));
 	OK(mdb_env_info(env, &info));
 	TRUE(info.me_mapsize == 8 << 20);
+	/* a reset read txn does not stand in the way */
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+#ifdef MDB_FFI_OURS
+	/* LMDB would remap under the live reader and leave its pointers dangling */
+	CHECK(mdb_env_set_mapsize(env, 16 << 20), EINVAL);
+#endif
+	mdb_txn_reset(txn);
+	OK(mdb_env_set_mapsize(env, 16 << 20));
+	OK(mdb_txn_renew(txn));
+	{
+		MDB_val k = V("k001999"), d;
+		OK(mdb_get(txn, 1, &k, &d));
+		TRUE(d.mv_size == sizeof big && memcmp(d.mv_data, big, sizeof big) == 0);
+	}
+	mdb_txn_abort(txn);
+	OK(mdb_env_info(env, &info));
+	TRUE(info.me_mapsize == 16 << 20);
 	mdb_env_close(env);
 }
 
@@ -601,6 +625,8 @@ static void test_put_get_del(void)
 	CHECK(mdb_put(txn, dup, &k, &d, MDB_APPENDDUP), MDB_KEYEXIST);
 	d = V("d");
 	OK(mdb_put(txn, dup, &k, &d, MDB_APPENDDUP));
+	CHECK(mdb_put(txn, dup, &k, &d, MDB_APPENDDUP), MDB_KEYEXIST);
+	OK(mdb_put(txn, dup, &k, &d, 0));
 	d = V("k");
 	CHECK(mdb_put(txn, dup, &k, &d, MDB_APPEND), MDB_KEYEXIST);
 	d.mv_data = big;
@@ -821,6 +847,14 @@ static void test_dbi(void)
 		mdb_cursor_close(cur);
 		MDB_val p = V("1"), q = V("2");
 		TRUE(mdb_dcmp(txn, b, &p, &q) > 0);
+		/* APPENDDUP follows the custom order */
+		kk = V("k");
+		dd = V("4");
+		CHECK(mdb_put(txn, b, &kk, &dd, MDB_APPENDDUP), MDB_KEYEXIST);
+		dd = V("1");
+		CHECK(mdb_put(txn, b, &kk, &dd, MDB_APPENDDUP), MDB_KEYEXIST);
+		dd = V("0");
+		OK(mdb_put(txn, b, &kk, &dd, MDB_APPENDDUP));
 	}
 	OK(mdb_set_dupsort(txn, a, by_length)); /* accepted on non-DUPSORT */
 	OK(mdb_set_relfunc(txn, a, NULL));
@@ -961,6 +995,54 @@ static void test_nested(void)
 	k = V("g");
 	CHECK(mdb_get(r, 1, &k, &d), MDB_NOTFOUND);
 	mdb_txn_abort(r);
+
+	/* a failed child cannot commit, and then its parent can only abort */
+	MUST(mdb_txn_begin(env, NULL, 0, &p));
+	put(p, 1, "h", "8");
+	MUST(mdb_txn_begin(env, p, 0, &c));
+	k = V("childdb");
+	CHECK(mdb_del(c, 1, &k, NULL), MDB_INCOMPATIBLE);
+	CHECK(mdb_txn_commit(c), MDB_BAD_TXN);
+	k = V("h");
+	CHECK(mdb_get(p, 1, &k, &d), MDB_BAD_TXN);
+	CHECK(mdb_txn_commit(p), MDB_BAD_TXN);
+	/* the same when the child ran out of map */
+	MUST(mdb_txn_begin(env, NULL, 0, &p));
+	put(p, 1, "h", "8");
+	MUST(mdb_txn_begin(env, p, 0, &c));
+	{
+		char kbuf[16], big[3000];
+		int rc = 0;
+		memset(big, 'z', sizeof big);
+		for (int i = 0; i < 1000 && rc == 0; i++) {
+			snprintf(kbuf, sizeof kbuf, "z%04d", i);
+			k = V(kbuf);
+			d.mv_size = sizeof big;
+			d.mv_data = big;
+			rc = mdb_put(c, 1, &k, &d, 0);
+		}
+		CHECK(rc, MDB_MAP_FULL);
+	}
+	CHECK(mdb_txn_commit(c), MDB_BAD_TXN);
+	k = V("h");
+	CHECK(mdb_get(p, 1, &k, &d), MDB_BAD_TXN);
+	CHECK(mdb_txn_commit(p), MDB_BAD_TXN);
+	/* a failed grandchild: the child aborts, its parent goes on */
+	MUST(mdb_txn_begin(env, NULL, 0, &p));
+	put(p, 1, "h", "8");
+	MUST(mdb_txn_begin(env, p, 0, &c));
+	put(c, 1, "i", "9");
+	MUST(mdb_dbi_open(c, "grand", MDB_CREATE, &db));
+	MUST(mdb_txn_begin(env, c, 0, &g));
+	k = V("childdb");
+	CHECK(mdb_del(g, 1, &k, NULL), MDB_INCOMPATIBLE);
+	CHECK(mdb_txn_commit(c), MDB_BAD_TXN);
+	k = V("h");
+	OK(mdb_get(p, 1, &k, &d));
+	k = V("i");
+	CHECK(mdb_get(p, 1, &k, &d), MDB_NOTFOUND);
+	CHECK(mdb_get(p, db, &k, &d), EINVAL);
+	OK(mdb_txn_commit(p));
 	mdb_env_close(env);
 }
 
