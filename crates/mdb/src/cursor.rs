@@ -44,134 +44,93 @@ impl<'t, T: Txn> Cursor<'t, T> {
         })
     }
 
-    fn dupsort(&self) -> Result<()> {
-        if self.pos.dcmp.is_none() {
-            return Err(Error::Incompatible);
-        }
-        Ok(())
+    /// Perform any cursor operation (LMDB's `mdb_cursor_get`).
+    pub fn op(&mut self, op: CursorOp<'_>) -> Result<Option<Item<'t>>> {
+        apply(&mut self.pos, self.txn, &self.rec, self.rec.flags, op)
     }
 
     /// First item (the first value of the first key).
     pub fn first(&mut self) -> Result<Option<Item<'t>>> {
-        self.pos.first(self.txn, &self.rec)
+        self.op(CursorOp::First)
     }
     /// Last item (the last value of the last key).
     pub fn last(&mut self) -> Result<Option<Item<'t>>> {
-        self.pos.last(self.txn, &self.rec)
+        self.op(CursorOp::Last)
     }
     /// Next item, walking every value of DUPSORT keys (the first item if
     /// unpositioned); `None` at the end, where the position is kept.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Item<'t>>> {
-        self.pos.next(self.txn, &self.rec)
+        self.op(CursorOp::Next)
     }
     /// Previous item (the last one if unpositioned).
     pub fn prev(&mut self) -> Result<Option<Item<'t>>> {
-        self.pos.prev(self.txn, &self.rec)
+        self.op(CursorOp::Prev)
     }
     /// First value of the next key (`MDB_NEXT_NODUP`).
     pub fn next_nodup(&mut self) -> Result<Option<Item<'t>>> {
-        self.pos.next_nodup(self.txn, &self.rec)
+        self.op(CursorOp::NextNodup)
     }
     /// Last value of the previous key (`MDB_PREV_NODUP`).
     pub fn prev_nodup(&mut self) -> Result<Option<Item<'t>>> {
-        self.pos.prev_nodup(self.txn, &self.rec)
+        self.op(CursorOp::PrevNodup)
     }
     /// Next value of the current key (`MDB_NEXT_DUP`); `None` after its last.
     pub fn next_dup(&mut self) -> Result<Option<Item<'t>>> {
-        self.pos.next_dup(self.txn)
+        self.op(CursorOp::NextDup)
     }
     /// Previous value of the current key (`MDB_PREV_DUP`).
     pub fn prev_dup(&mut self) -> Result<Option<Item<'t>>> {
-        self.pos.prev_dup(self.txn)
+        self.op(CursorOp::PrevDup)
     }
     /// First value of the current key (`MDB_FIRST_DUP`).
     pub fn first_dup(&mut self) -> Result<Option<Item<'t>>> {
-        self.dupsort()?;
-        if self.pos.unset() {
-            return Err(Error::Os(libc::EINVAL));
-        }
-        self.pos.edge_dup(self.txn, false)
+        self.op(CursorOp::FirstDup)
     }
     /// Last value of the current key (`MDB_LAST_DUP`).
     pub fn last_dup(&mut self) -> Result<Option<Item<'t>>> {
-        self.dupsort()?;
-        if self.pos.unset() {
-            return Err(Error::Os(libc::EINVAL));
-        }
-        self.pos.edge_dup(self.txn, true)
+        self.op(CursorOp::LastDup)
     }
     /// The item at the cursor; `Err(EINVAL)` if never positioned.
     pub fn get_current(&mut self) -> Result<Option<Item<'t>>> {
-        if self.pos.unset() {
-            return Err(Error::Os(libc::EINVAL));
-        }
-        self.pos.just_deleted = false;
-        self.pos.current(self.txn)
+        self.op(CursorOp::GetCurrent)
     }
     /// Position at exactly `key`; returns its (first) value.
     pub fn set(&mut self, key: &[u8]) -> Result<Option<&'t [u8]>> {
-        Ok(self.set_key(key)?.map(|kv| kv.1))
+        Ok(self.op(CursorOp::Set(key))?.map(|kv| kv.1))
     }
     /// Position at exactly `key`; returns the stored key and its first value.
     pub fn set_key(&mut self, key: &[u8]) -> Result<Option<Item<'t>>> {
-        check_key(key)?;
-        if self.pos.seek(self.txn, &self.rec, key)? {
-            self.pos.current(self.txn)
-        } else {
-            Ok(None)
-        }
+        self.op(CursorOp::SetKey(key))
     }
     /// Position at the first key >= `key`.
     pub fn set_range(&mut self, key: &[u8]) -> Result<Option<Item<'t>>> {
-        check_key(key)?;
-        self.pos.seek(self.txn, &self.rec, key)?;
-        self.pos.current(self.txn)
+        self.op(CursorOp::SetRange(key))
     }
     /// Position at exactly `key` and value `val` (`MDB_GET_BOTH`, DUPSORT only).
     pub fn get_both(&mut self, key: &[u8], val: &[u8]) -> Result<Option<Item<'t>>> {
-        self.dupsort()?;
-        check_key(key)?;
-        self.pos.seek_both(self.txn, &self.rec, key, val, true)
+        self.op(CursorOp::GetBoth(key, val))
     }
     /// Position at `key` and its first value >= `val` (`MDB_GET_BOTH_RANGE`).
     pub fn get_both_range(&mut self, key: &[u8], val: &[u8]) -> Result<Option<Item<'t>>> {
-        self.dupsort()?;
-        check_key(key)?;
-        self.pos.seek_both(self.txn, &self.rec, key, val, false)
-    }
-    fn dupfixed(&self) -> Result<()> {
-        if self.rec.flags & crate::db::DUPFIXED == 0 || self.pos.dcmp.is_none() {
-            return Err(Error::Incompatible);
-        }
-        Ok(())
+        self.op(CursorOp::GetBothRange(key, val))
     }
     /// DUPFIXED: the values on the page holding the current value, packed
     /// (`MDB_GET_MULTIPLE`); the cursor moves to that page's last value.
     pub fn get_multiple(&mut self) -> Result<Option<&'t [u8]>> {
-        self.dupfixed()?;
-        if self.pos.unset() {
-            return Err(Error::Os(libc::EINVAL));
-        }
-        self.pos.multiple(self.txn)
+        Ok(self.op(CursorOp::GetMultiple)?.map(|kv| kv.1))
     }
     /// DUPFIXED: the next page of values of the current key (`MDB_NEXT_MULTIPLE`).
     pub fn next_multiple(&mut self) -> Result<Option<&'t [u8]>> {
-        self.dupfixed()?;
-        self.pos.next_multiple(self.txn, &self.rec)
+        Ok(self.op(CursorOp::NextMultiple)?.map(|kv| kv.1))
     }
     /// DUPFIXED: the previous page of values of the current key (`MDB_PREV_MULTIPLE`).
     pub fn prev_multiple(&mut self) -> Result<Option<&'t [u8]>> {
-        self.dupfixed()?;
-        self.pos.prev_multiple(self.txn, &self.rec)
+        Ok(self.op(CursorOp::PrevMultiple)?.map(|kv| kv.1))
     }
     /// Number of values of the current key (`mdb_cursor_count`).
     pub fn count(&self) -> Result<u64> {
-        self.dupsort()?;
-        if self.pos.unset() {
-            return Err(Error::Os(libc::EINVAL));
-        }
-        self.pos.count(self.txn)
+        count(&self.pos, self.txn)
     }
     /// Iterate over the keys in `range`, in order.
     ///
@@ -288,8 +247,7 @@ pub(crate) fn check_key(key: &[u8]) -> Result<()> {
 /// Items it returns borrow the cursor, so they end at the next change.
 pub struct RwCursor<'t, 'env> {
     txn: &'t mut RwTxn<'env>,
-    db: Database,
-    pos: Position,
+    st: CursorState,
 }
 
 impl<'env> RwTxn<'env> {
@@ -298,152 +256,72 @@ impl<'env> RwTxn<'env> {
         if db == Database::FREE {
             return Err(Error::Os(libc::EINVAL));
         }
-        let rec = self.rec(db)?;
-        let (k, d) = self.env.comparators(db, rec.flags);
-        Ok(RwCursor {
-            txn: self,
-            db,
-            pos: Position::new(k, d),
-        })
+        let st = CursorState::new(&*self, db)?;
+        Ok(RwCursor { txn: self, st })
     }
 }
 
 impl RwCursor<'_, '_> {
-    fn rec(&self) -> Result<DbRecord> {
-        self.txn.rec(self.db)
+    /// Perform any cursor operation (LMDB's `mdb_cursor_get`).
+    pub fn op(&mut self, op: CursorOp<'_>) -> Result<Option<Item<'_>>> {
+        self.st.get(&*self.txn, op)
     }
     /// First item.
     pub fn first(&mut self) -> Result<Option<Item<'_>>> {
-        let rec = self.rec()?;
-        self.pos.first(&*self.txn, &rec)
+        self.op(CursorOp::First)
     }
     /// Last item.
     pub fn last(&mut self) -> Result<Option<Item<'_>>> {
-        let rec = self.rec()?;
-        self.pos.last(&*self.txn, &rec)
+        self.op(CursorOp::Last)
     }
     /// Next item; after a delete, the item that followed the deleted one.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Item<'_>>> {
-        let rec = self.rec()?;
-        self.pos.next(&*self.txn, &rec)
+        self.op(CursorOp::Next)
     }
     /// Previous item.
     pub fn prev(&mut self) -> Result<Option<Item<'_>>> {
-        let rec = self.rec()?;
-        self.pos.prev(&*self.txn, &rec)
+        self.op(CursorOp::Prev)
     }
     /// Next value of the current key.
     pub fn next_dup(&mut self) -> Result<Option<Item<'_>>> {
-        self.pos.next_dup(&*self.txn)
+        self.op(CursorOp::NextDup)
     }
     /// First value of the next key.
     pub fn next_nodup(&mut self) -> Result<Option<Item<'_>>> {
-        let rec = self.rec()?;
-        self.pos.next_nodup(&*self.txn, &rec)
+        self.op(CursorOp::NextNodup)
     }
     /// The item at the cursor.
     pub fn get_current(&mut self) -> Result<Option<Item<'_>>> {
-        if self.pos.unset() {
-            return Err(Error::Os(libc::EINVAL));
-        }
-        self.pos.just_deleted = false;
-        self.pos.current(&*self.txn)
+        self.op(CursorOp::GetCurrent)
     }
     /// Position at exactly `key`.
     pub fn set_key(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
-        check_key(key)?;
-        let rec = self.rec()?;
-        if self.pos.seek(&*self.txn, &rec, key)? {
-            self.pos.current(&*self.txn)
-        } else {
-            Ok(None)
-        }
+        self.op(CursorOp::SetKey(key))
     }
     /// Position at the first key >= `key`.
     pub fn set_range(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
-        check_key(key)?;
-        let rec = self.rec()?;
-        self.pos.seek(&*self.txn, &rec, key)?;
-        self.pos.current(&*self.txn)
+        self.op(CursorOp::SetRange(key))
     }
     /// Position at exactly `key` and value `val` (DUPSORT).
     pub fn get_both(&mut self, key: &[u8], val: &[u8]) -> Result<Option<Item<'_>>> {
-        check_key(key)?;
-        let rec = self.rec()?;
-        self.pos.seek_both(&*self.txn, &rec, key, val, true)
+        self.op(CursorOp::GetBoth(key, val))
     }
     /// Number of values of the current key.
-    pub fn count(&self) -> Result<u64> {
-        if self.pos.dcmp.is_none() {
-            return Err(Error::Incompatible);
-        }
-        self.pos.count(&*self.txn)
+    pub fn count(&mut self) -> Result<u64> {
+        self.st.count(&*self.txn)
     }
-
     /// Store `key`/`val` and leave the cursor on it. With
     /// [`WriteFlags::CURRENT`] the current item is replaced; its key must
     /// equal `key` (`EINVAL` otherwise, where LMDB would corrupt the order).
     pub fn put(&mut self, key: &[u8], val: &[u8], flags: WriteFlags) -> Result<()> {
-        if flags.contains(WriteFlags::CURRENT) {
-            let (ck, cv) = match self.get_current()? {
-                Some((k, v)) => (k.to_vec(), v.to_vec()),
-                None => return Err(Error::NotFound),
-            };
-            if ck != key {
-                return Err(Error::Os(libc::EINVAL));
-            }
-            if self.pos.dcmp.is_some() && cv != val {
-                // Replace the current duplicate: remove it, add the new one.
-                self.txn.del_dup(self.db, key, &cv)?;
-            }
-        }
-        let flags = WriteFlags(flags.0 & !WriteFlags::CURRENT.0);
-        let r = self.txn.put(self.db, key, val, flags);
-        // Reposition on the item also after MDB_KEYEXIST, as LMDB does.
-        if r.is_ok() || r == Err(Error::KeyExist) {
-            let rec = self.rec()?;
-            if self.pos.dcmp.is_some() && r.is_ok() {
-                self.pos.seek_both(&*self.txn, &rec, key, val, true)?;
-            } else {
-                self.pos.seek(&*self.txn, &rec, key)?;
-            }
-        }
-        r
+        self.txn.cursor_put(&mut self.st, key, val, flags)
     }
-
     /// Delete the item at the cursor (with `all_dups`, every value of its
     /// key). The cursor then sits on the following item, which the next
     /// [`RwCursor::next`] returns.
     pub fn del(&mut self, all_dups: bool) -> Result<()> {
-        if self.pos.unset() {
-            return Err(Error::Os(libc::EINVAL));
-        }
-        let (key, val) = match self.pos.current(&*self.txn)? {
-            Some((k, v)) => (k.to_vec(), v.to_vec()),
-            None => return Err(Error::NotFound),
-        };
-        let dups = self.pos.dcmp.is_some();
-        if dups && !all_dups {
-            self.txn.del_dup(self.db, &key, &val)?;
-        } else {
-            self.txn.del(self.db, &key)?;
-        }
-        let rec = self.rec()?;
-        let still = dups
-            && !all_dups
-            && self
-                .pos
-                .seek_both(&*self.txn, &rec, &key, &val, false)?
-                .is_some();
-        if !still && self.pos.seek(&*self.txn, &rec, &key)? && dups && !all_dups {
-            // The key keeps smaller values: the successor is the next key.
-            self.pos.next_nodup(&*self.txn, &rec)?;
-        }
-        if !self.pos.unset() {
-            self.pos.just_deleted = true;
-        }
-        Ok(())
+        self.txn.cursor_del(&mut self.st, all_dups)
     }
 }
 
@@ -601,94 +479,8 @@ impl CursorState {
     pub fn get<'t, T: Txn>(&mut self, txn: &'t T, op: CursorOp<'_>) -> Result<Option<Item<'t>>> {
         let rec = txn.db(self.db)?;
         self.resync(txn, &rec)?;
-        let dups = self.pos.dcmp.is_some();
-        let fixed = dups && self.flags & crate::db::DUPFIXED != 0;
-        let need_pos = |p: &Position| {
-            if p.unset() {
-                Err(Error::Os(libc::EINVAL))
-            } else {
-                Ok(())
-            }
-        };
-        let need = |ok: bool| if ok { Ok(()) } else { Err(Error::Incompatible) };
-        let r = match op {
-            CursorOp::First => self.pos.first(txn, &rec)?,
-            CursorOp::Last => self.pos.last(txn, &rec)?,
-            CursorOp::Next => self.pos.next(txn, &rec)?,
-            CursorOp::Prev => self.pos.prev(txn, &rec)?,
-            CursorOp::NextNodup => self.pos.next_nodup(txn, &rec)?,
-            CursorOp::PrevNodup => self.pos.prev_nodup(txn, &rec)?,
-            // LMDB 0.9.24 moves like NEXT/PREV on a database without
-            // duplicates (c-api.md §13.2 says NOTFOUND; the library disagrees).
-            CursorOp::NextDup if !dups => self.pos.next(txn, &rec)?,
-            CursorOp::PrevDup if !dups => self.pos.prev(txn, &rec)?,
-            CursorOp::NextDup => {
-                if self.pos.unset() {
-                    self.pos.first(txn, &rec)?
-                } else {
-                    self.pos.next_dup(txn)?
-                }
-            }
-            CursorOp::PrevDup => {
-                if self.pos.unset() {
-                    self.pos.last(txn, &rec)?
-                } else {
-                    self.pos.prev_dup(txn)?
-                }
-            }
-            CursorOp::FirstDup | CursorOp::LastDup => {
-                need_pos(&self.pos)?;
-                need(dups)?;
-                self.pos.edge_dup(txn, op == CursorOp::LastDup)?
-            }
-            CursorOp::GetCurrent => {
-                need_pos(&self.pos)?;
-                self.pos.just_deleted = false;
-                self.pos.current(txn)?
-            }
-            CursorOp::Set(k) | CursorOp::SetKey(k) => {
-                check_key(k)?;
-                if self.pos.seek(txn, &rec, k)? {
-                    self.pos.current(txn)?
-                } else {
-                    None
-                }
-            }
-            CursorOp::SetRange(k) => {
-                check_key(k)?;
-                self.pos.seek(txn, &rec, k)?;
-                self.pos.current(txn)?
-            }
-            CursorOp::GetBoth(k, v) | CursorOp::GetBothRange(k, v) => {
-                need(dups)?;
-                check_key(k)?;
-                let exact = matches!(op, CursorOp::GetBoth(..));
-                self.pos.seek_both(txn, &rec, k, v, exact)?
-            }
-            CursorOp::GetMultiple => {
-                need(fixed)?;
-                need_pos(&self.pos)?;
-                let key = self.pos.current(txn)?.map(|kv| kv.0);
-                match (key, self.pos.multiple(txn)?) {
-                    (Some(k), Some(b)) => Some((k, b)),
-                    _ => None,
-                }
-            }
-            CursorOp::NextMultiple | CursorOp::PrevMultiple => {
-                need(fixed)?;
-                let b = if op == CursorOp::NextMultiple {
-                    self.pos.next_multiple(txn, &rec)?
-                } else {
-                    self.pos.prev_multiple(txn, &rec)?
-                };
-                match (b, self.pos.current(txn)?) {
-                    (Some(b), Some((k, _))) => Some((k, b)),
-                    _ => None,
-                }
-            }
-        };
-        let write = txn.generation() != 0;
-        if write {
+        let r = apply(&mut self.pos, txn, &rec, self.flags, op)?;
+        if txn.generation() != 0 {
             let cur = self.pos.current(txn)?;
             self.remember(cur, true);
         }
@@ -697,15 +489,9 @@ impl CursorState {
 
     /// Number of values of the current key (DUPSORT only).
     pub fn count<T: Txn>(&mut self, txn: &T) -> Result<u64> {
-        if self.pos.dcmp.is_none() {
-            return Err(Error::Incompatible);
-        }
         let rec = txn.db(self.db)?;
         self.resync(txn, &rec)?;
-        if self.pos.unset() {
-            return Err(Error::Os(libc::EINVAL));
-        }
-        self.pos.count(txn)
+        count(&self.pos, txn)
     }
 
     /// Whether the cursor has been positioned.
@@ -793,4 +579,112 @@ impl RwTxn<'_> {
         st.gen = self.generation();
         Ok(())
     }
+}
+
+/// One cursor operation on a position: the single place where LMDB's cursor
+/// op rules live (used by [`Cursor`], [`RwCursor`] and [`CursorState`]).
+fn apply<'t, T: Txn>(
+    pos: &mut Position,
+    txn: &'t T,
+    rec: &DbRecord,
+    flags: u16,
+    op: CursorOp<'_>,
+) -> Result<Option<Item<'t>>> {
+    let dups = pos.dcmp.is_some();
+    let fixed = dups && flags & crate::db::DUPFIXED != 0;
+    let need_pos = |p: &Position| {
+        if p.unset() {
+            Err(Error::Os(libc::EINVAL))
+        } else {
+            Ok(())
+        }
+    };
+    let need = |ok: bool| if ok { Ok(()) } else { Err(Error::Incompatible) };
+    Ok(match op {
+        CursorOp::First => pos.first(txn, rec)?,
+        CursorOp::Last => pos.last(txn, rec)?,
+        CursorOp::Next => pos.next(txn, rec)?,
+        CursorOp::Prev => pos.prev(txn, rec)?,
+        CursorOp::NextNodup => pos.next_nodup(txn, rec)?,
+        CursorOp::PrevNodup => pos.prev_nodup(txn, rec)?,
+        // LMDB 0.9.24 moves like NEXT/PREV on a database without
+        // duplicates (c-api.md §13.2 says NOTFOUND; the library disagrees).
+        CursorOp::NextDup if !dups => pos.next(txn, rec)?,
+        CursorOp::PrevDup if !dups => pos.prev(txn, rec)?,
+        CursorOp::NextDup => {
+            if pos.unset() {
+                pos.first(txn, rec)?
+            } else {
+                pos.next_dup(txn)?
+            }
+        }
+        CursorOp::PrevDup => {
+            if pos.unset() {
+                pos.last(txn, rec)?
+            } else {
+                pos.prev_dup(txn)?
+            }
+        }
+        CursorOp::FirstDup | CursorOp::LastDup => {
+            need_pos(pos)?;
+            need(dups)?;
+            pos.edge_dup(txn, op == CursorOp::LastDup)?
+        }
+        CursorOp::GetCurrent => {
+            need_pos(pos)?;
+            pos.just_deleted = false;
+            pos.current(txn)?
+        }
+        CursorOp::Set(k) | CursorOp::SetKey(k) => {
+            check_key(k)?;
+            if pos.seek(txn, rec, k)? {
+                pos.current(txn)?
+            } else {
+                None
+            }
+        }
+        CursorOp::SetRange(k) => {
+            check_key(k)?;
+            pos.seek(txn, rec, k)?;
+            pos.current(txn)?
+        }
+        CursorOp::GetBoth(k, v) | CursorOp::GetBothRange(k, v) => {
+            need(dups)?;
+            check_key(k)?;
+            let exact = matches!(op, CursorOp::GetBoth(..));
+            pos.seek_both(txn, rec, k, v, exact)?
+        }
+        CursorOp::GetMultiple => {
+            need(fixed)?;
+            need_pos(pos)?;
+            let key = pos.current(txn)?.map(|kv| kv.0);
+            match (key, pos.multiple(txn)?) {
+                (Some(k), Some(b)) => Some((k, b)),
+                _ => None,
+            }
+        }
+        CursorOp::NextMultiple | CursorOp::PrevMultiple => {
+            need(fixed)?;
+            let b = if op == CursorOp::NextMultiple {
+                pos.next_multiple(txn, rec)?
+            } else {
+                pos.prev_multiple(txn, rec)?
+            };
+            match (b, pos.current(txn)?) {
+                (Some(b), Some((k, _))) => Some((k, b)),
+                _ => None,
+            }
+        }
+    })
+}
+
+/// `mdb_cursor_count`: values of the current key.
+fn count<T: Txn>(pos: &Position, txn: &T) -> Result<u64> {
+    if pos.dcmp.is_none() {
+        return Err(Error::Incompatible);
+    }
+    if pos.unset() {
+        return Err(Error::Os(libc::EINVAL));
+    }
+    pos.count(txn)
 }
