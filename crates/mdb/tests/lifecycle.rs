@@ -265,8 +265,17 @@ fn fixed_map_address_is_recorded_and_enforced() {
         env.info().unwrap().map_addr
     };
     assert_ne!(addr, 0);
-    // Reopened, it maps at the recorded address again.
-    let env = opts().open(&a).unwrap();
+    // Reopened, it maps at the recorded address again. (Another test thread
+    // may briefly hold that address with a map of its own: retry.)
+    let env = (0..50)
+        .find_map(|_| match opts().open(&a) {
+            Err(Error::Os(libc::EBUSY)) => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                None
+            }
+            r => Some(r.unwrap()),
+        })
+        .expect("the recorded address stayed taken");
     assert_eq!(env.info().unwrap().map_addr, addr);
     let r = env.read_txn().unwrap();
     assert_eq!(r.get(Database::MAIN, b"k").unwrap(), Some(&b"v"[..]));
