@@ -571,16 +571,7 @@ impl Position {
         s: &'a S,
         rec: &DbRecord,
     ) -> Result<Option<Item<'a>>> {
-        if self.main.unset {
-            return self.first(s, rec);
-        }
-        self.just_deleted = false;
-        // move_next keeps the position when there is no next key.
-        if !self.main.move_next(s, rec)? {
-            return Ok(None);
-        }
-        self.load(s, false)?;
-        self.current(s)
+        self.step_key(s, rec, true)
     }
 
     pub(crate) fn prev_nodup<'a, S: Snapshot>(
@@ -588,14 +579,34 @@ impl Position {
         s: &'a S,
         rec: &DbRecord,
     ) -> Result<Option<Item<'a>>> {
+        self.step_key(s, rec, false)
+    }
+
+    /// Move to the next (or previous) key: its first (or last) value.
+    /// At the edge the position is kept (the tree cursor does not move).
+    fn step_key<'a, S: Snapshot>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+        fwd: bool,
+    ) -> Result<Option<Item<'a>>> {
         if self.main.unset {
-            return self.last(s, rec);
+            return if fwd {
+                self.first(s, rec)
+            } else {
+                self.last(s, rec)
+            };
         }
         self.just_deleted = false;
-        if !self.main.move_prev(s, rec)? {
+        let moved = if fwd {
+            self.main.move_next(s, rec)?
+        } else {
+            self.main.move_prev(s, rec)?
+        };
+        if !moved {
             return Ok(None);
         }
-        self.load(s, true)?;
+        self.load(s, !fwd)?;
         self.current(s)
     }
 
