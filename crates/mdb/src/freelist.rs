@@ -182,29 +182,77 @@ impl RwTxn<'_> {
         Ok(())
     }
 
+    /// Consume free records (while any is old enough) until `need` pages
+    /// are at hand for the free database's own updates. Called between
+    /// updates of the free database, never during one: consuming reads it.
+    fn top_up(&mut self, need: usize) -> Result<()> {
+        while self.free.reclaimed.len() + self.free.loose.len() < need {
+            if !self.consume_record()? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Pages one update of the free database may allocate: a copy of each
+    /// page of its path and a split at every level.
+    fn save_need(&self) -> Result<usize> {
+        Ok(2 * (self.rec(Database::FREE)?.depth as usize + 1))
+    }
+
     /// Write the free list into the free database (commit step). Writing it
     /// allocates and frees pages itself, so space is reserved until the
     /// sizes stop changing and only then filled in place.
+    ///
+    /// Pages for those updates come from free records too (consumed before
+    /// each update, since consuming reads the tree being updated): taking
+    /// them from the end of the file instead would grow it by a few pages
+    /// at every commit, and small transactions would never catch up.
     pub(crate) fn save_freelist(&mut self) -> Result<()> {
         self.free.saving = true;
-        let consumed = self.free.consumed;
-        // Records consumed by this transaction go away first.
-        if consumed > 0 {
-            loop {
+        let txnid = self.txnid;
+        // Key of the record reserved for unused reclaimed pages, once reserved.
+        let mut left_key: Option<u64> = None;
+        for _ in 0..10_000 {
+            let need = self.save_need()?;
+            self.top_up(need)?;
+            let consumed = self.free.consumed;
+            // Records consumed by this transaction go away (all but our own
+            // leftover record, filed under the newest consumed key).
+            if consumed > 0 {
                 let rec = self.rec(Database::FREE)?;
                 let mut pos = CursorPos::new();
-                let key = match pos.first(&*self, &rec)? {
-                    Some((k, _)) if k.len() == 8 && rd64(k, 0) <= consumed => rd64(k, 0),
-                    _ => break,
-                };
-                let mut t = self.tree(Database::FREE)?;
-                let r = self.tree_del(&mut t, &key.to_le_bytes());
-                self.set_rec(Database::FREE, t.rec);
-                r?;
+                let mut stale = None;
+                let mut item = pos.first(&*self, &rec)?;
+                while let Some((k, _)) = item {
+                    if k.len() != 8 {
+                        return Err(Error::Corrupted);
+                    }
+                    let key = rd64(k, 0);
+                    if key > consumed {
+                        break;
+                    }
+                    if left_key != Some(key) {
+                        stale = Some(key);
+                        break;
+                    }
+                    item = if pos.move_next(&*self, &rec)? {
+                        pos.current(&*self)?
+                    } else {
+                        None
+                    };
+                }
+                if let Some(key) = stale {
+                    let mut t = self.tree(Database::FREE)?;
+                    let r = self.tree_del(&mut t, &key.to_le_bytes());
+                    self.set_rec(Database::FREE, t.rec);
+                    r?;
+                    if left_key == Some(key) {
+                        left_key = None;
+                    }
+                    continue;
+                }
             }
-        }
-        let txnid = self.txnid;
-        for _ in 0..1000 {
             if consumed == 0 && !self.free.loose.is_empty() {
                 // No consumed key to re-file under: loose pages join this txn's record.
                 let l = std::mem::take(&mut self.free.loose);
@@ -216,8 +264,11 @@ impl RwTxn<'_> {
                 continue;
             }
             let nl = self.free.reclaimed.len() + self.free.loose.len();
-            if nl > 0 && self.record_cap(consumed)?.is_none_or(|c| c < nl) {
+            if nl > 0
+                && (left_key != Some(consumed) || self.record_cap(consumed)?.is_none_or(|c| c < nl))
+            {
                 self.reserve_record(consumed, nl + nl / 8 + SLACK)?;
+                left_key = Some(consumed);
                 continue;
             }
             if consumed == 0 && !self.free.loose.is_empty() {
@@ -232,7 +283,8 @@ impl RwTxn<'_> {
             }
             let mut left = std::mem::take(&mut self.free.reclaimed);
             left.append(&mut self.free.loose);
-            if !left.is_empty() {
+            if !left.is_empty() || left_key == Some(consumed) {
+                // A record reserved and emptied since keeps a count of zero.
                 left.sort_unstable_by(|a, b| b.cmp(a));
                 self.fill_record(consumed, &left)?;
             }
