@@ -77,6 +77,9 @@ const SLACK: usize = 8;
 impl RwTxn<'_> {
     /// Allocate `n` consecutive pages.
     pub(crate) fn alloc(&mut self, n: usize) -> Result<u64> {
+        if !self.free.saving {
+            self.keep_commit_room(n)?;
+        }
         if n == 1 {
             if let Some(p) = self.free.loose.pop() {
                 return Ok(p);
@@ -90,12 +93,61 @@ impl RwTxn<'_> {
                 break;
             }
         }
-        if self.next_pgno + n as u64 > self.max_pgno {
+        // As LMDB: the map's last page is never used, so files we write
+        // always fit a map of the same size in LMDB.
+        if self.next_pgno + n as u64 >= self.max_pgno {
             return Err(Error::MapFull);
         }
         let p = self.next_pgno;
         self.next_pgno += n as u64;
         Ok(p)
+    }
+
+    /// Refuse (MAP_FULL) an allocation that would leave too few pages for
+    /// this transaction's commit to save the free list: the put fails, and
+    /// the transaction can still commit what it holds. Free records are
+    /// consumed first when the pages at hand and at the end of the map do
+    /// not cover both.
+    fn keep_commit_room(&mut self, n: usize) -> Result<()> {
+        // Pages left before the map's last page (never used, as in LMDB).
+        let eof = self.max_pgno.saturating_sub(self.next_pgno + 1) as usize;
+        loop {
+            let have = eof + self.free.reclaimed.len() + self.free.loose.len();
+            if have >= n + self.commit_need()? {
+                return Ok(());
+            }
+            if !self.consume_record()? {
+                return Err(Error::MapFull);
+            }
+        }
+    }
+
+    /// Pages the commit may need to save the free list: a copy of the free
+    /// database's path (none once its root is ours), one split, and the
+    /// records themselves when they no longer fit in a node. A deeper
+    /// cascade of splits fails the commit with MAP_FULL, as in LMDB.
+    fn commit_need(&self) -> Result<usize> {
+        let f = &self.free;
+        if f.freed.is_empty() && f.loose.is_empty() && f.consumed == 0 {
+            return Ok(0);
+        }
+        let rec = self.rec(Database::FREE)?;
+        let copies = if self.dirty.contains_key(&rec.root) {
+            0
+        } else {
+            rec.depth as usize
+        };
+        let ps = self.env.psize;
+        let rec_pages = |ids: usize| {
+            let len = 8 * (ids + ids / 8 + SLACK + 1);
+            if len + 16 > crate::page::node_max(ps) {
+                crate::page::ov_pages(ps, len)
+            } else {
+                0
+            }
+        };
+        let nf = f.freed.len() + f.loose.len();
+        Ok(copies + 1 + rec_pages(nf) + rec_pages(f.reclaimed.len() + f.loose.len()))
     }
 
     /// Free `n` pages starting at `pg`.
