@@ -466,8 +466,12 @@ impl CursorState {
             Some((k, v)) => {
                 self.key.clear();
                 self.key.extend_from_slice(k);
+                // Only duplicates are re-found by value (and are short): a
+                // plain value may span a gigabyte of overflow pages.
                 self.val.clear();
-                self.val.extend_from_slice(v);
+                if self.pos.dcmp.is_some() {
+                    self.val.extend_from_slice(v);
+                }
                 self.saved = true;
             }
             None => self.saved = false,
@@ -518,14 +522,16 @@ impl RwTxn<'_> {
             if st.pos.unset() {
                 return Err(Error::Os(libc::EINVAL));
             }
+            let dups = st.pos.dcmp.is_some();
+            // A plain value is not needed (and may be huge): copy dups only.
             let (ck, cv) = match st.pos.current(&*self)? {
-                Some((k, v)) => (k.to_vec(), v.to_vec()),
+                Some((k, v)) => (k.to_vec(), if dups { v.to_vec() } else { Vec::new() }),
                 None => return Err(Error::NotFound),
             };
             if ck != key {
                 return Err(Error::Os(libc::EINVAL));
             }
-            if st.pos.dcmp.is_some() && cv != val {
+            if dups && cv != val {
                 self.del_dup(db, key, &cv)?;
             }
         }
@@ -555,11 +561,11 @@ impl RwTxn<'_> {
         if st.pos.unset() {
             return Err(Error::Os(libc::EINVAL));
         }
+        let dups = st.pos.dcmp.is_some();
         let (key, val) = match st.pos.current(&*self)? {
-            Some((k, v)) => (k.to_vec(), v.to_vec()),
+            Some((k, v)) => (k.to_vec(), if dups { v.to_vec() } else { Vec::new() }),
             None => return Err(Error::NotFound),
         };
-        let dups = st.pos.dcmp.is_some();
         if dups && !all_dups {
             self.del_dup(db, &key, &val)?;
         } else {

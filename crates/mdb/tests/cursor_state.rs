@@ -1,7 +1,7 @@
 //! Detached cursors (the C ABI's cursors): several per write transaction,
 //! interleaved with puts and deletes, keep LMDB's positions.
 
-use mdb::{CursorOp, CursorState, Database, DbFlags, EnvOptions, WriteFlags};
+use mdb::{CursorOp, CursorState, Database, DbFlags, EnvOptions, Txn, WriteFlags};
 use std::collections::BTreeMap;
 
 #[test]
@@ -123,4 +123,58 @@ fn detached_cursor_walk_matches_model_under_churn() {
         seen.len(),
         (0..50u32).map(|k| (k % 7) * 40 + 1).sum::<u32>() as usize
     );
+}
+
+/// Minor page faults of this thread so far (other tests run in parallel).
+fn minor_faults() -> i64 {
+    // SAFETY: getrusage only writes the struct we pass.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_THREAD, &mut ru), 0);
+        ru.ru_minflt
+    }
+}
+
+/// Positioning a write transaction's cursor on a large value must not read
+/// the value (LMDB touches none of its pages): it used to be copied whole
+/// so the cursor could re-find its item, 16,384 page faults for 64 MiB.
+#[test]
+fn positioning_on_a_large_value_does_not_touch_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .map_size(256 << 20)
+        .open(dir.path())
+        .unwrap();
+    let big = vec![7u8; 64 << 20];
+    let mut w = env.write_txn().unwrap();
+    w.put(Database::MAIN, b"big", &big, WriteFlags::EMPTY)
+        .unwrap();
+    w.commit().unwrap();
+    drop(big);
+    let mut w = env.write_txn().unwrap();
+    let mut c = CursorState::new(&w, Database::MAIN).unwrap();
+    let before = minor_faults();
+    for op in [
+        CursorOp::First,
+        CursorOp::Set(b"big"),
+        CursorOp::SetKey(b"big"),
+    ] {
+        let (k, v) = c.get(&w, op).unwrap().unwrap();
+        assert_eq!((k, v.len()), (&b"big"[..], 64 << 20));
+    }
+    assert_eq!(
+        c.get(&w, CursorOp::GetCurrent).unwrap().unwrap().1.len(),
+        64 << 20
+    );
+    // A write elsewhere makes the cursor re-find its item by key.
+    w.put(Database::MAIN, b"a", b"x", WriteFlags::EMPTY)
+        .unwrap();
+    assert_eq!(c.get(&w, CursorOp::GetCurrent).unwrap().unwrap().0, b"big");
+    let faults = minor_faults() - before;
+    assert!(
+        faults < 1000,
+        "{faults} page faults positioning on a 64 MiB value"
+    );
+    w.cursor_del(&mut c, false).unwrap();
+    assert_eq!(w.get(Database::MAIN, b"big").unwrap(), None);
 }
