@@ -147,7 +147,7 @@ impl NewDups {
 
 impl RwTxn<'_> {
     fn check_dup_value(&self, t: &Tree, val: &[u8]) -> Result<()> {
-        if val.is_empty() || val.len() > crate::env::MAX_KEY_SIZE {
+        if val.len() > crate::env::MAX_KEY_SIZE {
             return Err(Error::BadValSize);
         }
         if t.rec.flags & INTEGERDUP != 0 && val.len() != 4 && val.len() != 8 {
@@ -172,6 +172,7 @@ impl RwTxn<'_> {
         let mut path = Path::new();
         let (i, exact) = descend(&*self, &t.rec, t.cmp, key, &mut path)?;
         if !exact {
+            // An empty value alone under its key is stored as LMDB stores it.
             let f = WriteFlags(flags.0 & (WriteFlags::NO_OVERWRITE.0 | WriteFlags::APPEND.0));
             return self.tree_put(t, key, NodeData::Inline(val), f);
         }
@@ -184,6 +185,12 @@ impl RwTxn<'_> {
         let leaf = path.pg[path.leaf()];
         let node = self.page(leaf)?.node(i)?;
         let dups = dups_of(&*self, node)?;
+        // An empty value beside other values: LMDB refuses one way round and
+        // silently drops the empty value the other way; refuse both.
+        let lone_empty = matches!(dups, Dups::Single(v) if v.is_empty());
+        if val.is_empty() != lone_empty {
+            return Err(Error::BadValSize);
+        }
         if t.rec.flags & DUPFIXED != 0 {
             let size = match &dups {
                 Dups::Single(v) => v.len(),

@@ -92,6 +92,11 @@ impl<'env> RwTxn<'env> {
     /// Store `val` under `key`. In a DUPSORT database, add `val` to the
     /// key's sorted values.
     ///
+    /// In a DUPSORT database an empty value may be a key's only value, as
+    /// in LMDB; an empty value beside other values is refused with
+    /// [`Error::BadValSize`] in both orders (LMDB refuses adding it to a key
+    /// with values, but silently drops it when a value is added to it).
+    ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
     /// use mdb::{Env, Database, Error, Txn, WriteFlags};
