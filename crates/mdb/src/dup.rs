@@ -122,7 +122,9 @@ enum NewDups {
 impl NewDups {
     /// Values after an insert: a sub-page with room to grow (about a quarter
     /// more, so later inserts go in place as in LMDB), or without the room
-    /// if that is what fits in a node, or else a sub-database.
+    /// if that is what fits in a node, or else a sub-database. Keys with a
+    /// few variable-size values (most keys of a typical index) get no room:
+    /// it would make their leaves up to twice as many.
     fn build(vals: &[&[u8]], fixed: bool, ksize: usize, psize: usize) -> NewDups {
         let fits = |sp: &Vec<u8>| NODE_HDR + ksize + sp.len() <= node_max(psize);
         let n = vals.len();
@@ -130,7 +132,11 @@ impl NewDups {
             (n / 4).max(2)
         } else {
             let used: usize = vals.iter().map(|v| 2 + footprint(v.len(), 0)).sum();
-            (used / 4).max(2 * (2 + footprint(vals[n - 1].len(), 0)))
+            if n <= 4 {
+                0
+            } else {
+                (used / 4).max(2 * (2 + footprint(vals[n - 1].len(), 0)))
+            }
         };
         let roomy = build_subpage(vals, fixed, slack);
         if fits(&roomy) {

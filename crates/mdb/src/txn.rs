@@ -410,6 +410,9 @@ pub struct RwTxn<'env> {
     pub(crate) broken: Cell<bool>,
     /// Count of modifications, for detached cursors (see `CursorState`).
     pub(crate) gen: Cell<u64>,
+    /// Leaf page and index of the last insert: the next one right after it
+    /// is taken as part of an ascending run when choosing a split point.
+    pub(crate) last_insert: (u64, usize),
     _local: Option<std::sync::MutexGuard<'env, ()>>,
     locked: bool,
     _not_send: PhantomData<*const ()>,
@@ -490,6 +493,7 @@ impl Env {
             spare: std::mem::take(&mut *self.page_pool.lock().unwrap()),
             broken: Cell::new(false),
             gen: Cell::new(1),
+            last_insert: (0, usize::MAX),
             _local: Some(local),
             locked,
             _not_send: PhantomData,

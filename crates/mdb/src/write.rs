@@ -322,10 +322,16 @@ impl<'env> RwTxn<'env> {
             let leaf = path.pg[path.leaf()];
             t.rec.entries += 1;
             if edit::insert_leaf2(self.dirty.get_mut(&leaf).unwrap(), i, key) {
+                self.last_insert = (leaf, i);
                 return Ok(());
             }
             let rightmost = append || self.is_append(&path, i, false)?;
-            return self.insert(t, &path, path.leaf(), i, key, rightmost);
+            let seq = self.ascending(leaf, i);
+            let hint = Hint {
+                rightmost,
+                ascending: seq,
+            };
+            return self.insert(t, &path, path.leaf(), i, key, hint);
         }
         if exact {
             let n = self.page(path.pg[path.leaf()])?.node(i)?;
@@ -381,11 +387,25 @@ impl<'env> RwTxn<'env> {
         // Common case: the node fits, no encoding or allocation needed.
         let buf = self.dirty.get_mut(&leaf).unwrap();
         if edit::insert_leaf(buf, i, key, data) {
+            self.last_insert = (leaf, i);
             return Ok(());
         }
         let rightmost = !exact && self.is_append(&path, i, false)?;
+        let seq = !exact && self.ascending(leaf, i);
         let raw = encode_leaf(key, data);
-        self.insert(t, &path, path.leaf(), i, &raw, rightmost || append)
+        let hint = Hint {
+            rightmost: rightmost || append,
+            ascending: seq,
+        };
+        self.insert(t, &path, path.leaf(), i, &raw, hint)
+    }
+
+    /// Whether an insert at index `i` of `leaf` continues an ascending run
+    /// (the previous insert went to `i - 1` of the same page); records it.
+    fn ascending(&mut self, leaf: u64, i: usize) -> bool {
+        let seq = self.last_insert == (leaf, i.wrapping_sub(1));
+        self.last_insert = (leaf, i);
+        seq
     }
 
     /// Replace leaf node `i` of the (dirty) path with a new node, splitting if needed.
@@ -404,7 +424,7 @@ impl<'env> RwTxn<'env> {
             return Ok(());
         }
         let raw = encode_leaf(key, data);
-        self.insert(t, path, path.leaf(), i, &raw, false)
+        self.insert(t, path, path.leaf(), i, &raw, Hint::NONE)
     }
 
     fn free_new_overflow(&mut self, t: &mut Tree, data: NodeData<'_>) -> Result<()> {
@@ -478,7 +498,7 @@ impl<'env> RwTxn<'env> {
         lvl: usize,
         i: usize,
         raw: &[u8],
-        append: bool,
+        hint: Hint,
     ) -> Result<()> {
         let pg = path.pg[lvl];
         let buf = self.dirty.get_mut(&pg).unwrap();
@@ -507,13 +527,7 @@ impl<'env> RwTxn<'env> {
             nodes.push(raw.to_vec());
         }
         let cap = self.env.psize - HDR;
-        let s = if append && i == nodes.len() - 1 && !branch {
-            nodes.len() - 1
-        } else if append && i == nodes.len() - 1 && nodes.len() > 3 {
-            nodes.len() - 2
-        } else {
-            split_point(&nodes, branch, leaf2, cap).ok_or(Error::PageFull)?
-        };
+        let s = split_at(&nodes, i, branch, leaf2, cap, hint).ok_or(Error::PageFull)?;
         let sep = if leaf2 {
             nodes[s].clone()
         } else {
@@ -554,7 +568,11 @@ impl<'env> RwTxn<'env> {
             return Ok(());
         }
         let node = encode_branch(&sep, right);
-        self.insert(t, path, lvl - 1, path.ix[lvl - 1] + 1, &node, append)
+        let up = Hint {
+            rightmost: hint.rightmost,
+            ascending: false,
+        };
+        self.insert(t, path, lvl - 1, path.ix[lvl - 1] + 1, &node, up)
     }
 
     /// Delete `key` (with every duplicate value in a DUPSORT database);
@@ -743,7 +761,7 @@ impl<'env> RwTxn<'env> {
             // Replace the separator; a longer key may split the parent.
             edit::remove(self.dirty.get_mut(&parent).unwrap(), ri);
             let node = encode_branch(&new_sep, rpg);
-            self.insert(t, path, lvl - 1, ri, &node, false)?;
+            self.insert(t, path, lvl - 1, ri, &node, Hint::NONE)?;
         }
         Ok(())
     }
@@ -893,6 +911,62 @@ fn rebuild_any(b: &mut [u8], flags: u16, leaf2: bool, entries: &[&[u8]]) -> bool
     } else {
         edit::rebuild(b, flags, entries)
     }
+}
+
+/// What the insert that splits a page tells about the load pattern.
+#[derive(Clone, Copy)]
+struct Hint {
+    /// The insert is past the last key of the whole tree.
+    rightmost: bool,
+    /// The insert follows the previous one on the same leaf.
+    ascending: bool,
+}
+
+impl Hint {
+    const NONE: Hint = Hint {
+        rightmost: false,
+        ascending: false,
+    };
+}
+
+/// Where to split a full page whose entries, with the new one at index `i`,
+/// are `nodes`: index of the first entry of the right page.
+///
+/// A new leaf entry at either end goes alone to its own page and the old
+/// page stays full, so ascending or descending loads pack pages full (as
+/// LMDB does at the end; we also do it at the start). In an ascending run
+/// through the middle of a page (`ascending`), the new entry ends the left page,
+/// so the run goes on at that page's end. Otherwise the split balances the
+/// two pages by bytes. At the end of the whole tree (`rightmost`), branch
+/// pages also keep all but their last entries.
+fn split_at(
+    nodes: &[Vec<u8>],
+    i: usize,
+    branch: bool,
+    leaf2: bool,
+    cap: usize,
+    hint: Hint,
+) -> Option<usize> {
+    let last = nodes.len() - 1;
+    // Pages of a few large nodes (sub-pages that grow in place) split evenly.
+    if !branch && nodes.len() >= 8 {
+        if i == last {
+            return Some(last);
+        }
+        if i == 0 {
+            return Some(1);
+        }
+        if hint.ascending {
+            let left: usize = nodes[..=i].iter().map(|r| entry_cost(r, leaf2)).sum();
+            if left <= cap {
+                return Some(i + 1);
+            }
+        }
+    }
+    if branch && hint.rightmost && i == last && nodes.len() > 3 {
+        return Some(last - 1);
+    }
+    split_point(nodes, branch, leaf2, cap)
 }
 
 fn split_point(nodes: &[Vec<u8>], branch: bool, leaf2: bool, cap: usize) -> Option<usize> {
