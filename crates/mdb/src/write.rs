@@ -577,6 +577,18 @@ impl<'env> RwTxn<'env> {
 
     /// Delete `key` (with every duplicate value in a DUPSORT database);
     /// returns whether it existed.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Env, Database, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// assert!(w.del(Database::MAIN, b"k")?);
+    /// assert!(!w.del(Database::MAIN, b"k")?);
+    /// assert_eq!(w.get(Database::MAIN, b"k")?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn del(&mut self, db: Database, key: &[u8]) -> Result<bool> {
         self.check_usable(db)?;
         check_key(key)?;
