@@ -13,6 +13,7 @@ use crate::page::{
 use crate::tree::{descend, Path};
 use crate::txn::sealed::Snapshot;
 use crate::txn::RwTxn;
+use std::cmp::Ordering;
 
 /// Flags of a put (LMDB's `MDB_*` write flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
@@ -311,8 +312,18 @@ impl<'env> RwTxn<'env> {
             return Ok(());
         }
         let mut path = Path::new();
-        let (i, exact) = descend(&*self, &t.rec, t.cmp, key, &mut path)?;
         let append = flags.contains(WriteFlags::APPEND);
+        let (i, exact) = if append && t.fixed == 0 {
+            match self.descend_last(t, key, &mut path)? {
+                Some(found) => found,
+                None => {
+                    self.free_new_overflow(t, data)?;
+                    return Err(Error::KeyExist);
+                }
+            }
+        } else {
+            descend(&*self, &t.rec, t.cmp, key, &mut path)?
+        };
         if t.fixed > 0 {
             // LEAF2 trees hold keys only (the values of a DUPFIXED key).
             if exact {
@@ -343,9 +354,6 @@ impl<'env> RwTxn<'env> {
                 self.free_new_overflow(t, data)?;
                 return Err(Error::Incompatible);
             }
-        } else if append && !self.is_append(&path, i, false)? {
-            self.free_new_overflow(t, data)?;
-            return Err(Error::KeyExist);
         }
         self.touch_path(t, &mut path)?;
         let leaf = path.pg[path.leaf()];
@@ -390,7 +398,7 @@ impl<'env> RwTxn<'env> {
             self.last_insert = (leaf, i);
             return Ok(());
         }
-        let rightmost = !exact && self.is_append(&path, i, false)?;
+        let rightmost = append || (!exact && self.is_append(&path, i, false)?);
         let seq = !exact && self.ascending(leaf, i);
         let raw = encode_leaf(key, data);
         let hint = Hint {
@@ -398,6 +406,45 @@ impl<'env> RwTxn<'env> {
             ascending: seq,
         };
         self.insert(t, &path, path.leaf(), i, &raw, hint)
+    }
+
+    /// APPEND: walk the rightmost path, with no search, to the end of the
+    /// last leaf. `None` when `key` sorts before the tree's last key; an
+    /// exact match is reported on that last key.
+    fn descend_last(&self, t: &Tree, key: &[u8], path: &mut Path) -> Result<Option<(usize, bool)>> {
+        path.len = 0;
+        let mut pgno = t.rec.root;
+        loop {
+            if path.len >= crate::tree::MAX_DEPTH {
+                return Err(Error::CursorFull);
+            }
+            let p = self.page(pgno)?;
+            let n = p.len();
+            path.pg[path.len] = pgno;
+            path.len += 1;
+            if p.is_leaf() {
+                if path.len != t.rec.depth as usize {
+                    return Err(Error::Corrupted);
+                }
+                path.ix[path.len - 1] = n;
+                if n == 0 {
+                    return Ok(Some((0, false)));
+                }
+                return Ok(match t.cmp.compare(key, p.key(n - 1)?) {
+                    Ordering::Greater => Some((n, false)),
+                    Ordering::Equal => {
+                        path.ix[path.len - 1] = n - 1;
+                        Some((n - 1, true))
+                    }
+                    Ordering::Less => None,
+                });
+            }
+            if n == 0 {
+                return Err(Error::Corrupted);
+            }
+            path.ix[path.len - 1] = n - 1;
+            pgno = p.node(n - 1)?.child();
+        }
     }
 
     /// Whether an insert at index `i` of `leaf` continues an ascending run
