@@ -2,7 +2,7 @@
 # Install what building and testing mdb needs on a fresh Debian machine.
 set -euo pipefail
 need=()
-for p in lmdb-utils liblmdb-dev python3-lmdb liblmdb-file-perl gcc make pkg-config; do
+for p in lmdb-utils liblmdb-dev python3-lmdb liblmdb-file-perl gcc make pkg-config valgrind; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -3,8 +3,10 @@
 //! alternating which engine goes first; the report is the median time per
 //! operation of each and the ratio mdb/LMDB (> 1 means we are slower).
 
+mod instr;
 mod lmdb;
 mod lmdb_sys;
+mod phases;
 mod workloads;
 
 use std::path::{Path, PathBuf};
@@ -40,7 +42,9 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...]
                leave glibc's malloc trimming adaptive (by default freed heap
                memory is kept, so results do not depend on engine order)
   --keep       keep the databases (paths printed on stderr), e.g. for mdb_stat
-  --markdown   print the results as a markdown table";
+  --markdown   print the results as a markdown table
+
+Instructions per operation under callgrind: mdb-bench instr --help";
 
 struct Args {
     n: usize,
@@ -142,7 +146,7 @@ impl Drop for TempDir {
     }
 }
 
-fn git_commit() -> String {
+pub(crate) fn git_commit() -> String {
     let run = |args: &[&str]| {
         Command::new("git")
             .args(args)
@@ -495,6 +499,26 @@ fn run(a: &Args) -> Res<()> {
 }
 
 fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    match argv.first().map(String::as_str) {
+        Some("instr") => std::process::exit(instr::main(&argv[1..])),
+        // The Rust API driver that `instr` runs under callgrind.
+        Some("__phases") => {
+            let r = match &argv[1..] {
+                [dir, n] => n
+                    .parse()
+                    .map_err(|e| format!("N: {e}").into())
+                    .and_then(|n| phases::run(Path::new(dir), n)),
+                _ => Err("usage: mdb-bench __phases DIR N".into()),
+            };
+            if let Err(e) = r {
+                eprintln!("mdb-bench __phases: {e}");
+                std::process::exit(1);
+            }
+            return;
+        }
+        _ => {}
+    }
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {

@@ -40,7 +40,7 @@ impl Engine {
 }
 
 /// SplitMix64: a fast, well-mixed hash of a 64-bit integer.
-fn mix(mut x: u64) -> u64 {
+pub fn mix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -87,7 +87,7 @@ impl Data {
 }
 
 /// A permutation of 0..n: Fisher-Yates driven by SplitMix64 from `seed`.
-fn shuffled(n: usize, seed: u64) -> Vec<u32> {
+pub fn shuffled(n: usize, seed: u64) -> Vec<u32> {
     let mut v: Vec<u32> = (0..n as u32).collect();
     let mut s = seed;
     for i in (1..n).rev() {

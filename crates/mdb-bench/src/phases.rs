@@ -1,0 +1,219 @@
+//! The phases of `mdb-bench instr` through our Rust API: the twin of
+//! `c/phases.c`, on the same data, with the same callgrind client requests
+//! (through `c/callgrind_shim.c`). Run as the hidden subcommand
+//! `mdb-bench __phases DIR N` under callgrind by [`crate::instr`].
+
+use crate::workloads::{key, mix, shuffled, Res, BATCH, IDS_PER_KEY, VAL_LEN};
+use mdb::{Database, DbFlags, EnvFlags, Txn as _, WriteFlags};
+use std::ffi::CString;
+use std::path::Path;
+
+mod shim {
+    use std::os::raw::{c_char, c_int};
+    extern "C" {
+        pub fn mdb_bench_cg_available() -> c_int;
+        pub fn mdb_bench_cg_zero();
+        pub fn mdb_bench_cg_dump(name: *const c_char);
+    }
+}
+
+/// Whether the shim was built with `<valgrind/callgrind.h>` (otherwise its
+/// client requests are no-ops and there is nothing to measure).
+pub fn callgrind_available() -> bool {
+    // SAFETY: a C function without arguments that returns a constant.
+    unsafe { shim::mdb_bench_cg_available() != 0 }
+}
+
+/// Run `f` as phase `name`: counters zeroed before, dumped after.
+fn phase<T>(name: &str, ops: usize, f: impl FnOnce() -> Res<T>) -> Res<T> {
+    let cname = CString::new(name)?;
+    // SAFETY: client requests only talk to valgrind (no-ops outside it).
+    unsafe { shim::mdb_bench_cg_zero() };
+    let r = f();
+    // SAFETY: as above; `cname` is a NUL-terminated string alive for the call.
+    unsafe { shim::mdb_bench_cg_dump(cname.as_ptr()) };
+    let r = r.map_err(|e| format!("{name}: {e}"))?;
+    println!("phase {name} {ops}");
+    Ok(r)
+}
+
+/// The inputs, made exactly as `c/phases.c` makes them.
+struct Data {
+    keys: Vec<[u8; 16]>,
+    sorted: Vec<[u8; 16]>,
+    get_order: Vec<u32>,
+    del_order: Vec<u32>,
+    /// DUPSORT pairs in put order: key and big-endian id.
+    pairs: Vec<([u8; 16], [u8; 8])>,
+}
+
+impl Data {
+    fn new(n: usize) -> Data {
+        let keys: Vec<[u8; 16]> = (0..n as u64).map(key).collect();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        let nkeys = n.div_ceil(IDS_PER_KEY);
+        let dkeys: Vec<[u8; 16]> = (0..nkeys as u64).map(|i| key(i ^ 0x1D1D_1D1D)).collect();
+        let pairs = shuffled(n, 0x0F1E_2D3C_4B5A_6978)
+            .into_iter()
+            .map(|p| {
+                let id = mix(p as u64 ^ 0x0123_4567_89AB_CDEF).to_be_bytes();
+                (dkeys[p as usize % nkeys], id)
+            })
+            .collect();
+        Data {
+            keys,
+            sorted,
+            get_order: shuffled(n, 0x1234_5678_9ABC_DEF0),
+            del_order: shuffled(n, 0x0DE1_E7E0_DE1E_7E00),
+            pairs,
+        }
+    }
+}
+
+/// Put `keys` in order, BATCH per transaction; the value of `keys[i]`
+/// carries `i` in its first 8 bytes.
+fn load(
+    env: &mdb::Env,
+    db: Database,
+    flags: WriteFlags,
+    keys: &[[u8; 16]],
+    val: &mut [u8; VAL_LEN],
+) -> Res<()> {
+    for (c, chunk) in keys.chunks(BATCH).enumerate() {
+        let mut w = env.write_txn()?;
+        for (j, k) in chunk.iter().enumerate() {
+            val[..8].copy_from_slice(&((c * BATCH + j) as u64).to_le_bytes());
+            w.put(db, k, val, flags)?;
+        }
+        w.commit()?;
+    }
+    Ok(())
+}
+
+/// `mdb-bench __phases DIR N`.
+pub fn run(dir: &Path, n: usize) -> Res<()> {
+    if !(100..=u32::MAX as usize).contains(&n) {
+        return Err("N must be between 100 and 2^32-1".into());
+    }
+    let d = Data::new(n);
+    let mut val = [0u8; VAL_LEN];
+    for (j, b) in val.iter_mut().enumerate() {
+        *b = mix(j as u64 + 1000) as u8;
+    }
+    let env = mdb::EnvOptions::new()
+        .map_size((n * 4096).max(1 << 30))
+        .max_dbs(4)
+        .flags(EnvFlags::NO_SYNC)
+        .open(dir)?;
+    let mut w = env.write_txn()?;
+    let rnd = w.create_db("random", DbFlags::EMPTY)?;
+    let app = w.create_db("append", DbFlags::EMPTY)?;
+    let dup = w.create_db("dupsort", DbFlags::DUP_SORT)?;
+    w.commit()?;
+
+    phase("put_random", n, || {
+        load(&env, rnd, WriteFlags::EMPTY, &d.keys, &mut val)
+    })?;
+    phase("put_append", n, || {
+        load(&env, app, WriteFlags::APPEND, &d.sorted, &mut val)
+    })?;
+
+    let found = phase("get", n, || {
+        let r = env.read_txn()?;
+        let mut found = 0;
+        for &x in &d.get_order {
+            let v = r.get(rnd, &d.keys[x as usize])?.ok_or("missing key")?;
+            found += (v.len() == VAL_LEN && v[..8] == (x as u64).to_le_bytes()) as usize;
+        }
+        Ok(found)
+    })?;
+    if found != n {
+        return Err("get: wrong values".into());
+    }
+
+    let (count, bytes) = phase("scan", n, || {
+        let r = env.read_txn()?;
+        let mut c = r.cursor(rnd)?;
+        let (mut count, mut bytes) = (0, 0);
+        while let Some((_, v)) = c.next()? {
+            count += 1;
+            bytes += v.len();
+        }
+        Ok((count, bytes))
+    })?;
+    if count != n || bytes != n * VAL_LEN {
+        return Err("scan: wrong items".into());
+    }
+
+    let bytes = phase("read_txn", n / 10, || {
+        let mut bytes = 0;
+        for &x in &d.get_order[..n / 10] {
+            let r = env.read_txn()?;
+            bytes += r.get(rnd, &d.keys[x as usize])?.ok_or("missing key")?.len();
+        }
+        Ok(bytes)
+    })?;
+    if bytes != n / 10 * VAL_LEN {
+        return Err("read_txn: wrong values".into());
+    }
+
+    phase("dupsort_put", n, || {
+        for chunk in d.pairs.chunks(BATCH) {
+            let mut w = env.write_txn()?;
+            for (k, id) in chunk {
+                w.put(dup, k, id, WriteFlags::EMPTY)?;
+            }
+            w.commit()?;
+        }
+        Ok(())
+    })?;
+
+    phase("delete", n, || {
+        for chunk in d.del_order.chunks(BATCH) {
+            let mut w = env.write_txn()?;
+            for &x in chunk {
+                if !w.del(rnd, &d.keys[x as usize])? {
+                    return Err("missing key".into());
+                }
+            }
+            w.commit()?;
+        }
+        Ok(())
+    })?;
+
+    // Per step: delete at the cursor, then `next` to what followed.
+    let count = phase("cursor_delete", n, || {
+        let mut count = 0;
+        loop {
+            let mut w = env.write_txn()?;
+            let mut c = w.write_cursor(app)?;
+            let mut more = c.first()?.is_some();
+            for _ in 0..BATCH {
+                if !more {
+                    break;
+                }
+                c.del(false)?;
+                count += 1;
+                more = c.next()?.is_some();
+            }
+            drop(c);
+            w.commit()?;
+            if !more {
+                return Ok(count);
+            }
+        }
+    })?;
+    if count != n {
+        return Err("cursor_delete: wrong count".into());
+    }
+
+    let r = env.read_txn()?;
+    if r.stat(rnd)?.entries != 0 || r.stat(app)?.entries != 0 {
+        return Err("the deletes left entries".into());
+    }
+    if r.stat(dup)?.entries != n as u64 {
+        return Err("dupsort_put: wrong entry count".into());
+    }
+    Ok(())
+}
