@@ -448,24 +448,28 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
         let Ok(t) = (unsafe { txn_ref(txn) }) else {
             return 0;
         };
-        if let Kind::Read(mut r) = std::mem::replace(&mut t.kind, Kind::Dead) {
-            let keep_slot = t
-                .engine
-                .as_ref()
-                .is_some_and(|e| e.flags().contains(mdb::EnvFlags::NO_TLS));
-            if keep_slot {
-                r.reset();
-                t.kind = Kind::Reset(Some(r));
-            } else {
-                drop(r);
-                t.kind = Kind::Reset(None);
-                t.engine = None;
+        match std::mem::replace(&mut t.kind, Kind::Dead) {
+            Kind::Read(mut r) => {
+                let keep_slot = t
+                    .engine
+                    .as_ref()
+                    .is_some_and(|e| e.flags().contains(mdb::EnvFlags::NO_TLS));
+                if keep_slot {
+                    r.reset();
+                    t.kind = Kind::Reset(Some(r));
+                } else {
+                    drop(r);
+                    t.kind = Kind::Reset(None);
+                    t.engine = None;
+                }
+                // SAFETY: the env outlives its transactions.
+                let env = unsafe { &*t.env };
+                for d in std::mem::take(&mut t.new_dbis) {
+                    env.close_dbi(d);
+                }
             }
-            // SAFETY: the env outlives its transactions.
-            let env = unsafe { &*t.env };
-            for d in std::mem::take(&mut t.new_dbis) {
-                env.close_dbi(d);
-            }
+            // A write or already reset transaction: nothing to do.
+            other => t.kind = other,
         }
         0
     });

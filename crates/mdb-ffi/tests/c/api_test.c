@@ -583,6 +583,7 @@ static void test_reader_slots(void)
 	CHECK(child_readers(path, 3), 3);
 	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &keep));
 	mdb_txn_reset(keep);
+	mdb_txn_reset(keep);
 	CHECK(child_readers(path, 3), 2);
 	OK(mdb_txn_renew(keep));
 	CHECK(child_readers(path, 3), 2);
