@@ -94,7 +94,9 @@ pub trait Txn: Snapshot + Sized {
     }
 
     /// Open an existing named database: `NotFound` if absent, `Incompatible` if
-    /// the name is a plain key of the main database.
+    /// the name is a plain key of the main database. A handle first opened
+    /// in a write transaction is usable by other transactions only once
+    /// that one commits (see [`Database`]).
     fn open_db(&self, name: impl AsRef<[u8]>) -> Result<Database> {
         let name = name.as_ref();
         check_name(self.env(), name)?;
@@ -144,8 +146,6 @@ pub(crate) fn lookup_named<S: Snapshot>(s: &S, name: &[u8]) -> Result<Option<DbR
 }
 
 thread_local! {
-    /// Environments in which this thread holds a TLS-bound read transaction.
-    static READ_ACTIVE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
     /// Environments in which this thread holds the write transaction.
     static WRITE_ACTIVE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
     /// The reader slots this thread owns (without NO_TLS), freed when it exits.
@@ -207,6 +207,8 @@ struct MySlot {
     env: usize,
     owner: Weak<ThreadSlots>,
     slot: usize,
+    /// A read transaction of this thread uses it (one at a time, as LMDB).
+    busy: bool,
 }
 
 struct MySlots(RefCell<Vec<MySlot>>);
@@ -214,7 +216,9 @@ struct MySlots(RefCell<Vec<MySlot>>);
 impl Drop for MySlots {
     fn drop(&mut self) {
         for s in self.0.get_mut().drain(..) {
-            if let Some(o) = s.owner.upgrade() {
+            // A transaction still alive (kept in another thread-local) keeps
+            // its slot until the `Env` closes.
+            if let (false, Some(o)) = (s.busy, s.owner.upgrade()) {
                 o.release(s.slot);
             }
         }
@@ -225,11 +229,11 @@ impl Drop for MySlots {
 pub struct RoTxn<'env> {
     env: &'env Env,
     slot: usize,
-    /// The slot is this transaction's (NO_TLS), not its thread's: freed at its end.
+    /// The slot is this transaction's (NO_TLS), freed at its end; otherwise
+    /// it is its thread's.
     own_slot: bool,
     meta: Meta,
     dbs: RefCell<Vec<Option<DbRecord>>>,
-    tls: bool,
     /// Bound to the thread, as LMDB's default reader slots are.
     _not_send: PhantomData<*const ()>,
 }
@@ -241,44 +245,34 @@ impl Env {
         if self.panicked.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Error::Panic);
         }
-        let tls = !self.flags().contains(EnvFlags::NO_TLS);
-        if tls && !tls_enter(&READ_ACTIVE, self.id) {
-            return Err(Error::BadRslot);
-        }
-        let begun =
-            self.reader_slot(tls)
-                .and_then(|(slot, own_slot)| match self.snapshot_into(slot) {
-                    Ok(meta) => Ok(RoTxn {
-                        env: self,
-                        slot,
-                        own_slot,
-                        meta,
-                        dbs: RefCell::new(Vec::new()),
-                        tls,
-                        _not_send: PhantomData,
-                    }),
-                    Err(e) => {
-                        if own_slot {
-                            self.lock.release_slot(slot);
-                        }
-                        Err(e)
-                    }
-                });
-        if begun.is_err() && tls {
-            tls_leave(&READ_ACTIVE, self.id);
-        }
-        begun
+        let (slot, own_slot) = self.reader_slot()?;
+        let mut txn = RoTxn {
+            env: self,
+            slot,
+            own_slot,
+            // A placeholder until the snapshot is read.
+            meta: Meta::new_env(self.psize as u32, 0, 0),
+            dbs: RefCell::new(Vec::new()),
+            _not_send: PhantomData,
+        };
+        // On error, dropping `txn` gives the slot back.
+        txn.meta = self.snapshot_into(slot)?;
+        Ok(txn)
     }
 
     /// The slot for a new read transaction, and whether it is the
     /// transaction's own (freed at its end) rather than this thread's.
-    fn reader_slot(&self, tls: bool) -> Result<(usize, bool)> {
-        if !tls {
+    fn reader_slot(&self) -> Result<(usize, bool)> {
+        if self.flags().contains(EnvFlags::NO_TLS) {
             return Ok((self.lock.acquire_slot()?, true));
         }
         let mine = MY_SLOTS.try_with(|m| {
             let mut m = m.0.borrow_mut();
-            if let Some(s) = m.iter().find(|s| s.env == self.id) {
+            if let Some(s) = m.iter_mut().find(|s| s.env == self.id) {
+                if s.busy {
+                    return Err(Error::BadRslot);
+                }
+                s.busy = true;
                 return Ok(s.slot);
             }
             m.retain(|s| s.owner.strong_count() > 0);
@@ -293,6 +287,7 @@ impl Env {
                 env: self.id,
                 owner: Arc::downgrade(owner),
                 slot,
+                busy: true,
             });
             Ok(slot)
         });
@@ -357,12 +352,20 @@ impl Drop for RoTxn<'_> {
     fn drop(&mut self) {
         if self.own_slot {
             self.env.lock.release_slot(self.slot);
-        } else {
-            self.env.lock.set_slot_txnid(self.slot, IDLE);
+            return;
         }
-        if self.tls {
-            tls_leave(&READ_ACTIVE, self.env.id);
-        }
+        self.env.lock.set_slot_txnid(self.slot, IDLE);
+        // Gone already if this thread is exiting; then the slot stays the
+        // `Env`'s until it closes.
+        let _ = MY_SLOTS.try_with(|m| {
+            let mut m = m.0.borrow_mut();
+            let mine = m
+                .iter_mut()
+                .find(|s| s.env == self.env.id && s.slot == self.slot);
+            if let Some(s) = mine {
+                s.busy = false;
+            }
+        });
     }
 }
 
@@ -619,6 +622,8 @@ impl<'env> RwTxn<'env> {
     }
 
     /// Open a named database, creating it with `flags` if it does not exist.
+    /// The handle is this transaction's until it commits, and is closed if
+    /// it aborts (see [`Database`]).
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();

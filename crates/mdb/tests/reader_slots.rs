@@ -6,7 +6,7 @@
 //! The other process is Debian's python3-lmdb (real LMDB), so what is
 //! checked is what LMDB itself sees in our lock file.
 
-use mdb::{Database, Env, EnvFlags, EnvOptions, Txn, WriteFlags};
+use mdb::{Database, Env, EnvFlags, EnvOptions, RoTxn, Txn, WriteFlags};
 use std::path::Path;
 use std::process::Command;
 
@@ -158,4 +158,40 @@ fn closing_an_env_frees_the_slots_of_its_threads() {
     t.join().unwrap();
     assert_eq!(keep.readers().len(), 1);
     assert_eq!(keep.readers()[0].txnid, Some(r.id()));
+}
+
+/// A read transaction kept in a thread-local can outlive the thread's slot
+/// table while the thread exits (thread-locals are destroyed one by one):
+/// its slot must stay published until the transaction itself ends.
+#[test]
+fn txn_in_a_thread_local_keeps_its_slot_through_thread_exit() {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static SEEN: AtomicU8 = AtomicU8::new(0);
+    struct Check(&'static Env, Option<RoTxn<'static>>);
+    impl Drop for Check {
+        fn drop(&mut self) {
+            let r = self.1.take().unwrap();
+            let published = self.0.readers().iter().any(|s| s.txnid == Some(r.id()));
+            SEEN.store(if published { 1 } else { 2 }, Ordering::SeqCst);
+        }
+    }
+    thread_local! {
+        static HOLD: std::cell::RefCell<Option<Check>> = const { std::cell::RefCell::new(None) };
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let env: &'static Env = Box::leak(Box::new(open(dir.path(), EnvFlags::EMPTY, 4)));
+    std::thread::spawn(move || {
+        // HOLD first: destroyed after the slot table (reverse order).
+        HOLD.with(|h| {
+            let r = env.read_txn().unwrap();
+            *h.borrow_mut() = Some(Check(env, Some(r)));
+        });
+    })
+    .join()
+    .unwrap();
+    assert_eq!(
+        SEEN.load(Ordering::SeqCst),
+        1,
+        "slot freed under a live txn"
+    );
 }
