@@ -108,8 +108,8 @@ impl Env {
     ///
     /// The copy reads one snapshot; writers may keep committing meanwhile. It
     /// needs a free reader slot, fails with [`Error::BadRslot`] in a thread
-    /// that already holds a read transaction of this environment, and must
-    /// not be called from a thread holding its write transaction (it takes the
+    /// that already holds a read transaction of this environment, and with
+    /// [`Error::BadTxn`] in one holding its write transaction (it takes the
     /// writer lock briefly, and would wait for itself).
     ///
     /// ```

@@ -331,6 +331,9 @@ pub(crate) struct LockFile {
     pid_locked: AtomicU32,
     /// Pid of this process while one of its threads owns the writer mutex (0 = none).
     writer_pid: AtomicU32,
+    /// That thread (`pthread_self`), so that it gets an error, not a deadlock, if it
+    /// asks again (through another `Env` of the same environment, or a copy).
+    writer_tid: AtomicU64,
 }
 
 // SAFETY: the raw pointer refers to a shared mapping owned by the LockFile; every field
@@ -398,6 +401,7 @@ impl LockFile {
             exclusive: AtomicBool::new(first),
             pid_locked: AtomicU32::new(0),
             writer_pid: AtomicU32::new(0),
+            writer_tid: AtomicU64::new(0),
         })
     }
 
@@ -417,6 +421,7 @@ impl LockFile {
             exclusive: AtomicBool::new(true),
             pid_locked: AtomicU32::new(0),
             writer_pid: AtomicU32::new(0),
+            writer_tid: AtomicU64::new(0),
         })
     }
 
@@ -466,10 +471,18 @@ impl LockFile {
     /// reset txnid from the newest meta).
     pub fn lock_writer(&self) -> Result<bool> {
         let me = getpid();
+        let tid = current_tid();
+        // Only the owner itself can see both of its own values here.
+        if self.writer_pid.load(Ordering::Relaxed) == me
+            && self.writer_tid.load(Ordering::Relaxed) == tid
+        {
+            return Err(Error::BadTxn);
+        }
         // SAFETY: the writer mutex was initialised as process-shared and robust by the first opener.
         let rc = unsafe { libc::pthread_mutex_lock(self.wmutex()) };
         match rc {
             0 => {
+                self.writer_tid.store(tid, Ordering::Relaxed);
                 self.writer_pid.store(me, Ordering::Relaxed);
                 Ok(false)
             }
@@ -486,6 +499,7 @@ impl LockFile {
                     unsafe { libc::pthread_mutex_unlock(self.wmutex()) };
                     return Err(if own { Error::Panic } else { Error::Os(rc2) });
                 }
+                self.writer_tid.store(tid, Ordering::Relaxed);
                 self.writer_pid.store(me, Ordering::Relaxed);
                 Ok(true)
             }
@@ -496,6 +510,7 @@ impl LockFile {
     /// Unlock the writer mutex (must be called by the thread that locked it).
     pub fn unlock_writer(&self) {
         self.writer_pid.store(0, Ordering::Relaxed);
+        self.writer_tid.store(0, Ordering::Relaxed);
         // SAFETY: the caller owns the writer mutex (pthread rejects anything else with EPERM).
         unsafe {
             libc::pthread_mutex_unlock(self.wmutex());

@@ -90,3 +90,22 @@ fn same_env_by_another_path_is_recognised() {
     assert_eq!(a.readers().len(), 1);
     assert_eq!(a.readers()[0].txnid, Some(r.id()));
 }
+
+#[test]
+fn second_writer_in_the_same_thread_is_refused_not_deadlocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (
+        Env::open(dir.path()).unwrap(),
+        Env::open(dir.path()).unwrap(),
+    );
+    let w = a.write_txn().unwrap();
+    assert_eq!(b.write_txn().err(), Some(mdb::Error::BadTxn));
+    let out = tempfile::tempdir().unwrap();
+    assert_eq!(a.copy_to_path(out.path(), false), Err(mdb::Error::BadTxn));
+    drop(w);
+    let mut w = b.write_txn().unwrap();
+    w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)
+        .unwrap();
+    w.commit().unwrap();
+    a.copy_to_path(out.path(), false).unwrap();
+}
