@@ -314,7 +314,9 @@ impl Env {
                 Some(Err(e)) => break Err(e),
             };
             if m.txnid != t {
-                continue;
+                // Not a race (`meta_at` checked `t` is still the newest): the
+                // file's meta does not match its slot.
+                break Err(Error::Corrupted);
             }
             if (m.last_pgno as usize + 1) * self.psize > self.map.len() {
                 break Err(Error::MapResized);
