@@ -81,8 +81,11 @@ fn sigbus_last_pgno_past_eof() {
             file[m + 136..m + 144].copy_from_slice(&(1u64 << 26).to_le_bytes());
         }
         let (path, _dir) = write_and_open(&file);
-        let env = EnvOptions::new()
-            .flags(EnvFlags::NO_SUB_DIR | EnvFlags::NO_LOCK | EnvFlags::READ_ONLY)
+        let mut o = EnvOptions::new();
+        // SAFETY: a private scratch file that no other process or Env opens.
+        unsafe { o.no_lock() };
+        let env = o
+            .flags(EnvFlags::NO_SUB_DIR | EnvFlags::READ_ONLY)
             .open(&path);
         let Ok(env) = env else { return }; // refusing to open is a fine fix
         let r = env.read_txn().unwrap();
@@ -117,8 +120,11 @@ fn panic_move_after_failed_seek() {
         let lower = u16::from_le_bytes([file[root * ps + 12], file[root * ps + 13]]);
         file[root * ps + 12..root * ps + 14].copy_from_slice(&(lower + 16).to_le_bytes());
         let (path, _dir) = write_and_open(&file);
-        let env = EnvOptions::new()
-            .flags(EnvFlags::NO_SUB_DIR | EnvFlags::NO_LOCK | EnvFlags::READ_ONLY)
+        let mut o = EnvOptions::new();
+        // SAFETY: a private scratch file that no other process or Env opens.
+        unsafe { o.no_lock() };
+        let env = o
+            .flags(EnvFlags::NO_SUB_DIR | EnvFlags::READ_ONLY)
             .open(&path)
             .unwrap();
         let r = env.read_txn().unwrap();
@@ -163,8 +169,11 @@ fn panic_lower_past_page_end() {
         file[root * ps + 10] |= 0x20;
         file[root * ps + 12..root * ps + 14].copy_from_slice(&0xa900u16.to_le_bytes());
         let (path, _dir) = write_and_open(&file);
-        let env = EnvOptions::new()
-            .flags(EnvFlags::NO_SUB_DIR | EnvFlags::NO_LOCK | EnvFlags::READ_ONLY)
+        let mut o = EnvOptions::new();
+        // SAFETY: a private scratch file that no other process or Env opens.
+        unsafe { o.no_lock() };
+        let env = o
+            .flags(EnvFlags::NO_SUB_DIR | EnvFlags::READ_ONLY)
             .open(&path)
             .unwrap();
         let r = env.read_txn().unwrap();
@@ -205,9 +214,12 @@ fn panic_subdb_node_with_bigdata_flag() {
             file[at + 4] = 0x07; // add F_BIGDATA
         }
         let (path, _dir) = write_and_open(&file);
-        let env = EnvOptions::new()
+        let mut o = EnvOptions::new();
+        // SAFETY: a private scratch file that no other process or Env opens.
+        unsafe { o.no_lock() };
+        let env = o
             .max_dbs(4)
-            .flags(EnvFlags::NO_SUB_DIR | EnvFlags::NO_LOCK | EnvFlags::READ_ONLY)
+            .flags(EnvFlags::NO_SUB_DIR | EnvFlags::READ_ONLY)
             .open(&path)
             .unwrap();
         let r = env.read_txn().unwrap();

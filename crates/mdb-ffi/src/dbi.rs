@@ -22,6 +22,9 @@ pub(crate) struct DbiEntry {
     pub(crate) name: Option<Vec<u8>>,
     pub(crate) cmp: Option<MDB_cmp_func>,
     pub(crate) dcmp: Option<MDB_cmp_func>,
+    /// Opened in the live write transaction, not committed yet: read
+    /// transactions do not see it (the engine refuses them with `EINVAL`).
+    pub(crate) pending: bool,
 }
 
 /// The environment's handles, by C number.
@@ -37,6 +40,7 @@ impl DbiTable {
                 name: None,
                 cmp: None,
                 dcmp: None,
+                pending: false,
             })
         };
         DbiTable {
@@ -48,11 +52,24 @@ impl DbiTable {
         self.slots.get(dbi as usize).and_then(|s| s.as_ref())
     }
 
-    pub(crate) fn find(&self, name: &[u8]) -> Option<MDB_dbi> {
+    /// The open handle named `name`; for a reader, not one still pending.
+    pub(crate) fn find(&self, name: &[u8], reader: bool) -> Option<MDB_dbi> {
         self.slots
             .iter()
-            .position(|s| s.as_ref().and_then(|e| e.name.as_deref()) == Some(name))
+            .position(|s| {
+                s.as_ref()
+                    .is_some_and(|e| e.name.as_deref() == Some(name) && !(reader && e.pending))
+            })
             .map(|i| i as MDB_dbi)
+    }
+
+    /// The write transaction that opened `dbis` committed.
+    pub(crate) fn publish(&mut self, dbis: &[MDB_dbi]) {
+        for &d in dbis {
+            if let Some(Some(e)) = self.slots.get_mut(d as usize) {
+                e.pending = false;
+            }
+        }
     }
 
     fn named(&self) -> usize {
@@ -129,6 +146,7 @@ pub unsafe extern "C" fn mdb_dbi_open(
             let env = unsafe { &*t.env };
             let pflags = flags & db_flags::PERSISTENT;
             let create = flags & db_flags::CREATE != 0;
+            let rdonly = t.rdonly;
             let mut view = t.view()?;
             if name.is_null() {
                 if let View::Rw(w) = &mut view {
@@ -146,7 +164,7 @@ pub unsafe extern "C" fn mdb_dbi_open(
             let name = unsafe { CStr::from_ptr(name) }.to_bytes();
             {
                 let tab = env.dbis.read().unwrap_or_else(|x| x.into_inner());
-                if let Some(h) = tab.find(name) {
+                if let Some(h) = tab.find(name, rdonly) {
                     // SAFETY: dbi checked non-NULL.
                     unsafe { *dbi = h };
                     return Ok(());
@@ -201,6 +219,7 @@ pub unsafe extern "C" fn mdb_dbi_open(
                     name: Some(name.to_vec()),
                     cmp: None,
                     dcmp: None,
+                    pending: !t.rdonly,
                 });
             t.new_dbis.push(h);
             // SAFETY: dbi checked non-NULL.

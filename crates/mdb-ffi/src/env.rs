@@ -149,11 +149,16 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
 }
 
 fn open_engine(cfg: &Config, path: &Path) -> mdb::Result<mdb::Env> {
-    EnvOptions::new()
-        .map_size(cfg.map_size)
+    let mut o = EnvOptions::new();
+    if cfg.flags & env_flags::NOLOCK != 0 {
+        // SAFETY: lmdb.h makes the caller of MDB_NOLOCK responsible for
+        // all concurrency control: it takes on `no_lock`'s contract.
+        unsafe { o.no_lock() };
+    }
+    o.map_size(cfg.map_size)
         .max_dbs(cfg.max_dbs)
         .max_readers(cfg.max_readers)
-        .flags(EnvFlags(cfg.flags))
+        .flags(EnvFlags(cfg.flags & !env_flags::NOLOCK))
         .mode(cfg.mode)
         .open(path)
 }

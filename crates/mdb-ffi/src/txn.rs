@@ -100,8 +100,12 @@ impl Drop for WriteRoot {
 pub(crate) enum Kind {
     /// Finished: the struct waits in the environment's pool.
     Dead,
-    /// Read-only; `None` after `mdb_txn_reset`.
-    Read(Option<RoTxn<'static>>),
+    /// Read-only.
+    Read(RoTxn<'static>),
+    /// Read-only after `mdb_txn_reset`. Under MDB_NOTLS the engine
+    /// transaction is kept, reset, for its reader slot (as LMDB keeps it for
+    /// `mdb_txn_renew`); otherwise the slot is the thread's and `None`.
+    Reset(Option<RoTxn<'static>>),
     /// The top-level write transaction.
     Write(Box<WriteRoot>),
     /// A child of a write transaction: a savepoint of the root's stack.
@@ -169,7 +173,7 @@ impl MDB_txn {
                 // SAFETY: a child's root belongs to its top-level ancestor,
                 // alive while the child is.
                 Kind::Child(root) => unsafe { (**root).top_ref() }.is_broken(),
-                Kind::Read(_) | Kind::Dead => false,
+                Kind::Read(_) | Kind::Reset(_) | Kind::Dead => false,
             }
     }
 
@@ -177,12 +181,12 @@ impl MDB_txn {
     pub(crate) fn view(&mut self) -> Result<View<'_>, c_int> {
         self.usable()?;
         match &mut self.kind {
-            Kind::Read(Some(r)) => Ok(View::Ro(r)),
+            Kind::Read(r) => Ok(View::Ro(r)),
             Kind::Write(root) => Ok(View::Rw(root.top())),
             // SAFETY: a child's root belongs to its top-level ancestor, alive
             // while the child is.
             Kind::Child(root) => Ok(View::Rw(unsafe { (**root).top() })),
-            Kind::Read(None) | Kind::Dead => Err(EINVAL),
+            Kind::Reset(_) | Kind::Dead => Err(EINVAL),
         }
     }
 
@@ -273,9 +277,7 @@ pub unsafe extern "C" fn mdb_txn_begin(
                 t.id = r.id();
                 // SAFETY: see the module comment: `engine` (the Arc) is stored
                 // in the same struct and dropped only after the transaction.
-                t.kind = Kind::Read(Some(unsafe {
-                    std::mem::transmute::<RoTxn<'_>, RoTxn<'static>>(r)
-                }));
+                t.kind = Kind::Read(unsafe { std::mem::transmute::<RoTxn<'_>, RoTxn<'static>>(r) });
             } else {
                 let w = engine.write_txn().map_err(|e| e.code())?;
                 t.id = w.id();
@@ -308,7 +310,7 @@ pub(crate) unsafe fn finish(txn: *mut MDB_txn, commit: bool) -> c_int {
     let ok_to_commit = commit && rc == 0;
     let committed = match std::mem::replace(&mut t.kind, Kind::Dead) {
         Kind::Dead => false,
-        Kind::Read(_) => commit,
+        Kind::Read(_) | Kind::Reset(_) => commit,
         Kind::Write(root) => {
             if ok_to_commit && !t.broken {
                 match root.commit() {
@@ -363,6 +365,11 @@ pub(crate) unsafe fn finish(txn: *mut MDB_txn, commit: bool) -> c_int {
         if !parent.is_null() {
             // SAFETY: a child's parent is alive.
             unsafe { (*parent).new_dbis.extend(dbis) };
+        } else {
+            env.dbis
+                .write()
+                .unwrap_or_else(|x| x.into_inner())
+                .publish(&dbis);
         }
     } else {
         for d in dbis {
@@ -441,15 +448,28 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
         let Ok(t) = (unsafe { txn_ref(txn) }) else {
             return 0;
         };
-        if let Kind::Read(r) = &mut t.kind {
-            if r.take().is_some() {
-                t.engine = None;
+        match std::mem::replace(&mut t.kind, Kind::Dead) {
+            Kind::Read(mut r) => {
+                let keep_slot = t
+                    .engine
+                    .as_ref()
+                    .is_some_and(|e| e.flags().contains(mdb::EnvFlags::NO_TLS));
+                if keep_slot {
+                    r.reset();
+                    t.kind = Kind::Reset(Some(r));
+                } else {
+                    drop(r);
+                    t.kind = Kind::Reset(None);
+                    t.engine = None;
+                }
                 // SAFETY: the env outlives its transactions.
                 let env = unsafe { &*t.env };
                 for d in std::mem::take(&mut t.new_dbis) {
                     env.close_dbi(d);
                 }
             }
+            // A write or already reset transaction: nothing to do.
+            other => t.kind = other,
         }
         0
     });
@@ -462,19 +482,33 @@ pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
-            if !matches!(t.kind, Kind::Read(None)) {
-                return Err(EINVAL);
+            match std::mem::replace(&mut t.kind, Kind::Dead) {
+                Kind::Reset(Some(mut r)) => {
+                    // The reset transaction still holds its slot (NOTLS).
+                    if let Err(e) = r.renew() {
+                        t.kind = Kind::Reset(Some(r));
+                        return Err(e.code());
+                    }
+                    t.id = r.id();
+                    t.kind = Kind::Read(r);
+                }
+                Kind::Reset(None) => {
+                    t.kind = Kind::Reset(None);
+                    // SAFETY: the env outlives its transactions.
+                    let env = unsafe { &*t.env };
+                    let engine = env.engine()?;
+                    let r = engine.read_txn().map_err(|e| e.code())?;
+                    t.id = r.id();
+                    // SAFETY: as in mdb_txn_begin: the Arc is kept beside it.
+                    t.kind =
+                        Kind::Read(unsafe { std::mem::transmute::<RoTxn<'_>, RoTxn<'static>>(r) });
+                    t.engine = Some(engine);
+                }
+                other => {
+                    t.kind = other;
+                    return Err(EINVAL);
+                }
             }
-            // SAFETY: the env outlives its transactions.
-            let env = unsafe { &*t.env };
-            let engine = env.engine()?;
-            let r = engine.read_txn().map_err(|e| e.code())?;
-            t.id = r.id();
-            // SAFETY: as in mdb_txn_begin: the Arc is kept beside it.
-            t.kind = Kind::Read(Some(unsafe {
-                std::mem::transmute::<RoTxn<'_>, RoTxn<'static>>(r)
-            }));
-            t.engine = Some(engine);
             Ok(())
         })())
     })

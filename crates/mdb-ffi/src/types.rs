@@ -90,6 +90,10 @@ pub mod env_flags {
     pub const RDONLY: u32 = 0x20000;
     /// `MDB_WRITEMAP`.
     pub const WRITEMAP: u32 = 0x80000;
+    /// `MDB_NOTLS`.
+    pub const NOTLS: u32 = 0x200000;
+    /// `MDB_NOLOCK`.
+    pub const NOLOCK: u32 = 0x400000;
     /// The 11 flags `mdb_env_open` accepts.
     pub const VALID: u32 = 0x01
         | 0x4000

@@ -18,6 +18,7 @@ impl RwTxn<'_> {
             return Err(Error::BadTxn);
         }
         let r = self.commit_inner();
+        self.committed = r.is_ok();
         self.finish();
         r
     }
@@ -97,9 +98,7 @@ impl RwTxn<'_> {
                 return Err(e);
             }
         }
-        if let Some(l) = &env.lock {
-            l.set_txnid(self.txnid);
-        }
+        env.lock.set_txnid(self.txnid);
         Ok(())
     }
 }

@@ -108,8 +108,8 @@ impl Env {
     ///
     /// The copy reads one snapshot; writers may keep committing meanwhile. It
     /// needs a free reader slot, fails with [`Error::BadRslot`] in a thread
-    /// that already holds a read transaction of this environment, and must
-    /// not be called from a thread holding its write transaction (it takes the
+    /// that already holds a read transaction of this environment, and with
+    /// [`Error::BadTxn`] in one holding its write transaction (it takes the
     /// writer lock briefly, and would wait for itself).
     ///
     /// ```
@@ -201,30 +201,29 @@ impl Env {
         let ps = self.psize;
         let mut txn = self.read_txn()?;
         let mut metas = vec![0u8; 2 * ps];
-        match &self.lock {
-            Some(l) => {
-                // As LMDB: the reader slot is taken first, then the snapshot
-                // is renewed under the writer lock, so that no commit can be
-                // half-way while the meta pages are read.
-                txn.reset();
-                let recovered = l.lock_writer()?;
-                struct Unlock<'a>(&'a crate::lock::LockFile);
-                impl Drop for Unlock<'_> {
-                    fn drop(&mut self) {
-                        self.0.unlock_writer();
-                    }
+        {
+            // As LMDB: the reader slot is taken first, then the snapshot is
+            // renewed under the writer lock, so that no commit can be
+            // half-way while the meta pages are read (under NO_LOCK, no
+            // commit of this process).
+            let l = &self.lock;
+            txn.reset();
+            let recovered = l.lock_writer()?;
+            struct Unlock<'a>(&'a crate::lock::LockFile);
+            impl Drop for Unlock<'_> {
+                fn drop(&mut self) {
+                    self.0.unlock_writer();
                 }
-                let _unlock = Unlock(l);
-                if recovered {
-                    // The previous writer died: its uncommitted pages are unreferenced.
-                    if let (Ok(m0), Ok(m1)) = (self.meta_page(0), self.meta_page(1)) {
-                        l.set_txnid(m0.txnid.max(m1.txnid));
-                    }
-                }
-                txn.renew()?;
-                metas.copy_from_slice(self.map.slice(0, 2 * ps)?);
             }
-            None => metas.copy_from_slice(self.map.slice(0, 2 * ps)?),
+            let _unlock = Unlock(l);
+            if recovered {
+                // The previous writer died: its uncommitted pages are unreferenced.
+                if let (Ok(m0), Ok(m1)) = (self.meta_page(0), self.meta_page(1)) {
+                    l.set_txnid(m0.txnid.max(m1.txnid));
+                }
+            }
+            txn.renew()?;
+            metas.copy_from_slice(self.map.slice(0, 2 * ps)?);
         }
         let t = crate::Txn::id(&txn);
         let decode = |i: usize| Meta::decode(&metas[i * ps..i * ps + META_LEN]);

@@ -62,7 +62,10 @@ impl std::ops::BitOr for DbFlags {
 }
 
 /// A handle to a database of an environment: small, `Copy`, valid for the
-/// environment's life. [`Database::MAIN`] is the unnamed main database.
+/// environment's life, except that one first opened in a write transaction
+/// belongs to that transaction until it commits (other transactions get
+/// `EINVAL` for it) and is closed if it aborts, as in LMDB.
+/// [`Database::MAIN`] is the unnamed main database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Database(pub(crate) u32);
 

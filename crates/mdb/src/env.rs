@@ -6,6 +6,7 @@ use crate::io::{DataFile, FaultInjector};
 use crate::lock::{LockFile, ReaderInfo};
 use crate::meta::{Meta, META_LEN};
 use crate::mmap::Map;
+use crate::txn::ThreadSlots;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -36,7 +37,9 @@ impl EnvFlags {
     pub const MAP_ASYNC: EnvFlags = EnvFlags(0x100000);
     /// `MDB_NOTLS`: reader slots belong to transactions, not threads.
     pub const NO_TLS: EnvFlags = EnvFlags(0x200000);
-    /// `MDB_NOLOCK`: no lock file; the caller serialises all access.
+    /// `MDB_NOLOCK`: no lock file. Only through the unsafe
+    /// [`EnvOptions::no_lock`]: [`EnvOptions::open`] refuses it in
+    /// [`EnvOptions::flags`] with `EINVAL`.
     pub const NO_LOCK: EnvFlags = EnvFlags(0x400000);
     /// `MDB_NORDAHEAD`: no read-ahead (accepted, no effect here).
     pub const NO_READAHEAD: EnvFlags = EnvFlags(0x800000);
@@ -96,6 +99,8 @@ pub struct EnvOptions {
     max_dbs: u32,
     max_readers: u32,
     flags: EnvFlags,
+    /// NO_LOCK was asked for through [`EnvOptions::no_lock`].
+    no_lock: bool,
     mode: u32,
     fault: Option<Arc<dyn FaultInjector>>,
 }
@@ -114,6 +119,7 @@ impl EnvOptions {
             max_dbs: 0,
             max_readers: 126,
             flags: EnvFlags::EMPTY,
+            no_lock: false,
             mode: 0o644,
             fault: None,
         }
@@ -133,9 +139,25 @@ impl EnvOptions {
         self.max_readers = n.max(1);
         self
     }
-    /// Open flags.
+    /// Open flags. NO_LOCK is not accepted here (see [`EnvOptions::no_lock`]).
     pub fn flags(&mut self, f: EnvFlags) -> &mut Self {
         self.flags = f;
+        self
+    }
+    /// Open without a lock file (`MDB_NOLOCK`). The readers and writers of
+    /// this process still coordinate through a table in memory (shared by
+    /// every NO_LOCK `Env` of this process on the same data file), so the
+    /// writer never reuses a page one of them can see; other processes
+    /// cannot see that table.
+    ///
+    /// # Safety
+    /// While the `Env` is open, no other process may use the environment,
+    /// nor any `Env` of this process opened without NO_LOCK. Such a writer
+    /// would not see this `Env`'s readers, and could overwrite the pages a
+    /// value borrowed from a read transaction lies in (and two writers
+    /// would corrupt the file).
+    pub unsafe fn no_lock(&mut self) -> &mut Self {
+        self.no_lock = true;
         self
     }
     /// File mode for created files (before the umask).
@@ -163,6 +185,10 @@ pub(crate) struct DbiInfo {
     pub(crate) cmp: Option<crate::cmp::CmpFn>,
     /// A user duplicate comparator (DUPSORT).
     pub(crate) dcmp: Option<crate::cmp::CmpFn>,
+    /// Opened by the write transaction at this nesting level (0: the
+    /// top-level one) and not committed yet: other transactions may not use
+    /// it (LMDB: `EINVAL`), and it is closed if that level aborts.
+    pub(crate) pending: Option<u32>,
 }
 
 /// An open environment. `Send + Sync`: share it between threads by reference or `Arc`.
@@ -172,20 +198,25 @@ pub struct Env {
     pub(crate) psize: usize,
     pub(crate) map: Map,
     pub(crate) file: DataFile,
-    pub(crate) lock: Option<LockFile>,
+    /// The lock file, shared with every `Env` of this process on the same
+    /// environment; under NO_LOCK a table in memory.
+    pub(crate) lock: Arc<LockFile>,
+    /// Reader slots the threads of this `Env` own (without NO_TLS).
+    pub(crate) thread_slots: Arc<ThreadSlots>,
+    /// As configured (what LMDB reports under NO_LOCK).
+    max_readers: u32,
     pub(crate) dbis: RwLock<Vec<DbiInfo>>,
     pub(crate) max_dbs: u32,
-    /// Reader slots this process owns and is not using.
-    pub(crate) idle_slots: Mutex<Vec<usize>>,
     /// Page buffers recycled between write transactions.
     pub(crate) page_pool: Mutex<Vec<Box<[u8]>>>,
-    /// In-process writer exclusion for NOLOCK (and a guard against re-entry).
-    pub(crate) local_writer: Mutex<()>,
     pub(crate) panicked: AtomicBool,
     /// Some database has a user comparator (see [`Env::set_compare`]).
     pub(crate) custom_cmp: AtomicBool,
     pub(crate) id: usize,
 }
+
+/// Reader slots of the in-memory table of NO_LOCK (LMDB has no limit there).
+const NO_LOCK_SLOTS: u32 = 4096;
 
 static NEXT_ENV_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
 
@@ -203,9 +234,13 @@ impl Env {
 
     fn open_with(o: &EnvOptions, path: &Path) -> Result<Env> {
         let mut flags = o.flags;
-        if flags.0 & !EnvFlags::VALID != 0 {
+        if flags.0 & !EnvFlags::VALID != 0 || (flags.contains(EnvFlags::NO_LOCK) && !o.no_lock) {
             return Err(Error::Os(libc::EINVAL));
         }
+        if o.no_lock {
+            flags = flags | EnvFlags::NO_LOCK;
+        }
+        let no_lock = flags.contains(EnvFlags::NO_LOCK);
         let rdonly = flags.contains(EnvFlags::READ_ONLY);
         if rdonly {
             flags.0 &= !EnvFlags::WRITE_MAP.0;
@@ -228,10 +263,12 @@ impl Env {
             (path.join("data.mdb"), path.join("lock.mdb"))
         };
 
-        let lock = if flags.contains(EnvFlags::NO_LOCK) {
+        // Held until the lock is ready for other `Env`s (`finish_open`).
+        let mut registry = crate::lock::registry();
+        let lock = if no_lock {
             None
         } else {
-            Some(LockFile::open(&lock_path, o.max_readers, o.mode)?)
+            Some(registry.lock_file(&lock_path, o.max_readers, o.mode)?)
         };
 
         let mut oo = OpenOptions::new();
@@ -249,6 +286,10 @@ impl Env {
                     .custom_flags(libc::O_DSYNC | libc::O_CLOEXEC)
                     .open(&data_path)?,
             )
+        };
+        let lock = match lock {
+            Some(l) => l,
+            None => registry.in_memory(&file, o.max_readers.max(NO_LOCK_SLOTS))?,
         };
         let df = DataFile::new(file, meta_sync, o.fault.clone());
 
@@ -318,23 +359,22 @@ impl Env {
             both.extend_from_slice(&meta.encode_page(1, psize));
             df.file_write_initial(&both)?;
         }
-        if let Some(l) = &lock {
-            if l.is_first() {
-                l.finish_open(meta.txnid)?;
-            }
-        }
+        lock.finish_open(meta.txnid)?;
+        drop(registry);
         let mut dbis = vec![
             DbiInfo {
                 name: None,
                 flags: meta.free.flags,
                 cmp: None,
                 dcmp: None,
+                pending: None,
             },
             DbiInfo {
                 name: None,
                 flags: meta.main.flags,
                 cmp: None,
                 dcmp: None,
+                pending: None,
             },
         ];
         dbis.reserve(o.max_dbs as usize);
@@ -344,12 +384,12 @@ impl Env {
             psize,
             map,
             file: df,
+            thread_slots: Arc::new(ThreadSlots::new(lock.clone())),
             lock,
+            max_readers: o.max_readers,
             dbis: RwLock::new(dbis),
             max_dbs: o.max_dbs,
-            idle_slots: Mutex::new(Vec::new()),
             page_pool: Mutex::new(Vec::new()),
-            local_writer: Mutex::new(()),
             panicked: AtomicBool::new(false),
             custom_cmp: AtomicBool::new(false),
             id: NEXT_ENV_ID.fetch_add(1, Ordering::Relaxed),
@@ -424,11 +464,12 @@ impl Env {
 
     /// The newest committed meta page.
     pub(crate) fn newest_meta(&self) -> Result<Meta> {
-        if let Some(l) = &self.lock {
-            let t = l.txnid();
-            let m = self.meta_page((t & 1) as usize)?;
-            if m.txnid == t {
-                return Ok(m);
+        loop {
+            let t = self.lock.txnid();
+            match self.meta_at(t) {
+                None => continue,
+                Some(Ok(m)) if m.txnid == t => return Ok(m),
+                Some(_) => break,
             }
         }
         let (m0, m1) = (self.meta_page(0)?, self.meta_page(1)?);
@@ -436,10 +477,24 @@ impl Env {
     }
 
     pub(crate) fn meta_page(&self, n: usize) -> Result<Meta> {
-        let b = self.map.slice(n * self.psize, META_LEN)?;
         let mut copy = [0u8; META_LEN];
-        copy.copy_from_slice(b);
+        self.map.copy_out(n * self.psize, &mut copy)?;
         Meta::decode(&copy)
+    }
+
+    /// The meta page of committed txn `t`, or `None` if a commit published
+    /// a newer txn while it was being copied: the copy may then be torn,
+    /// since the writer of `t + 2` rewrites that page (through the map under
+    /// WRITEMAP, by `pwrite` otherwise) once `t + 1` is published.
+    pub(crate) fn meta_at(&self, t: u64) -> Option<Result<Meta>> {
+        let mut copy = [0u8; META_LEN];
+        let r = self.map.copy_out((t & 1) as usize * self.psize, &mut copy);
+        // The copy's loads complete before the re-check of the txnid.
+        std::sync::atomic::fence(Ordering::Acquire);
+        if self.lock.txnid() != t {
+            return None;
+        }
+        Some(r.and_then(|()| Meta::decode(&copy)))
     }
 
     /// Map size, page usage, last transaction and reader counts.
@@ -450,8 +505,10 @@ impl Env {
             map_size: self.map.len(),
             last_pgno: m.last_pgno,
             last_txnid: m.txnid,
-            max_readers: self.lock.as_ref().map_or(0, |l| l.max_readers()),
-            num_readers: self.lock.as_ref().map_or(0, |l| l.num_readers()),
+            max_readers: self
+                .lock_file()
+                .map_or(self.max_readers, |l| l.max_readers()),
+            num_readers: self.lock_file().map_or(0, |l| l.num_readers()),
         })
     }
 
@@ -477,14 +534,20 @@ impl Env {
         self.file.sync_data()
     }
 
+    /// The lock file; `None` under NO_LOCK, whose in-memory table LMDB
+    /// would not have, so it is not reported.
+    fn lock_file(&self) -> Option<&LockFile> {
+        (!self.flags().contains(EnvFlags::NO_LOCK)).then_some(&*self.lock)
+    }
+
     /// Live reader slots of every process using this environment.
     pub fn readers(&self) -> Vec<ReaderInfo> {
-        self.lock.as_ref().map_or_else(Vec::new, |l| l.readers())
+        self.lock_file().map_or_else(Vec::new, |l| l.readers())
     }
 
     /// The reader table in `mdb_reader_list` format.
     pub fn reader_list_text(&self) -> String {
-        match &self.lock {
+        match self.lock_file() {
             Some(l) => l.reader_list_text(),
             None => "(no reader locks)\n".to_string(),
         }
@@ -492,7 +555,7 @@ impl Env {
 
     /// Clear reader slots left by dead processes; returns how many were cleared.
     pub fn reader_check(&self) -> Result<usize> {
-        match &self.lock {
+        match self.lock_file() {
             Some(l) => l.reader_check(),
             None => Ok(0),
         }
@@ -586,10 +649,21 @@ impl Env {
         t.get(db.0 as usize).cloned().ok_or(Error::Os(libc::EINVAL))
     }
 
-    /// Find or register the handle for a named database.
-    pub(crate) fn register_dbi(&self, name: &[u8], flags: u16) -> Result<Database> {
+    /// Find or register the handle for a named database, opened by the write
+    /// transaction at nesting level `level`, or by a read transaction (`None`).
+    pub(crate) fn register_dbi(
+        &self,
+        name: &[u8],
+        flags: u16,
+        level: Option<u32>,
+    ) -> Result<Database> {
         let mut t = self.dbis.write().unwrap();
-        if let Some(i) = t.iter().position(|d| d.name.as_deref() == Some(name)) {
+        // A reader cannot use the writer's uncommitted handle: it gets its own.
+        let usable = |d: &DbiInfo| level.is_some() || d.pending.is_none();
+        if let Some(i) = t
+            .iter()
+            .position(|d| d.name.as_deref() == Some(name) && usable(d))
+        {
             t[i].flags = flags;
             return Ok(Database(i as u32));
         }
@@ -598,6 +672,7 @@ impl Env {
             flags,
             cmp: None,
             dcmp: None,
+            pending: level,
         };
         // Reuse a closed slot first.
         if let Some(i) = t.iter().skip(2).position(|d| d.name.is_none()) {
@@ -609,6 +684,24 @@ impl Env {
         }
         t.push(info);
         Ok(Database((t.len() - 1) as u32))
+    }
+
+    /// The write transaction at nesting level `level` ends: the handles it
+    /// (or its children) opened pass to its parent, or to every transaction
+    /// at level 0, if `keep`; otherwise they are closed.
+    pub(crate) fn end_new_dbis(&self, level: u32, keep: bool) {
+        let mine = |d: &DbiInfo| d.pending.is_some_and(|l| l >= level);
+        if !self.dbis.read().unwrap().iter().any(mine) {
+            return;
+        }
+        for d in self.dbis.write().unwrap().iter_mut().filter(|d| mine(d)) {
+            if keep {
+                d.pending = level.checked_sub(1);
+            } else {
+                d.name = None;
+                d.pending = None;
+            }
+        }
     }
 
     /// Close a named database handle so its slot can be reused (`mdb_dbi_close`).
@@ -623,10 +716,55 @@ impl Env {
     }
 }
 
+impl Drop for Env {
+    fn drop(&mut self) {
+        // The lock file may outlive this Env (shared with another Env of
+        // this process): give back the slots of our threads now.
+        self.thread_slots.release_all();
+    }
+}
+
 impl DataFile {
     /// Write the two meta pages of a new file and make them durable.
     pub(crate) fn file_write_initial(&self, both: &[u8]) -> Result<()> {
         self.write_pages(&[(0, both)])?;
         self.sync_data()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::META_WRITE_OFF;
+
+    /// A reader took `t` as the newest txn; before it copied meta `t`, `t + 1`
+    /// committed and the writer of `t + 2` began rewriting that meta page.
+    /// The half-written page still shows txnid `t`: only the moved
+    /// `lock.txnid` tells the copy is torn.
+    #[test]
+    fn meta_copy_racing_its_rewrite_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = EnvOptions::new()
+            .flags(EnvFlags::WRITE_MAP | EnvFlags::NO_SYNC)
+            .open(dir.path())
+            .unwrap();
+        let commit = |k: &[u8]| {
+            let mut w = env.write_txn().unwrap();
+            w.put(Database::MAIN, k, b"v", crate::WriteFlags::EMPTY)
+                .unwrap();
+            w.commit().unwrap();
+        };
+        commit(b"a");
+        commit(b"b");
+        let t = env.lock.txnid();
+        assert_eq!(env.meta_at(t).unwrap().unwrap().txnid, t);
+        commit(b"c");
+        // Half of `t + 2`'s meta update: new roots, txnid not written yet.
+        let mut torn = env.newest_meta().unwrap();
+        torn.txnid = t;
+        let off = (t & 1) as usize * env.psize + META_WRITE_OFF;
+        env.map.write(off, &torn.encode_update()).unwrap();
+        assert!(env.meta_at(t).is_none(), "a torn meta copy was taken");
+        assert_eq!(env.newest_meta().unwrap().txnid, t + 1);
     }
 }

@@ -19,13 +19,19 @@
 //! reads locks the byte at offset = its pid, which is how the stale-reader
 //! check tells live processes from dead ones. These are POSIX record locks
 //! (per process): closing *any* descriptor of the lock file drops them, so
-//! the file is opened exactly once per [`LockFile`].
+//! the file is opened exactly once per process: every `Env` on it shares one
+//! [`LockFile`] through the [`Registry`], keyed by device and inode.
+//!
+//! Without a lock file (NO_LOCK) the same table lives in private memory
+//! ([`LockFile::in_memory`]), so the readers of this process still hold back
+//! the pages they can see.
 
 use std::fs::File;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::error::{Error, Result};
 
@@ -85,6 +91,28 @@ impl Mapping {
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
                 fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(Error::last_os());
+        }
+        Ok(Mapping {
+            ptr: p.cast::<u8>(),
+            len,
+        })
+    }
+
+    /// `len` bytes of zeroed private memory.
+    fn anonymous(len: usize) -> Result<Mapping> {
+        // SAFETY: a fresh private anonymous mapping; the kernel picks the address.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
                 0,
             )
         };
@@ -192,6 +220,89 @@ fn init_mutex(m: *mut libc::pthread_mutex_t) -> Result<()> {
     Ok(())
 }
 
+/// Open (or create with `mode`) the lock file at `path`, read-write.
+fn open_file(path: &Path, mode: u32) -> Result<File> {
+    Ok(std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(mode)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(path)?)
+}
+
+/// What a [`Registry`] entry is: a lock file, or the in-memory table of the
+/// NO_LOCK environment with that data file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LockKey {
+    File(u64, u64),
+    Memory(u64, u64),
+}
+
+/// The lock tables in use in this process, by device and inode, so that
+/// every `Env` on one environment shares one [`LockFile`]. Entries carry the
+/// pid: a forked child holds none of the parent's fcntl locks, so it opens
+/// the lock file afresh.
+pub(crate) struct Registry(Vec<(u32, LockKey, Weak<LockFile>)>);
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry(Vec::new()));
+
+/// The registry, locked. Hold it until the new `Env`'s lock has had its
+/// [`LockFile::finish_open`], so that no other `Env` uses it before.
+pub(crate) fn registry() -> MutexGuard<'static, Registry> {
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Registry {
+    fn find(&mut self, key: LockKey) -> Option<Arc<LockFile>> {
+        let me = getpid();
+        self.0
+            .retain(|(pid, _, l)| *pid == me && l.strong_count() > 0);
+        self.0
+            .iter()
+            .find(|(_, k, _)| *k == key)
+            .and_then(|(_, _, l)| l.upgrade())
+    }
+
+    fn insert(&mut self, key: LockKey, l: LockFile) -> Arc<LockFile> {
+        let l = Arc::new(l);
+        self.0.push((getpid(), key, Arc::downgrade(&l)));
+        l
+    }
+
+    /// The lock file at `path`: the one this process has open already, or
+    /// opened (and initialised, if no process had it) now.
+    pub fn lock_file(&mut self, path: &Path, max_readers: u32, mode: u32) -> Result<Arc<LockFile>> {
+        // Look first by path: opening and closing a second descriptor of a
+        // lock file we hold would drop our locks on it.
+        if let Ok(m) = std::fs::metadata(path) {
+            if let Some(l) = self.find(LockKey::File(m.dev(), m.ino())) {
+                return Ok(l);
+            }
+        }
+        let file = open_file(path, mode)?;
+        let m = file.metadata()?;
+        let key = LockKey::File(m.dev(), m.ino());
+        if let Some(l) = self.find(key) {
+            // The path was switched to a file we hold between the two looks:
+            // this descriptor must stay open for our locks to stay.
+            std::mem::forget(file);
+            return Ok(l);
+        }
+        Ok(self.insert(key, LockFile::from_file(file, max_readers)?))
+    }
+
+    /// The in-memory table of the NO_LOCK environment whose data file is `data`.
+    pub fn in_memory(&mut self, data: &File, max_readers: u32) -> Result<Arc<LockFile>> {
+        let m = data.metadata()?;
+        let key = LockKey::Memory(m.dev(), m.ino());
+        if let Some(l) = self.find(key) {
+            return Ok(l);
+        }
+        Ok(self.insert(key, LockFile::in_memory(max_readers)?))
+    }
+}
+
 /// Holds the reader-table mutex; unlocks on drop.
 struct ReaderGuard<'a> {
     lock: &'a LockFile,
@@ -209,8 +320,9 @@ impl Drop for ReaderGuard<'_> {
 /// An open lock file: the shared reader table and writer mutex of an environment.
 pub(crate) struct LockFile {
     map: Mapping,
-    /// The one descriptor of the lock file in this `LockFile`; closing it drops our fcntl locks.
-    file: File,
+    /// The one descriptor of the lock file in this process; closing it drops our fcntl
+    /// locks. `None` for the in-memory table of NO_LOCK.
+    file: Option<File>,
     max_readers: u32,
     first: bool,
     /// Still holding the exclusive byte-0 lock (first opener before `finish_open`).
@@ -219,6 +331,9 @@ pub(crate) struct LockFile {
     pid_locked: AtomicU32,
     /// Pid of this process while one of its threads owns the writer mutex (0 = none).
     writer_pid: AtomicU32,
+    /// That thread (`pthread_self`), so that it gets an error, not a deadlock, if it
+    /// asks again (through another `Env` of the same environment, or a copy).
+    writer_tid: AtomicU64,
 }
 
 // SAFETY: the raw pointer refers to a shared mapping owned by the LockFile; every field
@@ -231,14 +346,13 @@ impl LockFile {
     /// Open or create the lock file at `path` with `mode` (e.g. 0o664). `max_readers` is used only when
     /// this process initialises the file. Returns the LockFile; `is_first()` tells whether we initialised it
     /// (and still hold the exclusive byte-0 lock until `finish_open`).
+    #[cfg(test)]
     pub fn open(path: &Path, max_readers: u32, mode: u32) -> Result<LockFile> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .mode(mode)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(path)?;
+        LockFile::from_file(open_file(path, mode)?, max_readers)
+    }
+
+    /// Take over `file` (just opened, and the only descriptor of it in this process).
+    fn from_file(file: File, max_readers: u32) -> Result<LockFile> {
         let fd = file.as_raw_fd();
         let first = match byte_lock(fd, libc::F_SETLK, libc::F_WRLCK, 0) {
             Ok(_) => true,
@@ -281,16 +395,38 @@ impl LockFile {
         }
         Ok(LockFile {
             map,
-            file,
+            file: Some(file),
             max_readers,
             first,
             exclusive: AtomicBool::new(first),
             pid_locked: AtomicU32::new(0),
             writer_pid: AtomicU32::new(0),
+            writer_tid: AtomicU64::new(0),
+        })
+    }
+
+    /// The reader table and writer mutex of a NO_LOCK environment, in private memory:
+    /// only this process's readers and writers see it.
+    pub fn in_memory(max_readers: u32) -> Result<LockFile> {
+        let len = HEADER + SLOT_SIZE * max_readers as usize;
+        // Fresh anonymous memory is zeroed: an empty table, txnid 0.
+        let map = Mapping::anonymous(len)?;
+        init_mutex(map.mutex(OFF_RMUTEX))?;
+        init_mutex(map.mutex(OFF_WMUTEX))?;
+        Ok(LockFile {
+            map,
+            file: None,
+            max_readers,
+            first: true,
+            exclusive: AtomicBool::new(true),
+            pid_locked: AtomicU32::new(0),
+            writer_pid: AtomicU32::new(0),
+            writer_tid: AtomicU64::new(0),
         })
     }
 
     /// Whether this process initialised the lock file.
+    #[cfg(test)]
     pub fn is_first(&self) -> bool {
         self.first
     }
@@ -299,7 +435,10 @@ impl LockFile {
     pub fn finish_open(&self, txnid: u64) -> Result<()> {
         if self.first && self.exclusive.swap(false, Ordering::AcqRel) {
             self.set_txnid(txnid);
-            if let Err(e) = byte_lock(self.file.as_raw_fd(), libc::F_SETLK, libc::F_RDLCK, 0) {
+            let Some(file) = &self.file else {
+                return Ok(());
+            };
+            if let Err(e) = byte_lock(file.as_raw_fd(), libc::F_SETLK, libc::F_RDLCK, 0) {
                 self.exclusive.store(true, Ordering::Release);
                 return Err(Error::Os(e));
             }
@@ -332,10 +471,18 @@ impl LockFile {
     /// reset txnid from the newest meta).
     pub fn lock_writer(&self) -> Result<bool> {
         let me = getpid();
+        let tid = current_tid();
+        // Only the owner itself can see both of its own values here.
+        if self.writer_pid.load(Ordering::Relaxed) == me
+            && self.writer_tid.load(Ordering::Relaxed) == tid
+        {
+            return Err(Error::BadTxn);
+        }
         // SAFETY: the writer mutex was initialised as process-shared and robust by the first opener.
         let rc = unsafe { libc::pthread_mutex_lock(self.wmutex()) };
         match rc {
             0 => {
+                self.writer_tid.store(tid, Ordering::Relaxed);
                 self.writer_pid.store(me, Ordering::Relaxed);
                 Ok(false)
             }
@@ -352,6 +499,7 @@ impl LockFile {
                     unsafe { libc::pthread_mutex_unlock(self.wmutex()) };
                     return Err(if own { Error::Panic } else { Error::Os(rc2) });
                 }
+                self.writer_tid.store(tid, Ordering::Relaxed);
                 self.writer_pid.store(me, Ordering::Relaxed);
                 Ok(true)
             }
@@ -362,6 +510,7 @@ impl LockFile {
     /// Unlock the writer mutex (must be called by the thread that locked it).
     pub fn unlock_writer(&self) {
         self.writer_pid.store(0, Ordering::Relaxed);
+        self.writer_tid.store(0, Ordering::Relaxed);
         // SAFETY: the caller owns the writer mutex (pthread rejects anything else with EPERM).
         unsafe {
             libc::pthread_mutex_unlock(self.wmutex());
@@ -392,11 +541,14 @@ impl LockFile {
     /// Take the byte lock at offset = our pid, once per process, before using any slot.
     fn ensure_pid_lock(&self) -> Result<()> {
         let me = getpid();
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
         if self.pid_locked.load(Ordering::Acquire) == me {
             return Ok(());
         }
         byte_lock(
-            self.file.as_raw_fd(),
+            file.as_raw_fd(),
             libc::F_SETLK,
             libc::F_WRLCK,
             u64::from(me),
@@ -461,6 +613,7 @@ impl LockFile {
     }
 
     /// Record the thread that owns a slot.
+    #[cfg(test)]
     pub fn set_slot_tid(&self, slot: usize, tid: u64) {
         self.slot_tid(slot).store(tid, Ordering::Release)
     }
@@ -512,8 +665,12 @@ impl LockFile {
 
     /// Whether process `pid` holds its pid-offset byte lock (i.e. is alive and uses the env).
     fn pid_alive(&self, pid: u32) -> Result<bool> {
+        let Some(file) = &self.file else {
+            // In private memory every slot is this process's.
+            return Ok(true);
+        };
         let fl = byte_lock(
-            self.file.as_raw_fd(),
+            file.as_raw_fd(),
             libc::F_GETLK,
             libc::F_WRLCK,
             u64::from(pid),

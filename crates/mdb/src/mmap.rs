@@ -84,6 +84,19 @@ impl Map {
         Ok(unsafe { std::slice::from_raw_parts(self.ptr.add(off), len) })
     }
 
+    /// Copy the bytes at `off` out into `buf`, for bytes a writer may be
+    /// rewriting meanwhile (the meta pages): no reference to them is made,
+    /// and the caller validates the copy.
+    pub(crate) fn copy_out(&self, off: usize, buf: &mut [u8]) -> Result<()> {
+        if off.checked_add(buf.len()).is_none_or(|e| e > self.len) {
+            return Err(Error::PageNotFound);
+        }
+        // SAFETY: in bounds of a live mapping, read through a raw pointer
+        // into a buffer of ours; the bytes may be torn, never out of bounds.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(off), buf.as_mut_ptr(), buf.len()) };
+        Ok(())
+    }
+
     /// Copy `bytes` into the map at `off` (WRITEMAP commits only).
     pub(crate) fn write(&self, off: usize, bytes: &[u8]) -> Result<()> {
         if !self.writable || off + bytes.len() > self.len {

@@ -11,12 +11,14 @@ use crate::db::{Database, Stat, DUPSORT, INTEGERKEY, PERSISTENT, SUPPORTED};
 use crate::env::{Env, EnvFlags};
 use crate::error::{Error, Result};
 use crate::freelist::FreeState;
+use crate::lock::LockFile;
 use crate::meta::{DbRecord, Meta};
 use crate::page::{Page, F_DUPDATA, F_SUBDATA, P_OVERFLOW};
 use crate::tree;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, Weak};
 
 pub(crate) mod sealed {
     use super::*;
@@ -39,6 +41,11 @@ pub(crate) mod sealed {
         /// re-find their item when it moved.
         fn generation(&self) -> u64 {
             0
+        }
+        /// Nesting level of a write transaction (`None` for readers): who
+        /// may use a handle not committed yet (see `DbiInfo::pending`).
+        fn write_level(&self) -> Option<u32> {
+            None
         }
     }
 }
@@ -87,13 +94,17 @@ pub trait Txn: Snapshot + Sized {
     }
 
     /// Open an existing named database: `NotFound` if absent, `Incompatible` if
-    /// the name is a plain key of the main database.
+    /// the name is a plain key of the main database. A handle first opened
+    /// in a write transaction is usable by other transactions only once
+    /// that one commits (see [`Database`]).
     fn open_db(&self, name: impl AsRef<[u8]>) -> Result<Database> {
         let name = name.as_ref();
         check_name(self.env(), name)?;
         let rec = lookup_named(self, name)?.ok_or(Error::NotFound)?;
         check_supported(rec.flags)?;
-        let db = self.env().register_dbi(name, rec.flags)?;
+        let db = self
+            .env()
+            .register_dbi(name, rec.flags, self.write_level())?;
         // The handle slot may have been closed and reused: refresh our copy.
         self.cache_db(db, rec);
         Ok(db)
@@ -135,10 +146,10 @@ pub(crate) fn lookup_named<S: Snapshot>(s: &S, name: &[u8]) -> Result<Option<DbR
 }
 
 thread_local! {
-    /// Environments in which this thread holds a TLS-bound read transaction.
-    static READ_ACTIVE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
     /// Environments in which this thread holds the write transaction.
     static WRITE_ACTIVE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// The reader slots this thread owns (without NO_TLS), freed when it exits.
+    static MY_SLOTS: MySlots = const { MySlots(RefCell::new(Vec::new())) };
 }
 
 fn tls_enter(set: &'static std::thread::LocalKey<RefCell<Vec<usize>>>, id: usize) -> bool {
@@ -157,13 +168,72 @@ fn tls_leave(set: &'static std::thread::LocalKey<RefCell<Vec<usize>>>, id: usize
     set.with(|s| s.borrow_mut().retain(|&x| x != id));
 }
 
+/// The reader slots owned by the threads of one `Env`. As in LMDB, without
+/// NO_TLS a thread takes a slot on its first read transaction and keeps it
+/// until it exits or the `Env` closes, whichever comes first.
+pub(crate) struct ThreadSlots {
+    lock: Arc<LockFile>,
+    held: Mutex<Vec<usize>>,
+}
+
+impl ThreadSlots {
+    pub(crate) fn new(lock: Arc<LockFile>) -> ThreadSlots {
+        ThreadSlots {
+            lock,
+            held: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Free `slot` unless the `Env` closed (and freed it) already.
+    fn release(&self, slot: usize) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = held.iter().position(|&s| s == slot) {
+            held.swap_remove(i);
+            self.lock.release_slot(slot);
+        }
+    }
+
+    /// Free every slot (the `Env` closes).
+    pub(crate) fn release_all(&self) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        for s in held.drain(..) {
+            self.lock.release_slot(s);
+        }
+    }
+}
+
+/// One slot this thread owns in the `Env` with id `env`.
+struct MySlot {
+    env: usize,
+    owner: Weak<ThreadSlots>,
+    slot: usize,
+    /// A read transaction of this thread uses it (one at a time, as LMDB).
+    busy: bool,
+}
+
+struct MySlots(RefCell<Vec<MySlot>>);
+
+impl Drop for MySlots {
+    fn drop(&mut self) {
+        for s in self.0.get_mut().drain(..) {
+            // A transaction still alive (kept in another thread-local) keeps
+            // its slot until the `Env` closes.
+            if let (false, Some(o)) = (s.busy, s.owner.upgrade()) {
+                o.release(s.slot);
+            }
+        }
+    }
+}
+
 /// A read-only snapshot. Lookups take no lock and never wait for the writer.
 pub struct RoTxn<'env> {
     env: &'env Env,
-    slot: Option<usize>,
+    slot: usize,
+    /// The slot is this transaction's (NO_TLS), freed at its end; otherwise
+    /// it is its thread's.
+    own_slot: bool,
     meta: Meta,
     dbs: RefCell<Vec<Option<DbRecord>>>,
-    tls: bool,
     /// Bound to the thread, as LMDB's default reader slots are.
     _not_send: PhantomData<*const ()>,
 }
@@ -175,129 +245,141 @@ impl Env {
         if self.panicked.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Error::Panic);
         }
-        let tls = !self.flags().contains(EnvFlags::NO_TLS);
-        if tls && !tls_enter(&READ_ACTIVE, self.id) {
-            return Err(Error::BadRslot);
+        let (slot, own_slot) = self.reader_slot()?;
+        let mut txn = RoTxn {
+            env: self,
+            slot,
+            own_slot,
+            // A placeholder until the snapshot is read.
+            meta: Meta::new_env(self.psize as u32, 0, 0),
+            dbs: RefCell::new(Vec::new()),
+            _not_send: PhantomData,
+        };
+        // On error, dropping `txn` gives the slot back.
+        txn.meta = self.snapshot_into(slot)?;
+        Ok(txn)
+    }
+
+    /// The slot for a new read transaction, and whether it is the
+    /// transaction's own (freed at its end) rather than this thread's.
+    fn reader_slot(&self) -> Result<(usize, bool)> {
+        if self.flags().contains(EnvFlags::NO_TLS) {
+            return Ok((self.lock.acquire_slot()?, true));
         }
-        let r = self.begin_snapshot();
-        match r {
-            Ok((slot, meta)) => Ok(RoTxn {
-                env: self,
-                slot,
-                meta,
-                dbs: RefCell::new(Vec::new()),
-                tls,
-                _not_send: PhantomData,
-            }),
-            Err(e) => {
-                if tls {
-                    tls_leave(&READ_ACTIVE, self.id);
+        let mine = MY_SLOTS.try_with(|m| {
+            let mut m = m.0.borrow_mut();
+            if let Some(s) = m.iter_mut().find(|s| s.env == self.id) {
+                if s.busy {
+                    return Err(Error::BadRslot);
                 }
-                Err(e)
+                s.busy = true;
+                return Ok(s.slot);
             }
+            m.retain(|s| s.owner.strong_count() > 0);
+            let slot = self.lock.acquire_slot()?;
+            let owner = &self.thread_slots;
+            owner
+                .held
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(slot);
+            m.push(MySlot {
+                env: self.id,
+                owner: Arc::downgrade(owner),
+                slot,
+                busy: true,
+            });
+            Ok(slot)
+        });
+        match mine {
+            Ok(r) => r.map(|s| (s, false)),
+            // This thread is exiting: the transaction owns its slot.
+            Err(_) => Ok((self.lock.acquire_slot()?, true)),
         }
     }
 
-    fn begin_snapshot(&self) -> Result<(Option<usize>, Meta)> {
-        let Some(lock) = &self.lock else {
-            return Ok((None, self.newest_meta()?));
-        };
-        let slot = match self.idle_slots.lock().unwrap().pop() {
-            Some(s) => {
-                // SAFETY: pthread_self has no preconditions.
-                lock.set_slot_tid(s, unsafe { libc::pthread_self() } as u64);
-                s
-            }
-            None => lock.acquire_slot()?,
-        };
-        loop {
+    /// Publish the newest snapshot in reader slot `slot` and return its meta.
+    /// On error the slot is left idle.
+    fn snapshot_into(&self, slot: usize) -> Result<Meta> {
+        let lock = &self.lock;
+        let r = loop {
             let t = lock.txnid();
             lock.set_slot_txnid(slot, t);
             if lock.txnid() != t {
                 continue;
             }
-            let m = match self.meta_page((t & 1) as usize) {
-                Ok(m) => m,
-                Err(e) => {
-                    self.release_slot(slot);
-                    return Err(e);
-                }
+            let m = match self.meta_at(t) {
+                None => continue,
+                Some(Ok(m)) => m,
+                Some(Err(e)) => break Err(e),
             };
             if m.txnid != t {
-                continue;
+                // Not a race (`meta_at` checked `t` is still the newest): the
+                // file's meta does not match its slot.
+                break Err(Error::Corrupted);
             }
             if (m.last_pgno as usize + 1) * self.psize > self.map.len() {
-                self.release_slot(slot);
-                return Err(Error::MapResized);
+                break Err(Error::MapResized);
             }
-            return Ok((Some(slot), m));
-        }
-    }
-
-    fn release_slot(&self, slot: usize) {
-        if let Some(l) = &self.lock {
-            l.set_slot_txnid(slot, u64::MAX);
-            self.idle_slots.lock().unwrap().push(slot);
-        }
+            return Ok(m);
+        };
+        lock.set_slot_txnid(slot, IDLE);
+        r
     }
 }
+
+/// Slot txnid of a reader without a snapshot.
+const IDLE: u64 = u64::MAX;
 
 impl RoTxn<'_> {
     /// End the transaction (same as dropping it).
     pub fn abort(self) {}
 
-    /// Release the snapshot but keep the transaction object for [`RoTxn::renew`].
+    /// Release the snapshot but keep the transaction object, and its reader
+    /// slot, for [`RoTxn::renew`].
     pub fn reset(&mut self) {
-        if let Some(l) = &self.env.lock {
-            if let Some(s) = self.slot {
-                l.set_slot_txnid(s, u64::MAX);
-            }
-        }
+        self.env.lock.set_slot_txnid(self.slot, IDLE);
         self.dbs.borrow_mut().clear();
     }
 
     /// Take a fresh snapshot after [`RoTxn::reset`].
     pub fn renew(&mut self) -> Result<()> {
-        if let (Some(l), Some(s)) = (&self.env.lock, self.slot) {
-            loop {
-                let t = l.txnid();
-                l.set_slot_txnid(s, t);
-                if l.txnid() != t {
-                    continue;
-                }
-                let m = self.env.meta_page((t & 1) as usize)?;
-                if m.txnid == t {
-                    if (m.last_pgno as usize + 1) * self.env.psize > self.env.map.len() {
-                        l.set_slot_txnid(s, u64::MAX);
-                        return Err(Error::MapResized);
-                    }
-                    self.meta = m;
-                    break;
-                }
-            }
-        } else {
-            self.meta = self.env.newest_meta()?;
-        }
         self.dbs.borrow_mut().clear();
+        self.meta = self.env.snapshot_into(self.slot)?;
         Ok(())
     }
 }
 
 impl Drop for RoTxn<'_> {
     fn drop(&mut self) {
-        if let Some(s) = self.slot {
-            self.env.release_slot(s);
+        if self.own_slot {
+            self.env.lock.release_slot(self.slot);
+            return;
         }
-        if self.tls {
-            tls_leave(&READ_ACTIVE, self.env.id);
-        }
+        self.env.lock.set_slot_txnid(self.slot, IDLE);
+        // Gone already if this thread is exiting; then the slot stays the
+        // `Env`'s until it closes.
+        let _ = MY_SLOTS.try_with(|m| {
+            let mut m = m.0.borrow_mut();
+            let mine = m
+                .iter_mut()
+                .find(|s| s.env == self.env.id && s.slot == self.slot);
+            if let Some(s) = mine {
+                s.busy = false;
+            }
+        });
     }
 }
 
 /// Load the record of database `db` as seen from `s`'s main database.
+/// `EINVAL` for a closed handle, and (as LMDB) for one that only the
+/// uncommitted write transaction may use.
 fn load_named<S: Snapshot>(s: &S, env: &Env, db: Database) -> Result<DbRecord> {
     let info = env.dbi_info(db)?;
-    let name = info.name.ok_or(Error::BadDbi)?;
+    if info.pending.is_some() && s.write_level().is_none() {
+        return Err(Error::Os(libc::EINVAL));
+    }
+    let name = info.name.ok_or(Error::Os(libc::EINVAL))?;
     let rec = lookup_named(s, &name)?.ok_or(Error::BadDbi)?;
     check_supported(rec.flags)?;
     Ok(rec)
@@ -413,8 +495,12 @@ pub struct RwTxn<'env> {
     /// Leaf page and index of the last insert: the next one right after it
     /// is taken as part of an ascending run when choosing a split point.
     pub(crate) last_insert: (u64, usize),
-    _local: Option<std::sync::MutexGuard<'env, ()>>,
-    locked: bool,
+    /// Holds the writer lock: not finished yet.
+    active: bool,
+    /// Set by a successful commit, just before `finish`.
+    pub(crate) committed: bool,
+    /// Nesting level of the innermost live child ([`RwTxn::nested`]), 0 without one.
+    depth: u32,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -439,39 +525,27 @@ impl Env {
     }
 
     fn begin_write(&self) -> Result<RwTxn<'_>> {
-        let local = self.local_writer.lock().unwrap_or_else(|e| e.into_inner());
-        let mut locked = false;
-        if let Some(l) = &self.lock {
-            let recovered = l.lock_writer()?;
-            locked = true;
-            if recovered {
-                // The previous writer died; its uncommitted pages are unreferenced.
-                let (m0, m1) = (self.meta_page(0), self.meta_page(1));
-                if let (Ok(m0), Ok(m1)) = (m0, m1) {
-                    l.set_txnid(m0.txnid.max(m1.txnid));
-                }
+        let l = &self.lock;
+        if l.lock_writer()? {
+            // The previous writer died; its uncommitted pages are unreferenced.
+            let (m0, m1) = (self.meta_page(0), self.meta_page(1));
+            if let (Ok(m0), Ok(m1)) = (m0, m1) {
+                l.set_txnid(m0.txnid.max(m1.txnid));
             }
         }
         let base = match self.newest_meta() {
             Ok(m) => m,
             Err(e) => {
-                if let Some(l) = &self.lock {
-                    l.unlock_writer();
-                }
+                l.unlock_writer();
                 return Err(e);
             }
         };
         let max_pgno = (self.map.len() / self.psize) as u64;
         if base.last_pgno + 1 > max_pgno {
-            if let Some(l) = &self.lock {
-                l.unlock_writer();
-            }
+            l.unlock_writer();
             return Err(Error::MapResized);
         }
-        let oldest = match &self.lock {
-            Some(l) => l.oldest_reader(base.txnid),
-            None => base.txnid,
-        };
+        let oldest = l.oldest_reader(base.txnid);
         Ok(RwTxn {
             env: self,
             txnid: base.txnid + 1,
@@ -494,8 +568,9 @@ impl Env {
             broken: Cell::new(false),
             gen: Cell::new(1),
             last_insert: (0, usize::MAX),
-            _local: Some(local),
-            locked,
+            active: true,
+            committed: false,
+            depth: 0,
             _not_send: PhantomData,
         })
     }
@@ -511,7 +586,7 @@ impl<'env> RwTxn<'env> {
     }
 
     pub(crate) fn finish(&mut self) {
-        if self._local.is_none() {
+        if !self.active {
             return;
         }
         // Keep page buffers for the next writer: no allocation or page
@@ -521,14 +596,11 @@ impl<'env> RwTxn<'env> {
         pool.extend(self.dirty.drain().map(|(_, b)| b).filter(|b| b.len() == ps));
         pool.truncate(PAGE_POOL_MAX);
         *self.env.page_pool.lock().unwrap() = pool;
-        if self.locked {
-            if let Some(l) = &self.env.lock {
-                l.unlock_writer();
-            }
-            self.locked = false;
-        }
+        // Handles first opened in this transaction die with it unless kept.
+        self.env.end_new_dbis(0, self.committed);
+        self.env.lock.unlock_writer();
         tls_leave(&WRITE_ACTIVE, self.env.id);
-        self._local = None;
+        self.active = false;
     }
 
     /// Record of `db`, loading named records on first use.
@@ -556,6 +628,8 @@ impl<'env> RwTxn<'env> {
     }
 
     /// Open a named database, creating it with `flags` if it does not exist.
+    /// The handle is this transaction's until it commits, and is closed if
+    /// it aborts (see [`Database`]).
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -573,7 +647,7 @@ impl<'env> RwTxn<'env> {
         match lookup_named(self, name)? {
             Some(rec) => {
                 check_supported(rec.flags)?;
-                let db = self.env.register_dbi(name, rec.flags)?;
+                let db = self.env.register_dbi(name, rec.flags, Some(self.depth))?;
                 if self
                     .dbs
                     .borrow()
@@ -590,7 +664,7 @@ impl<'env> RwTxn<'env> {
                 if flags.0 & !PERSISTENT != 0 {
                     return Err(Error::Os(libc::EINVAL));
                 }
-                let db = self.env.register_dbi(name, flags.0)?;
+                let db = self.env.register_dbi(name, flags.0, Some(self.depth))?;
                 self.gen.set(self.gen.get() + 1);
                 let rec = DbRecord::empty(flags.0);
                 self.set_rec(db, rec);
@@ -682,6 +756,7 @@ impl<'env> RwTxn<'env> {
             free: self.free.clone(),
             broken: self.broken.get(),
         };
+        self.depth += 1;
         Ok(NestedTxn {
             parent: self,
             saved: Some(saved),
@@ -703,6 +778,7 @@ impl NestedTxn<'_, '_> {
             return Err(Error::BadTxn);
         }
         self.saved = None;
+        self.parent.env.end_new_dbis(self.parent.depth, true);
         Ok(())
     }
 
@@ -711,6 +787,7 @@ impl NestedTxn<'_, '_> {
 }
 
 fn restore(p: &mut RwTxn<'_>, s: Saved) {
+    p.env.end_new_dbis(p.depth, false);
     p.dirty = s.dirty;
     p.next_pgno = s.next_pgno;
     *p.dbs.borrow_mut() = s.dbs;
@@ -724,6 +801,7 @@ impl Drop for NestedTxn<'_, '_> {
         if let Some(s) = self.saved.take() {
             restore(self.parent, s);
         }
+        self.parent.depth -= 1;
     }
 }
 
@@ -785,6 +863,9 @@ impl Snapshot for RwTxn<'_> {
     }
     fn generation(&self) -> u64 {
         self.gen.get()
+    }
+    fn write_level(&self) -> Option<u32> {
+        Some(self.depth)
     }
     fn cache_db(&self, db: Database, rec: DbRecord) {
         // Keep a modified record of this transaction; replace a stale one.

@@ -41,10 +41,9 @@ fn custom_key_and_dup_orders() {
                 w.put(ddb, b"k", format!("{i:05}").as_bytes(), WriteFlags::EMPTY)
                     .unwrap();
             }
-            w.commit().unwrap();
-        } else {
-            drop(w);
         }
+        // Handles opened in a write transaction live on only if it commits.
+        w.commit().unwrap();
         let r = env.read_txn().unwrap();
         let mut want = keys.clone();
         want.sort_by(|a, b| by_len(a, b));

@@ -603,11 +603,14 @@ fn copy_targets_and_errors() {
         assert_eq!(u16::from_le_bytes([bytes[44], bytes[45]]), 0x4008);
     }
 
-    // Without a lock file (NOLOCK): no writer lock to take, same copies.
+    // Without a lock file (NOLOCK): same copies.
     let nl = tmpdir();
     {
-        let env = EnvOptions::new()
-            .flags(EnvFlags::NO_LOCK | EnvFlags::NO_SYNC)
+        let mut o = EnvOptions::new();
+        // SAFETY: a private directory that only this Env uses.
+        unsafe { o.no_lock() };
+        let env = o
+            .flags(EnvFlags::NO_SYNC)
             .map_size(64 << 20)
             .max_dbs(4)
             .open(nl.path())

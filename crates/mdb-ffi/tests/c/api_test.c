@@ -527,6 +527,85 @@ static void test_txn(void)
 	}
 }
 
+/* In a child process, begin up to n MDB_NOTLS read txns at once on `path`
+ * (an env with maxreaders n); returns how many it got. */
+static int child_readers(const char *path, int n)
+{
+	int status;
+	pid_t pid = fork();
+	if (pid == 0) {
+		MDB_env *ce;
+		MDB_txn *t[8];
+		int got = 0, i;
+		if (n > 8 || mdb_env_create(&ce) || mdb_env_set_maxreaders(ce, n) ||
+		    mdb_env_open(ce, path, MDB_NOTLS, 0644))
+			_exit(100);
+		while (got < n && mdb_txn_begin(ce, NULL, MDB_RDONLY, &t[got]) == 0)
+			got++;
+		for (i = 0; i < got; i++)
+			mdb_txn_abort(t[i]);
+		mdb_env_close(ce);
+		_exit(got);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static void *read_once(void *env)
+{
+	MDB_txn *r;
+	if (mdb_txn_begin(env, NULL, MDB_RDONLY, &r) == 0)
+		mdb_txn_abort(r);
+	return NULL;
+}
+
+/* Reader slots are freed when LMDB frees them, so other processes get them:
+ * under NOTLS at the end of the txn (not at reset), otherwise when the
+ * thread exits or the env closes. */
+static void test_reader_slots(void)
+{
+	MDB_env *env;
+	MDB_txn *r, *keep;
+	pthread_t th;
+	char *path = dir("slots-notls");
+	int i;
+	MUST(mdb_env_create(&env));
+	OK(mdb_env_set_maxreaders(env, 3));
+	MUST(mdb_env_open(env, path, MDB_NOTLS, 0644));
+	for (i = 0; i < 20; i++) {
+		MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+		if (i % 2)
+			mdb_txn_abort(r);
+		else
+			OK(mdb_txn_commit(r));
+	}
+	CHECK(child_readers(path, 3), 3);
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &keep));
+	mdb_txn_reset(keep);
+	mdb_txn_reset(keep);
+	CHECK(child_readers(path, 3), 2);
+	OK(mdb_txn_renew(keep));
+	CHECK(child_readers(path, 3), 2);
+	mdb_txn_abort(keep);
+	CHECK(child_readers(path, 3), 3);
+	mdb_env_close(env);
+
+	path = dir("slots-tls");
+	MUST(mdb_env_create(&env));
+	OK(mdb_env_set_maxreaders(env, 3));
+	MUST(mdb_env_open(env, path, 0, 0644));
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	mdb_txn_abort(r);
+	CHECK(child_readers(path, 3), 2);
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	TRUE(pthread_create(&th, NULL, read_once, env) == 0 && pthread_join(th, NULL) == 0);
+	mdb_txn_abort(r);
+	CHECK(child_readers(path, 3), 2);
+	mdb_env_close(env);
+	CHECK(child_readers(path, 3), 3);
+}
+
 /* ---- §9, §11 --------------------------------------------------------- */
 
 static void test_put_get_del(void)
@@ -1578,6 +1657,63 @@ static void test_readers(void)
 	}
 }
 
+/* A handle opened in a write txn belongs to it until it commits: other txns
+ * get EINVAL, and an abort closes it (a child's abort, its child's handles). */
+static void test_uncommitted_handles(void)
+{
+	MDB_env *env = open_env("handles", 0, 0, 4);
+	MDB_txn *w, *r, *c;
+	MDB_dbi x, y, mine;
+	MDB_cursor *cur;
+	MDB_val k = V("k"), v = V("v");
+	if (!env) {
+		failures++;
+		return;
+	}
+	MUST(mdb_txn_begin(env, NULL, 0, &w));
+	MUST(mdb_dbi_open(w, "x", MDB_CREATE, &x));
+	OK(mdb_put(w, x, &k, &v, 0));
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	CHECK(mdb_get(r, x, &k, &v), EINVAL);
+	CHECK(mdb_cursor_open(r, x, &cur), EINVAL);
+	CHECK(mdb_dbi_open(r, "x", 0, &mine), MDB_NOTFOUND);
+	mdb_txn_abort(r);
+	mdb_txn_abort(w);
+	MUST(mdb_txn_begin(env, NULL, 0, &w));
+	CHECK(mdb_get(w, x, &k, &v), EINVAL);
+	CHECK(mdb_cursor_open(w, x, &cur), EINVAL);
+	MUST(mdb_dbi_open(w, "x", MDB_CREATE, &x));
+	OK(mdb_put(w, x, &k, &v, 0));
+	OK(mdb_txn_commit(w));
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	OK(mdb_get(r, x, &k, &v));
+	mdb_txn_abort(r);
+
+	/* an existing DB opened in a write txn is private until commit too */
+	mdb_dbi_close(env, x);
+	MUST(mdb_txn_begin(env, NULL, 0, &w));
+	MUST(mdb_dbi_open(w, "x", 0, &x));
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	CHECK(mdb_get(r, x, &k, &v), EINVAL);
+	mdb_txn_abort(r);
+	/* nested: a child's handle dies with the child, lives on if it commits */
+	MUST(mdb_txn_begin(env, w, 0, &c));
+	MUST(mdb_dbi_open(c, "y", MDB_CREATE, &y));
+	mdb_txn_abort(c);
+	CHECK(mdb_get(w, y, &k, &v), EINVAL);
+	MUST(mdb_txn_begin(env, w, 0, &c));
+	MUST(mdb_dbi_open(c, "y", MDB_CREATE, &y));
+	OK(mdb_put(c, y, &k, &v, 0));
+	OK(mdb_txn_commit(c));
+	OK(mdb_get(w, y, &k, &v));
+	OK(mdb_txn_commit(w));
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	OK(mdb_get(r, x, &k, &v));
+	OK(mdb_get(r, y, &k, &v));
+	mdb_txn_abort(r);
+	mdb_env_close(env);
+}
+
 /* ---- §15: what LMDB crashes on, we refuse ---------------------------- */
 
 #ifdef MDB_FFI_OURS
@@ -1644,6 +1780,27 @@ static void test_hardening(void)
 	CHECK(mdb_cursor_get(c, &k, &d, MDB_FIRST), EINVAL);
 	mdb_cursor_close(c);
 	mdb_env_close(env);
+
+	/* NOLOCK: the writer still spares the pages of this process's readers
+	 * (LMDB reuses them: a value read would change under the reader) */
+	MUST(mdb_env_create(&env));
+	MUST(mdb_env_open(env, dir("nolock-readers"), MDB_NOLOCK, 0644));
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	put(txn, 1, "key", "first value");
+	OK(mdb_txn_commit(txn));
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &dead));
+	k = V("key");
+	OK(mdb_get(dead, 1, &k, &d));
+	for (int i = 0; i < 30; i++) {
+		char buf[32];
+		snprintf(buf, sizeof buf, "value %02d...", i);
+		MUST(mdb_txn_begin(env, NULL, 0, &txn));
+		put(txn, 1, "key", buf);
+		OK(mdb_txn_commit(txn));
+	}
+	TRUE(eq(d, "first value"));
+	mdb_txn_abort(dead);
+	mdb_env_close(env);
 }
 #endif
 
@@ -1673,8 +1830,10 @@ int main(int argc, char **argv)
 	test_env();
 	test_mapsize();
 	test_txn();
+	test_reader_slots();
 	test_put_get_del();
 	test_dbi();
+	test_uncommitted_handles();
 	test_nested();
 	test_cursor_plain();
 	test_cursor_dup();

@@ -261,4 +261,42 @@ for t in txns:
     t.abort()
 env.close()
 
+# NOTLS: an ended read transaction frees its reader slot, so another process
+# (the same binding and library) can take it. py-lmdb keeps one ended read
+# transaction reset, holding its slot, to renew on the next begin().
+TAKE = """import lmdb, sys
+env = lmdb.open(sys.argv[1], max_readers=3)
+got = []
+try:
+    while len(got) < 3:
+        got.append(env.begin())
+except lmdb.ReadersFullError:
+    pass
+print(len(got))
+"""
+
+
+def other_process_takes():
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", TAKE, path("slots")],
+                         capture_output=True, text=True, check=True)
+    return int(out.stdout)
+
+
+env = lmdb.open(path("slots"), max_readers=3)
+for _ in range(10):
+    env.begin().abort()
+    env.begin().get(b"a")
+held = env.readers().strip().splitlines()[1:]
+check(len(held) == 1 and held[0].endswith(" -"), "ended txns hold slots: %r" % held)
+check(other_process_takes() == 2, "slots of ended txns are free")
+a, b = env.begin(), env.begin()
+check(other_process_takes() == 1, "live txns hold their slots")
+a.abort()
+b.abort()
+del a, b  # one is kept as the spare, the other ends
+check(other_process_takes() == 2, "ended txns free their slots")
+env.close()
+
 print("python: %d checks passed" % checks)
