@@ -217,8 +217,9 @@ impl Env {
                 let _unlock = Unlock(l);
                 if recovered {
                     // The previous writer died: its uncommitted pages are unreferenced.
-                    if let (Ok(m0), Ok(m1)) = (self.meta_page(0), self.meta_page(1)) {
-                        l.set_txnid(m0.txnid.max(m1.txnid));
+                    if let Ok((_, m)) = crate::env::pick_meta(self.meta_page(0), self.meta_page(1))
+                    {
+                        l.set_txnid(m.txnid);
                     }
                 }
                 txn.renew()?;

@@ -9,7 +9,7 @@ use crate::mmap::Map;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// Environment flags (LMDB's `MDB_*` open flags).
@@ -172,6 +172,9 @@ pub struct Env {
     pub(crate) psize: usize,
     pub(crate) map: Map,
     pub(crate) file: DataFile,
+    /// Whole pages in the data file when last looked at: reads stay below
+    /// (a mapped page past the end of the file raises SIGBUS).
+    file_pages: AtomicU64,
     pub(crate) lock: Option<LockFile>,
     pub(crate) dbis: RwLock<Vec<DbiInfo>>,
     pub(crate) max_dbs: u32,
@@ -279,11 +282,7 @@ impl Env {
             if m1.psize() != m0.psize() {
                 return Err(Error::Invalid);
             }
-            if m1.txnid > m0.txnid {
-                m1
-            } else {
-                m0
-            }
+            pick_meta(Ok(m0), Ok(m1))?.1
         };
         let psize = meta.psize() as usize;
         let mut mapsize = if o.map_size != 0 {
@@ -338,12 +337,14 @@ impl Env {
             },
         ];
         dbis.reserve(o.max_dbs as usize);
+        let file_pages = AtomicU64::new(df.len()? / psize as u64);
         Ok(Env {
             path: path.to_path_buf(),
             flags: AtomicU32::new(flags.0),
             psize,
             map,
             file: df,
+            file_pages,
             lock,
             dbis: RwLock::new(dbis),
             max_dbs: o.max_dbs,
@@ -424,22 +425,57 @@ impl Env {
 
     /// The newest committed meta page.
     pub(crate) fn newest_meta(&self) -> Result<Meta> {
-        if let Some(l) = &self.lock {
-            let t = l.txnid();
-            let m = self.meta_page((t & 1) as usize)?;
-            if m.txnid == t {
-                return Ok(m);
-            }
-        }
-        let (m0, m1) = (self.meta_page(0)?, self.meta_page(1)?);
-        Ok(if m1.txnid > m0.txnid { m1 } else { m0 })
+        self.current_meta().map(|(_, m)| m)
     }
 
+    /// The newest committed meta page and its slot: the one the lock file's
+    /// txnid names, else the one [`pick_meta`] picks.
+    pub(crate) fn current_meta(&self) -> Result<(usize, Meta)> {
+        if let Some(l) = &self.lock {
+            if let Some(sm) = self.meta_with_txnid(l.txnid()) {
+                return Ok(sm);
+            }
+        }
+        pick_meta(self.meta_page(0), self.meta_page(1))
+    }
+
+    /// The meta page carrying txnid `t`, in its own slot or (damaged file) the other.
+    pub(crate) fn meta_with_txnid(&self, t: u64) -> Option<(usize, Meta)> {
+        let s = (t & 1) as usize;
+        [s, s ^ 1].into_iter().find_map(|n| {
+            self.meta_page(n)
+                .ok()
+                .filter(|m| m.txnid == t)
+                .map(|m| (n, m))
+        })
+    }
+
+    /// Whole pages in the data file, as last seen (no system call).
+    #[inline]
+    pub(crate) fn file_pages(&self) -> u64 {
+        self.file_pages.load(Ordering::Relaxed)
+    }
+
+    /// Look at the data file's length again: a writer, here or in another
+    /// process, may have extended it.
+    pub(crate) fn refresh_file_pages(&self) -> Result<u64> {
+        let n = self.file.len()? / self.psize as u64;
+        self.file_pages.store(n, Ordering::Relaxed);
+        Ok(n)
+    }
+
+    /// Meta page `n` as it is now. Only the part commits rewrite is read
+    /// (the header was checked at open): a page size that is not this
+    /// environment's makes the meta unusable.
     pub(crate) fn meta_page(&self, n: usize) -> Result<Meta> {
         let b = self.map.slice(n * self.psize, META_LEN)?;
         let mut copy = [0u8; META_LEN];
         copy.copy_from_slice(b);
-        Meta::decode(&copy)
+        let m = Meta::fields(&copy);
+        if m.psize() as usize != self.psize || m.last_pgno < 1 {
+            return Err(Error::Invalid);
+        }
+        Ok(m)
     }
 
     /// Map size, page usage, last transaction and reader counts.
@@ -620,6 +656,22 @@ impl Env {
                 d.name = None;
             }
         }
+    }
+}
+
+/// The current meta of a file from its two meta pages, and its slot. A
+/// commit writes txnid `t` into meta page `t & 1`, so a meta in the other
+/// slot is damaged: the newer of the metas in their own slot wins, and only
+/// if neither is, the newer of the two (meta 0 on a tie). LMDB, which does
+/// not check, reads the same meta with a lock file in every case but the
+/// last.
+pub(crate) fn pick_meta(m0: Result<Meta>, m1: Result<Meta>) -> Result<(usize, Meta)> {
+    let rank = |slot: u64, m: &Meta| (m.txnid & 1 == slot, m.txnid);
+    match (m0, m1) {
+        (Ok(a), Ok(b)) if rank(1, &b) > rank(0, &a) => Ok((1, b)),
+        (Ok(a), _) => Ok((0, a)),
+        (Err(_), Ok(b)) => Ok((1, b)),
+        (Err(e), Err(_)) => Err(e),
     }
 }
 

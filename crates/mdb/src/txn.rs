@@ -8,15 +8,19 @@
 
 use crate::cursor::Cursor;
 use crate::db::{Database, Stat, DUPSORT, INTEGERKEY, PERSISTENT, SUPPORTED};
-use crate::env::{Env, EnvFlags};
+use crate::env::{pick_meta, Env, EnvFlags};
 use crate::error::{Error, Result};
 use crate::freelist::FreeState;
+use crate::lock::LockFile;
 use crate::meta::{DbRecord, Meta};
 use crate::page::{Page, F_DUPDATA, F_SUBDATA, P_OVERFLOW};
 use crate::tree;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::marker::PhantomData;
+
+/// Attempts at a snapshot while commits keep moving `lock.txnid`.
+const SNAPSHOT_RETRIES: usize = 1 << 16;
 
 pub(crate) mod sealed {
     use super::*;
@@ -162,6 +166,8 @@ pub struct RoTxn<'env> {
     env: &'env Env,
     slot: Option<usize>,
     meta: Meta,
+    /// Pages below this may be read without a check (see [`Env::snapshot_bound`]).
+    bound: Cell<u64>,
     dbs: RefCell<Vec<Option<DbRecord>>>,
     tls: bool,
     /// Bound to the thread, as LMDB's default reader slots are.
@@ -185,6 +191,7 @@ impl Env {
                 env: self,
                 slot,
                 meta,
+                bound: Cell::new(self.snapshot_bound(&meta)),
                 dbs: RefCell::new(Vec::new()),
                 tls,
                 _not_send: PhantomData,
@@ -200,7 +207,9 @@ impl Env {
 
     fn begin_snapshot(&self) -> Result<(Option<usize>, Meta)> {
         let Some(lock) = &self.lock else {
-            return Ok((None, self.newest_meta()?));
+            let m = self.newest_meta()?;
+            self.check_mapped(&m)?;
+            return Ok((None, m));
         };
         let slot = match self.idle_slots.lock().unwrap().pop() {
             Some(s) => {
@@ -210,28 +219,66 @@ impl Env {
             }
             None => lock.acquire_slot()?,
         };
-        loop {
-            let t = lock.txnid();
-            lock.set_slot_txnid(slot, t);
-            if lock.txnid() != t {
+        match self.publish_snapshot(lock, slot) {
+            Ok(m) => Ok((Some(slot), m)),
+            Err(e) => {
+                self.release_slot(slot);
+                Err(e)
+            }
+        }
+    }
+
+    /// Publish the newest snapshot's txnid in reader slot `slot` and return
+    /// its meta. A retry is taken only when a commit moved `lock.txnid`
+    /// meanwhile (its meta may have been read half-written); a txnid that no
+    /// meta carries is settled from the metas, so no meta pages, however
+    /// damaged, make this loop.
+    fn publish_snapshot(&self, l: &LockFile, slot: usize) -> Result<Meta> {
+        for _ in 0..SNAPSHOT_RETRIES {
+            let t = l.txnid();
+            l.set_slot_txnid(slot, t);
+            let found = self.meta_with_txnid(t);
+            if l.txnid() != t {
                 continue;
             }
-            let m = match self.meta_page((t & 1) as usize) {
-                Ok(m) => m,
-                Err(e) => {
-                    self.release_slot(slot);
-                    return Err(e);
+            let m = match found {
+                Some((_, m)) => m,
+                None => {
+                    // The data file changed behind the lock file's back, or
+                    // a meta page is damaged. The slot keeps the older id,
+                    // so the writer keeps every page either could see.
+                    let (_, m) = pick_meta(self.meta_page(0), self.meta_page(1))?;
+                    l.set_slot_txnid(slot, m.txnid.min(t));
+                    if l.txnid() != t {
+                        continue;
+                    }
+                    m
                 }
             };
-            if m.txnid != t {
-                continue;
-            }
-            if (m.last_pgno as usize + 1) * self.psize > self.map.len() {
-                self.release_slot(slot);
-                return Err(Error::MapResized);
-            }
-            return Ok((Some(slot), m));
+            self.check_mapped(&m)?;
+            return Ok(m);
         }
+        // Only a lock file being scribbled on moves lock.txnid this often.
+        Err(Error::Corrupted)
+    }
+
+    /// `MapResized` if the snapshot reaches past this handle's map (another
+    /// process grew the map).
+    fn check_mapped(&self, m: &Meta) -> Result<()> {
+        let end = m
+            .last_pgno
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(self.psize as u64));
+        if end.is_none_or(|e| e > self.map.len() as u64) {
+            return Err(Error::MapResized);
+        }
+        Ok(())
+    }
+
+    /// Pages of the snapshot of `m` that lie in the data file as last seen:
+    /// what may be read from the map without another look at its length.
+    fn snapshot_bound(&self, m: &Meta) -> u64 {
+        m.last_pgno.saturating_add(1).min(self.file_pages())
     }
 
     fn release_slot(&self, slot: usize) {
@@ -258,26 +305,19 @@ impl RoTxn<'_> {
 
     /// Take a fresh snapshot after [`RoTxn::reset`].
     pub fn renew(&mut self) -> Result<()> {
-        if let (Some(l), Some(s)) = (&self.env.lock, self.slot) {
-            loop {
-                let t = l.txnid();
-                l.set_slot_txnid(s, t);
-                if l.txnid() != t {
-                    continue;
-                }
-                let m = self.env.meta_page((t & 1) as usize)?;
-                if m.txnid == t {
-                    if (m.last_pgno as usize + 1) * self.env.psize > self.env.map.len() {
-                        l.set_slot_txnid(s, u64::MAX);
-                        return Err(Error::MapResized);
-                    }
-                    self.meta = m;
-                    break;
-                }
+        let env = self.env;
+        let m = match (&env.lock, self.slot) {
+            (Some(l), Some(s)) => env.publish_snapshot(l, s).inspect_err(|_| {
+                l.set_slot_txnid(s, u64::MAX);
+            })?,
+            _ => {
+                let m = env.newest_meta()?;
+                env.check_mapped(&m)?;
+                m
             }
-        } else {
-            self.meta = self.env.newest_meta()?;
-        }
+        };
+        self.meta = m;
+        self.bound.set(env.snapshot_bound(&m));
         self.dbs.borrow_mut().clear();
         Ok(())
     }
@@ -309,8 +349,8 @@ impl Snapshot for RoTxn<'_> {
     }
     #[inline]
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
-        if pgno > self.meta.last_pgno || pgno < 2 {
-            return Err(Error::PageNotFound);
+        if pgno >= self.bound.get() || pgno < 2 {
+            reach(self.env, &self.bound, self.meta.last_pgno, pgno, 1)?;
         }
         let ps = self.env.psize;
         Page::new(self.env.map.slice(pgno as usize * ps, ps)?)
@@ -318,8 +358,9 @@ impl Snapshot for RoTxn<'_> {
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         let ps = self.env.psize;
         let need = crate::page::ov_pages(ps, len) as u64;
-        if pgno < 2 || pgno + need - 1 > self.meta.last_pgno {
-            return Err(Error::PageNotFound);
+        let b = self.bound.get();
+        if pgno < 2 || pgno >= b || need > b - pgno {
+            reach(self.env, &self.bound, self.meta.last_pgno, pgno, need)?;
         }
         let b = self
             .env
@@ -365,6 +406,25 @@ impl Snapshot for RoTxn<'_> {
 
 impl Txn for RoTxn<'_> {}
 
+/// The slow path of a page access at or past `bound`: `PageNotFound` unless
+/// pages `pgno..pgno + n` are in `2..=last`; `Corrupted` if they are not
+/// all in the data file, whose length is re-read first (another process's
+/// writer may have extended it). Raises `bound` to what the file now holds.
+#[cold]
+#[inline(never)]
+fn reach(env: &Env, bound: &Cell<u64>, last: u64, pgno: u64, n: u64) -> Result<()> {
+    let end = pgno.checked_add(n).ok_or(Error::PageNotFound)?;
+    if pgno < 2 || end > last.saturating_add(1) {
+        return Err(Error::PageNotFound);
+    }
+    let b = env.refresh_file_pages()?.min(last.saturating_add(1));
+    bound.set(b);
+    if end > b {
+        return Err(Error::Corrupted);
+    }
+    Ok(())
+}
+
 /// Per-database state inside a write transaction.
 #[derive(Clone, Copy)]
 pub(crate) struct TxnDb {
@@ -401,6 +461,8 @@ pub struct RwTxn<'env> {
     pub(crate) base: Meta,
     /// Pages written in this transaction, by page number (runs under their first page).
     pub(crate) dirty: PgnoMap<Box<[u8]>>,
+    /// Committed pages below this may be read without a check (see [`Env::snapshot_bound`]).
+    bound: Cell<u64>,
     pub(crate) next_pgno: u64,
     pub(crate) max_pgno: u64,
     pub(crate) dbs: RefCell<Vec<Option<TxnDb>>>,
@@ -443,36 +505,36 @@ impl Env {
             locked = true;
             if recovered {
                 // The previous writer died; its uncommitted pages are unreferenced.
-                let (m0, m1) = (self.meta_page(0), self.meta_page(1));
-                if let (Ok(m0), Ok(m1)) = (m0, m1) {
-                    l.set_txnid(m0.txnid.max(m1.txnid));
+                if let Ok((_, m)) = pick_meta(self.meta_page(0), self.meta_page(1)) {
+                    l.set_txnid(m.txnid);
                 }
             }
         }
-        let base = match self.newest_meta() {
-            Ok(m) => m,
-            Err(e) => {
-                if let Some(l) = &self.lock {
-                    l.unlock_writer();
-                }
-                return Err(e);
-            }
-        };
-        let max_pgno = (self.map.len() / self.psize) as u64;
-        if base.last_pgno + 1 > max_pgno {
+        let unlock = |e: Error| {
             if let Some(l) = &self.lock {
                 l.unlock_writer();
             }
-            return Err(Error::MapResized);
-        }
+            e
+        };
+        let (slot, base) = self.current_meta().map_err(unlock)?;
+        self.check_mapped(&base).map_err(unlock)?;
+        // The new meta goes to the slot the base is not in, also when a
+        // damaged file has the base in the wrong one: a crash must leave it.
+        let txnid = base
+            .txnid
+            .checked_add(if base.txnid & 1 == slot as u64 { 1 } else { 2 })
+            .ok_or(Error::Corrupted)
+            .map_err(unlock)?;
+        let max_pgno = (self.map.len() / self.psize) as u64;
         let oldest = match &self.lock {
             Some(l) => l.oldest_reader(base.txnid),
             None => base.txnid,
         };
         Ok(RwTxn {
             env: self,
-            txnid: base.txnid + 1,
+            txnid,
             base,
+            bound: Cell::new(self.snapshot_bound(&base)),
             dirty: PgnoMap::default(),
             next_pgno: base.last_pgno + 1,
             max_pgno,
@@ -742,6 +804,21 @@ impl Drop for RwTxn<'_> {
     }
 }
 
+impl RwTxn<'_> {
+    /// `len` bytes of the committed page run at `pgno`, straight from the
+    /// map: never past the end of the data file.
+    #[inline]
+    pub(crate) fn committed(&self, pgno: u64, len: usize) -> Result<&[u8]> {
+        let ps = self.env.psize;
+        let n = len.div_ceil(ps).max(1) as u64;
+        let b = self.bound.get();
+        if pgno < 2 || pgno >= b || n > b - pgno {
+            reach(self.env, &self.bound, self.next_pgno - 1, pgno, n)?;
+        }
+        self.env.map.slice(pgno as usize * ps, len)
+    }
+}
+
 impl Snapshot for RwTxn<'_> {
     fn env(&self) -> &Env {
         self.env
@@ -751,23 +828,14 @@ impl Snapshot for RwTxn<'_> {
         if let Some(b) = self.dirty.get(&pgno) {
             return Page::new(b);
         }
-        if pgno >= self.next_pgno || pgno < 2 {
-            return Err(Error::PageNotFound);
-        }
-        let ps = self.env.psize;
-        Page::new(self.env.map.slice(pgno as usize * ps, ps)?)
+        Page::new(self.committed(pgno, self.env.psize)?)
     }
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         let h = crate::page::HDR;
         if let Some(b) = self.dirty.get(&pgno) {
             return b.get(h..h + len).ok_or(Error::Corrupted);
         }
-        let ps = self.env.psize;
-        let need = crate::page::ov_pages(ps, len) as u64;
-        if pgno < 2 || pgno + need > self.next_pgno {
-            return Err(Error::PageNotFound);
-        }
-        let b = self.env.map.slice(pgno as usize * ps, h + len)?;
+        let b = self.committed(pgno, h + len)?;
         if crate::page::rd16(b, 10) & P_OVERFLOW == 0 {
             return Err(Error::Corrupted);
         }
