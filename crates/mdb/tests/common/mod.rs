@@ -32,7 +32,8 @@ pub fn in_child(name: &str, body: impl FnOnce()) {
         .unwrap();
     let status = wait_guarded(&mut child);
     let log = std::fs::read_to_string(err.path()).unwrap_or_default();
-    let tail: String = log.lines().rev().take(30).collect::<Vec<_>>().join("\n");
+    let lines: Vec<&str> = log.lines().collect();
+    let tail = lines[lines.len().saturating_sub(30)..].join("\n");
     let status = status.unwrap_or_else(|| panic!("{name}: no end after {GUARD:?} (hang)\n{tail}"));
     use std::os::unix::process::ExitStatusExt;
     if let Some(sig) = status.signal() {
