@@ -160,10 +160,11 @@ impl<'a> Page<'a> {
     #[inline]
     pub fn node(&self, i: usize) -> Result<Node<'a>> {
         // A LEAF2 page has no nodes (and its `lower` may lie past its end).
-        if i >= self.len() || self.is_leaf2() {
+        if self.is_leaf2() {
             return Err(Error::Corrupted);
         }
-        let off = rd16(self.b, HDR + 2 * i) as usize;
+        let ptr = self.b.get(HDR + 2 * i..HDR + 2 * i + 2);
+        let off = ptr.map_or(0, |p| u16::from_le_bytes([p[0], p[1]]) as usize);
         if off < self.lower() as usize || off + NODE_HDR > self.b.len() {
             return Err(Error::Corrupted);
         }

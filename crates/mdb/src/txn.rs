@@ -810,9 +810,10 @@ impl RwTxn<'_> {
     #[inline]
     pub(crate) fn committed(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         let ps = self.env.psize;
-        let n = len.div_ceil(ps).max(1) as u64;
         let b = self.bound.get();
-        if pgno < 2 || pgno >= b || n > b - pgno {
+        // (No division for the usual one-page read.)
+        if pgno < 2 || pgno >= b || (len > ps && len.div_ceil(ps) as u64 > b - pgno) {
+            let n = len.div_ceil(ps).max(1) as u64;
             reach(self.env, &self.bound, self.next_pgno - 1, pgno, n)?;
         }
         self.env.map.slice(pgno as usize * ps, len)
