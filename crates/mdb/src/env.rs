@@ -388,7 +388,10 @@ impl Env {
     pub fn set_map_size(&mut self, size: usize) -> Result<()> {
         let m = self.newest_meta()?;
         let want = if size == 0 { m.mapsize as usize } else { size };
-        let used = (m.last_pgno as usize + 1) * self.psize;
+        let used = (m.last_pgno as usize)
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(self.psize))
+            .ok_or(Error::Os(libc::ENOMEM))?;
         let len = want
             .max(used)
             .checked_next_multiple_of(self.psize)

@@ -186,3 +186,20 @@ fn garbage_meta() {
         );
     });
 }
+
+/// A current meta whose last_pgno became absurd after open: errors (the
+/// map cannot hold it), no overflow panic, also when adopting its size.
+#[test]
+fn absurd_last_pgno_after_open() {
+    in_child("absurd_last_pgno_after_open", || {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        four_commits(&path);
+        let mut env = opts(EnvFlags::EMPTY).open(&path).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(&(u64::MAX - 3).to_le_bytes(), 136).unwrap();
+        assert_eq!(env.read_txn().err(), Some(Error::MapResized));
+        assert_eq!(env.write_txn().err(), Some(Error::MapResized));
+        assert_eq!(env.set_map_size(0), Err(Error::Os(libc::ENOMEM)));
+    });
+}
