@@ -8,3 +8,8 @@ cargo clippy --workspace --all-targets -- -D warnings
 # The C, Python and Perl suites load the cdylib (target/debug/liblmdb.so).
 cargo build -p mdb-ffi
 cargo test --workspace
+# The fuzz crate (a workspace of its own): the fixed fuzz-found bugs, and a
+# bounded smoke run of each target with the fixed default seed. libFuzzer
+# itself is not built (--no-default-features).
+(cd fuzz && env -u MDB_FUZZ_SEED -u MDB_FUZZ_IGNORE MDB_FUZZ_N=3000 \
+    cargo test --release --no-default-features)

@@ -1,5 +1,7 @@
-//! Engine bugs found by the fuzz targets, kept as `#[ignore]`d tests until
-//! the engine is fixed (run them with `cargo test --release -- --ignored`).
+//! Engine bugs found by the fuzz targets, fixed, kept as regression tests
+//! (`cargo test --release --test regressions`; `scripts/test.sh` runs them).
+//! The engine's own copies, which run without this crate, are in
+//! `crates/mdb/tests/fuzz_regressions.rs`.
 //!
 //! Each case runs in a child process (this same test binary, re-executed),
 //! so a crash by signal (SIGBUS) fails the test instead of killing the runner.
@@ -19,13 +21,7 @@ fn in_child(test_name: &str, body: impl FnOnce()) {
         return;
     }
     let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            test_name,
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args([test_name, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, "1")
         .output()
         .expect("spawn child");
@@ -69,7 +65,6 @@ fn write_and_open(file: &[u8]) -> (std::path::PathBuf, mdb_fuzz::ScratchDir) {
 /// EOF (but <= last_pgno) passes `page()`'s bound check, so reading it
 /// touches mapped memory with no file behind it.
 #[test]
-#[ignore = "engine bug: SIGBUS on a meta page whose last_pgno is past EOF (open does not check the file length)"]
 fn sigbus_last_pgno_past_eof() {
     in_child("sigbus_last_pgno_past_eof", || {
         let seed = mdb_fuzz::seed::seed_file();
@@ -97,7 +92,6 @@ fn sigbus_last_pgno_past_eof() {
 /// MAIN root byte 129 := 0x78, last_pgno byte 139 := 0xbe), against the seed
 /// built by the engine at the time it was found.
 #[test]
-#[ignore = "engine bug: SIGBUS on a meta page whose last_pgno is past EOF (raw fuzz input)"]
 fn sigbus_raw_fuzz_input() {
     in_child("sigbus_raw_fuzz_input", || {
         mdb_fuzz::open_corrupt(&[0x69, 0x86, 0xc1, 0x84, 0x78, 0xf3, 0x2f, 0xf8, 0x66, 0xbe]);
@@ -109,7 +103,6 @@ fn sigbus_raw_fuzz_input() {
 /// `Corrupted` partway down leaves the cursor marked positioned with an
 /// empty path; the next relative move (`next`/`prev`) underflows.
 #[test]
-#[ignore = "engine bug: cursor move after a failed seek panics in tree::Path::leaf (path.len == 0 while positioned)"]
 fn panic_move_after_failed_seek() {
     in_child("panic_move_after_failed_seek", || {
         let seed = mdb_fuzz::seed::seed_file();
@@ -142,7 +135,6 @@ fn panic_move_after_failed_seek() {
 /// The raw `open_corrupt` input that found bug 2 (page-header edit: `lower`
 /// of MAIN's root branch page 0x1a -> 0x2a).
 #[test]
-#[ignore = "engine bug: cursor move after a failed seek panics in tree::Path::leaf (raw fuzz input)"]
 fn panic_raw_fuzz_input() {
     in_child("panic_raw_fuzz_input", || {
         mdb_fuzz::open_corrupt(&[0x1c, 0x8b, 0x0a, 0x7a, 0x2a]);
@@ -156,7 +148,6 @@ fn panic_raw_fuzz_input() {
 /// LEAF2 page belongs, or by `dup::Position::load`) reads the pointer array
 /// past the page without a bounds check.
 #[test]
-#[ignore = "engine bug: LEAF2-flagged page with `lower` past the page end panics in page::rd16 via Page::node (no bounds check on the pointer array)"]
 fn panic_lower_past_page_end() {
     in_child("panic_lower_past_page_end", || {
         let seed = mdb_fuzz::seed::seed_file();
@@ -184,7 +175,6 @@ fn panic_lower_past_page_end() {
 /// The raw `open_corrupt` input that found bug 3 (page 21, the DUPFIXED
 /// DB's root leaf: flags 0x02 -> 0x6f and `lower` high byte 0x00 -> 0xa9).
 #[test]
-#[ignore = "engine bug: LEAF2-flagged page with `lower` past the page end panics in page::rd16 (raw fuzz input)"]
 fn panic_lower_raw_fuzz_input() {
     in_child("panic_lower_raw_fuzz_input", || {
         mdb_fuzz::open_corrupt(&[0x5d, 0x6d, 0xca, 0xe9, 0xa9, 0x5a, 0xed, 0x13, 0x8a, 0x6f]);
@@ -198,7 +188,6 @@ fn panic_lower_raw_fuzz_input() {
 /// exposed (`tree::node_value` sends every F_DUPDATA node to `dups_of`, MAIN
 /// included: the raw input below corrupts a named-DB record in MAIN).
 #[test]
-#[ignore = "engine bug: node with F_BIGDATA|F_SUBDATA|F_DUPDATA panics in DbRecord::decode via dup::dups_of"]
 fn panic_subdb_node_with_bigdata_flag() {
     in_child("panic_subdb_node_with_bigdata_flag", || {
         let seed = mdb_fuzz::seed::seed_file();
@@ -235,7 +224,6 @@ fn panic_subdb_node_with_bigdata_flag() {
 /// The raw `open_corrupt` input that found bug 4 (set u64 = 0x77 over the
 /// flags of a DUPSORT node).
 #[test]
-#[ignore = "engine bug: node with F_BIGDATA|F_SUBDATA|F_DUPDATA panics in DbRecord::decode (raw fuzz input)"]
 fn panic_subdb_bigdata_raw_fuzz_input() {
     in_child("panic_subdb_bigdata_raw_fuzz_input", || {
         mdb_fuzz::open_corrupt(&[0x8a, 0x2f, 0x68, 0x83, 0x77]);
@@ -249,7 +237,6 @@ fn panic_subdb_bigdata_raw_fuzz_input() {
 /// in a sub-page the same sequence returns `Ok(Some(..))`. Found by
 /// `ops_model` (BulkDups of 245 values, then Cursor[GetBothRange, GetCurrent]).
 #[test]
-#[ignore = "engine bug: get_current after a get_both_range miss on a sub-DB key returns Err(Corrupted) on a valid DB"]
 fn corrupted_after_get_both_range_miss_on_subdb() {
     in_child("corrupted_after_get_both_range_miss_on_subdb", || {
         use mdb::{DbFlags, Error, WriteFlags};

@@ -218,8 +218,8 @@ impl Env {
             let _unlock = Unlock(l);
             if recovered {
                 // The previous writer died: its uncommitted pages are unreferenced.
-                if let (Ok(m0), Ok(m1)) = (self.meta_page(0), self.meta_page(1)) {
-                    l.set_txnid(m0.txnid.max(m1.txnid));
+                if let Ok((_, m)) = crate::env::pick_meta(self.meta_page(0), self.meta_page(1)) {
+                    l.set_txnid(m.txnid);
                 }
             }
             txn.renew()?;
@@ -297,6 +297,7 @@ impl Env {
             env: self,
             ps,
             last: src.last_pgno.min(file_pages.saturating_sub(1)),
+            snap_last: src.last_pgno,
             out: w,
             bufs: [vec![0u8; CHUNK], vec![0u8; CHUNK]],
             wlen: [0, 0],
@@ -492,6 +493,9 @@ struct Compactor<'a, 'p, W: Write + ?Sized> {
     ps: usize,
     /// Highest source page that may be read (snapshot's last_pgno, within the file).
     last: u64,
+    /// The snapshot's last_pgno: pages up to it but past `last` are missing
+    /// from a truncated file.
+    snap_last: u64,
     out: &'a mut W,
     /// Two page buffers used in turn, and how much of each is filled.
     bufs: [Vec<u8>; 2],
@@ -512,7 +516,15 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
     /// Source page `pgno` from the map.
     fn src(&self, pgno: u64, pages: u64) -> Result<&'a [u8]> {
         if pgno < 2 || pages == 0 || pgno > self.last || pages - 1 > self.last - pgno {
-            return Err(Error::PageNotFound);
+            let in_snapshot = pgno >= 2
+                && pages > 0
+                && pgno <= self.snap_last
+                && pages - 1 <= self.snap_last - pgno;
+            return Err(if in_snapshot {
+                Error::Corrupted
+            } else {
+                Error::PageNotFound
+            });
         }
         self.env
             .map

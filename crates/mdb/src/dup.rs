@@ -35,7 +35,7 @@ fn dups_of<'a, S: Snapshot>(s: &'a S, n: Node<'a>) -> Result<Dups<'a>> {
         return Ok(Dups::Single(node_value(s, n)?));
     }
     if f & F_SUBDATA != 0 {
-        if n.dsize() != 48 {
+        if n.dsize() != 48 || n.data().len() != 48 {
             return Err(Error::Corrupted);
         }
         return Ok(Dups::SubDb(DbRecord::decode(n.data())));
@@ -698,6 +698,10 @@ impl Position {
                 let mut pos = CursorPos::new();
                 let found = pos.seek(s, &r, dcmp, val)?;
                 let on = pos.current_key(s)?.is_some();
+                if !on {
+                    // Past the last value: rest on it, as on a sub-page.
+                    pos.move_edge(s, &r, true)?;
+                }
                 self.sub = Sub::Tree(r, pos);
                 found || (!exact && on)
             }

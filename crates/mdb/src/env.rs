@@ -10,7 +10,7 @@ use crate::txn::ThreadSlots;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// Environment flags (LMDB's `MDB_*` open flags).
@@ -205,6 +205,9 @@ pub struct Env {
     pub(crate) thread_slots: Arc<ThreadSlots>,
     /// As configured (what LMDB reports under NO_LOCK).
     max_readers: u32,
+    /// Whole pages in the data file when last looked at: reads stay below
+    /// (a mapped page past the end of the file raises SIGBUS).
+    file_pages: AtomicU64,
     pub(crate) dbis: RwLock<Vec<DbiInfo>>,
     pub(crate) max_dbs: u32,
     /// Page buffers recycled between write transactions.
@@ -320,11 +323,7 @@ impl Env {
             if m1.psize() != m0.psize() {
                 return Err(Error::Invalid);
             }
-            if m1.txnid > m0.txnid {
-                m1
-            } else {
-                m0
-            }
+            pick_meta(Ok(m0), Ok(m1))?.1
         };
         let psize = meta.psize() as usize;
         let mut mapsize = if o.map_size != 0 {
@@ -378,6 +377,7 @@ impl Env {
             },
         ];
         dbis.reserve(o.max_dbs as usize);
+        let file_pages = AtomicU64::new(df.len()? / psize as u64);
         Ok(Env {
             path: path.to_path_buf(),
             flags: AtomicU32::new(flags.0),
@@ -385,6 +385,7 @@ impl Env {
             map,
             file: df,
             thread_slots: Arc::new(ThreadSlots::new(lock.clone())),
+            file_pages,
             lock,
             max_readers: o.max_readers,
             dbis: RwLock::new(dbis),
@@ -427,7 +428,10 @@ impl Env {
     pub fn set_map_size(&mut self, size: usize) -> Result<()> {
         let m = self.newest_meta()?;
         let want = if size == 0 { m.mapsize as usize } else { size };
-        let used = (m.last_pgno as usize + 1) * self.psize;
+        let used = (m.last_pgno as usize)
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(self.psize))
+            .ok_or(Error::Os(libc::ENOMEM))?;
         let len = want
             .max(used)
             .checked_next_multiple_of(self.psize)
@@ -464,37 +468,70 @@ impl Env {
 
     /// The newest committed meta page.
     pub(crate) fn newest_meta(&self) -> Result<Meta> {
-        loop {
-            let t = self.lock.txnid();
-            match self.meta_at(t) {
+        self.current_meta().map(|(_, m)| m)
+    }
+
+    /// The newest committed meta page and its slot: the one the lock file's
+    /// txnid names, else (a txnid no meta carries: a damaged meta, a data
+    /// file changed behind the lock file) the one [`pick_meta`] picks.
+    pub(crate) fn current_meta(&self) -> Result<(usize, Meta)> {
+        for _ in 0..SNAPSHOT_RETRIES {
+            match self.meta_with_txnid(self.lock.txnid()) {
+                // A commit moved lock.txnid during the copy: look again.
                 None => continue,
-                Some(Ok(m)) if m.txnid == t => return Ok(m),
-                Some(_) => break,
+                Some(Some(sm)) => return Ok(sm),
+                Some(None) => break,
             }
         }
-        let (m0, m1) = (self.meta_page(0)?, self.meta_page(1)?);
-        Ok(if m1.txnid > m0.txnid { m1 } else { m0 })
+        pick_meta(self.meta_page(0), self.meta_page(1))
     }
 
-    pub(crate) fn meta_page(&self, n: usize) -> Result<Meta> {
-        let mut copy = [0u8; META_LEN];
-        self.map.copy_out(n * self.psize, &mut copy)?;
-        Meta::decode(&copy)
-    }
-
-    /// The meta page of committed txn `t`, or `None` if a commit published
-    /// a newer txn while it was being copied: the copy may then be torn,
-    /// since the writer of `t + 2` rewrites that page (through the map under
-    /// WRITEMAP, by `pwrite` otherwise) once `t + 1` is published.
-    pub(crate) fn meta_at(&self, t: u64) -> Option<Result<Meta>> {
-        let mut copy = [0u8; META_LEN];
-        let r = self.map.copy_out((t & 1) as usize * self.psize, &mut copy);
+    /// The meta page carrying txnid `t` (in its own slot or, damaged file,
+    /// the other) and its slot; `None` if a commit published a newer txn
+    /// while it was being copied: the copy may then be torn, since the
+    /// writer of `t + 2` rewrites that page (through the map under WRITEMAP,
+    /// by `pwrite` otherwise) once `t + 1` is published.
+    pub(crate) fn meta_with_txnid(&self, t: u64) -> Option<Option<(usize, Meta)>> {
+        let s = (t & 1) as usize;
+        let found = [s, s ^ 1].into_iter().find_map(|n| {
+            self.meta_page(n)
+                .ok()
+                .filter(|m| m.txnid == t)
+                .map(|m| (n, m))
+        });
         // The copy's loads complete before the re-check of the txnid.
         std::sync::atomic::fence(Ordering::Acquire);
         if self.lock.txnid() != t {
             return None;
         }
-        Some(r.and_then(|()| Meta::decode(&copy)))
+        Some(found)
+    }
+
+    /// Whole pages in the data file, as last seen (no system call).
+    #[inline]
+    pub(crate) fn file_pages(&self) -> u64 {
+        self.file_pages.load(Ordering::Relaxed)
+    }
+
+    /// Look at the data file's length again: a writer, here or in another
+    /// process, may have extended it.
+    pub(crate) fn refresh_file_pages(&self) -> Result<u64> {
+        let n = self.file.len()? / self.psize as u64;
+        self.file_pages.store(n, Ordering::Relaxed);
+        Ok(n)
+    }
+
+    /// Meta page `n` as it is now. Only the part commits rewrite is read
+    /// (the header was checked at open): a page size that is not this
+    /// environment's makes the meta unusable.
+    pub(crate) fn meta_page(&self, n: usize) -> Result<Meta> {
+        let mut copy = [0u8; META_LEN];
+        self.map.copy_out(n * self.psize, &mut copy)?;
+        let m = Meta::fields(&copy);
+        if m.psize() as usize != self.psize || m.last_pgno < 1 {
+            return Err(Error::Invalid);
+        }
+        Ok(m)
     }
 
     /// Map size, page usage, last transaction and reader counts.
@@ -716,11 +753,30 @@ impl Env {
     }
 }
 
+/// Attempts at a snapshot while commits keep moving `lock.txnid`.
+pub(crate) const SNAPSHOT_RETRIES: usize = 1 << 16;
+
 impl Drop for Env {
     fn drop(&mut self) {
         // The lock file may outlive this Env (shared with another Env of
         // this process): give back the slots of our threads now.
         self.thread_slots.release_all();
+    }
+}
+
+/// The current meta of a file from its two meta pages, and its slot. A
+/// commit writes txnid `t` into meta page `t & 1`, so a meta in the other
+/// slot is damaged: the newer of the metas in their own slot wins, and only
+/// if neither is, the newer of the two (meta 0 on a tie). LMDB, which does
+/// not check, reads the same meta with a lock file in every case but the
+/// last.
+pub(crate) fn pick_meta(m0: Result<Meta>, m1: Result<Meta>) -> Result<(usize, Meta)> {
+    let rank = |slot: u64, m: &Meta| (m.txnid & 1 == slot, m.txnid);
+    match (m0, m1) {
+        (Ok(a), Ok(b)) if rank(1, &b) > rank(0, &a) => Ok((1, b)),
+        (Ok(a), _) => Ok((0, a)),
+        (Err(_), Ok(b)) => Ok((1, b)),
+        (Err(e), Err(_)) => Err(e),
     }
 }
 
@@ -757,14 +813,17 @@ mod tests {
         commit(b"a");
         commit(b"b");
         let t = env.lock.txnid();
-        assert_eq!(env.meta_at(t).unwrap().unwrap().txnid, t);
+        assert_eq!(env.meta_with_txnid(t).unwrap().unwrap().1.txnid, t);
         commit(b"c");
         // Half of `t + 2`'s meta update: new roots, txnid not written yet.
         let mut torn = env.newest_meta().unwrap();
         torn.txnid = t;
         let off = (t & 1) as usize * env.psize + META_WRITE_OFF;
         env.map.write(off, &torn.encode_update()).unwrap();
-        assert!(env.meta_at(t).is_none(), "a torn meta copy was taken");
+        assert!(
+            env.meta_with_txnid(t).is_none(),
+            "a torn meta copy was taken"
+        );
         assert_eq!(env.newest_meta().unwrap().txnid, t + 1);
     }
 }

@@ -104,9 +104,9 @@ impl Meta {
 
     /// Decode and validate the first [`META_LEN`] bytes of a meta page.
     pub fn decode(b: &[u8]) -> Result<Meta> {
-        if b.len() < META_LEN {
+        let Some(b) = b.first_chunk::<META_LEN>() else {
             return Err(Error::Invalid);
-        }
+        };
         if rd16(b, 10) & P_META == 0 {
             return Err(Error::Invalid);
         }
@@ -116,20 +116,25 @@ impl Meta {
         if rd32(b, 20) != VERSION {
             return Err(Error::VersionMismatch);
         }
-        let m = Meta {
-            address: rd64(b, 24),
-            mapsize: rd64(b, 32),
-            free: DbRecord::decode(&b[40..88]),
-            main: DbRecord::decode(&b[88..136]),
-            last_pgno: rd64(b, 136),
-            txnid: rd64(b, 144),
-        };
+        let m = Meta::fields(b);
         let ps = m.psize();
         // A 32-bit LMDB file has 4-byte fields and shows an implausible psize here.
         if !(512..=32768).contains(&ps) || !ps.is_power_of_two() || m.last_pgno < 1 {
             return Err(Error::Invalid);
         }
         Ok(m)
+    }
+
+    /// The fields of a meta page's first [`META_LEN`] bytes, unchecked.
+    pub(crate) fn fields(b: &[u8; META_LEN]) -> Meta {
+        Meta {
+            address: rd64(b, 24),
+            mapsize: rd64(b, 32),
+            free: DbRecord::decode(&b[40..88]),
+            main: DbRecord::decode(&b[88..136]),
+            last_pgno: rd64(b, 136),
+            txnid: rd64(b, 144),
+        }
     }
 
     /// The 120 bytes written at page offset 32 by a commit.

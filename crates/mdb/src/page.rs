@@ -94,14 +94,18 @@ impl<'a> Page<'a> {
         }
         let p = Page { b };
         let (lower, upper) = (p.lower() as usize, p.upper() as usize);
-        // LEAF2 pages keep LMDB's virtual lower/upper (1-byte values can put
-        // upper past the end); their keys are bounds-checked one by one.
-        let leaf2 = p.flags() & P_LEAF2 != 0;
-        if p.flags() & (P_BRANCH | P_LEAF) == 0
-            || lower < HDR
-            || (!leaf2 && (lower > upper || upper > b.len()))
-            || (lower & 1) != 0
+        if p.flags() & (P_BRANCH | P_LEAF) == 0 || lower < HDR || lower > upper || (lower & 1) != 0
         {
+            return Err(Error::Corrupted);
+        }
+        // LEAF2 pages keep LMDB's virtual lower/upper (1-byte values put
+        // both past the end): what must fit is the packed keys.
+        let fits = if p.is_leaf2() {
+            p.len() * p.pad() <= b.len() - HDR
+        } else {
+            upper <= b.len()
+        };
+        if !fits {
             return Err(Error::Corrupted);
         }
         Ok(p)
@@ -155,7 +159,12 @@ impl<'a> Page<'a> {
     /// Node `i` (bounds-checked against corruption).
     #[inline]
     pub fn node(&self, i: usize) -> Result<Node<'a>> {
-        let off = rd16(self.b, HDR + 2 * i) as usize;
+        // A LEAF2 page has no nodes (and its `lower` may lie past its end).
+        if self.is_leaf2() {
+            return Err(Error::Corrupted);
+        }
+        let ptr = self.b.get(HDR + 2 * i..HDR + 2 * i + 2);
+        let off = ptr.map_or(0, |p| u16::from_le_bytes([p[0], p[1]]) as usize);
         if off < self.lower() as usize || off + NODE_HDR > self.b.len() {
             return Err(Error::Corrupted);
         }
@@ -166,6 +175,10 @@ impl<'a> Page<'a> {
         } else {
             let fl = rd16(self.b, off + 4);
             if fl & F_BIGDATA != 0 {
+                // Duplicates and database records are never in overflow pages.
+                if fl & (F_SUBDATA | F_DUPDATA) != 0 {
+                    return Err(Error::Corrupted);
+                }
                 8
             } else {
                 (rd16(self.b, off) as usize) | (rd16(self.b, off + 2) as usize) << 16

@@ -26,8 +26,10 @@ impl Path {
             len: 0,
         }
     }
+    /// Level of the leaf (0 for an empty path, whose page 0 reads as
+    /// `PageNotFound`, never a panic).
     pub(crate) fn leaf(&self) -> usize {
-        self.len - 1
+        self.len.saturating_sub(1)
     }
 }
 
@@ -216,13 +218,28 @@ impl CursorPos {
         }
     }
 
-    /// Move to the first (or last) item; false if the tree is empty.
+    /// Forget the position: after an error midway the path is partial.
+    fn unposition<T>(&mut self, e: Error) -> Result<T> {
+        self.unset = true;
+        self.path.len = 0;
+        Err(e)
+    }
+
+    /// Move to the first (or last) item; false if the tree is empty. On an
+    /// error the cursor is left unpositioned.
     pub(crate) fn move_edge<S: Snapshot>(
         &mut self,
         s: &S,
         rec: &DbRecord,
         right: bool,
     ) -> Result<bool> {
+        match self.try_move_edge(s, rec, right) {
+            Err(e) => self.unposition(e),
+            ok => ok,
+        }
+    }
+
+    fn try_move_edge<S: Snapshot>(&mut self, s: &S, rec: &DbRecord, right: bool) -> Result<bool> {
         if rec.root == P_INVALID {
             self.unset = true;
             self.path.len = 0;
@@ -251,12 +268,20 @@ impl CursorPos {
     }
 
     /// Move to the next leaf's first item; false (position kept) at the end.
+    /// On an error the position is kept too.
     fn step_leaf<S: Snapshot>(&mut self, s: &S, rec: &DbRecord, fwd: bool) -> Result<bool> {
         let save = self.path;
+        let r = self.try_step_leaf(s, rec, fwd);
+        if !matches!(r, Ok(true)) {
+            self.path = save;
+        }
+        r
+    }
+
+    fn try_step_leaf<S: Snapshot>(&mut self, s: &S, rec: &DbRecord, fwd: bool) -> Result<bool> {
         let mut lvl = self.path.leaf();
         loop {
             if lvl == 0 {
-                self.path = save;
                 return Ok(false);
             }
             lvl -= 1;
@@ -307,8 +332,22 @@ impl CursorPos {
     }
 
     /// Position at the first key >= `key`; returns whether it matched exactly.
-    /// Past the end when every key is smaller.
+    /// Past the end when every key is smaller. On an error the cursor is
+    /// left unpositioned.
     pub(crate) fn seek<S: Snapshot>(
+        &mut self,
+        s: &S,
+        rec: &DbRecord,
+        cmp: CmpFn,
+        key: &[u8],
+    ) -> Result<bool> {
+        match self.try_seek(s, rec, cmp, key) {
+            Err(e) => self.unposition(e),
+            ok => ok,
+        }
+    }
+
+    fn try_seek<S: Snapshot>(
         &mut self,
         s: &S,
         rec: &DbRecord,

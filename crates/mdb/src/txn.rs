@@ -8,7 +8,7 @@
 
 use crate::cursor::Cursor;
 use crate::db::{Database, Stat, DUPSORT, INTEGERKEY, PERSISTENT, SUPPORTED};
-use crate::env::{Env, EnvFlags};
+use crate::env::{pick_meta, Env, EnvFlags};
 use crate::error::{Error, Result};
 use crate::freelist::FreeState;
 use crate::lock::LockFile;
@@ -233,6 +233,8 @@ pub struct RoTxn<'env> {
     /// it is its thread's.
     own_slot: bool,
     meta: Meta,
+    /// Pages below this may be read without a check (see [`Env::snapshot_bound`]).
+    bound: Cell<u64>,
     dbs: RefCell<Vec<Option<DbRecord>>>,
     /// Bound to the thread, as LMDB's default reader slots are.
     _not_send: PhantomData<*const ()>,
@@ -252,11 +254,13 @@ impl Env {
             own_slot,
             // A placeholder until the snapshot is read.
             meta: Meta::new_env(self.psize as u32, 0, 0),
+            bound: Cell::new(0),
             dbs: RefCell::new(Vec::new()),
             _not_send: PhantomData,
         };
         // On error, dropping `txn` gives the slot back.
         txn.meta = self.snapshot_into(slot)?;
+        txn.bound.set(self.snapshot_bound(&txn.meta));
         Ok(txn)
     }
 
@@ -298,33 +302,64 @@ impl Env {
         }
     }
 
-    /// Publish the newest snapshot in reader slot `slot` and return its meta.
-    /// On error the slot is left idle.
+    /// Publish the newest snapshot's txnid in reader slot `slot` and return
+    /// its meta; on error the slot is left idle. A retry is taken only when
+    /// a commit moved `lock.txnid` meanwhile (its meta may have been read
+    /// half-written); a txnid that no meta carries is settled from the
+    /// metas, so no meta pages, however damaged, make this loop.
     fn snapshot_into(&self, slot: usize) -> Result<Meta> {
-        let lock = &self.lock;
-        let r = loop {
-            let t = lock.txnid();
-            lock.set_slot_txnid(slot, t);
-            if lock.txnid() != t {
-                continue;
-            }
-            let m = match self.meta_at(t) {
-                None => continue,
-                Some(Ok(m)) => m,
-                Some(Err(e)) => break Err(e),
-            };
-            if m.txnid != t {
-                // Not a race (`meta_at` checked `t` is still the newest): the
-                // file's meta does not match its slot.
-                break Err(Error::Corrupted);
-            }
-            if (m.last_pgno as usize + 1) * self.psize > self.map.len() {
-                break Err(Error::MapResized);
-            }
-            return Ok(m);
-        };
-        lock.set_slot_txnid(slot, IDLE);
+        let l = &self.lock;
+        let r = self.publish_snapshot(slot);
+        if r.is_err() {
+            l.set_slot_txnid(slot, IDLE);
+        }
         r
+    }
+
+    fn publish_snapshot(&self, slot: usize) -> Result<Meta> {
+        let l = &self.lock;
+        for _ in 0..crate::env::SNAPSHOT_RETRIES {
+            let t = l.txnid();
+            l.set_slot_txnid(slot, t);
+            let m = match self.meta_with_txnid(t) {
+                None => continue,
+                Some(Some((_, m))) => m,
+                Some(None) => {
+                    // The data file changed behind the lock file's back, or
+                    // a meta page is damaged. The slot keeps the older id,
+                    // so the writer keeps every page either could see.
+                    let (_, m) = pick_meta(self.meta_page(0), self.meta_page(1))?;
+                    l.set_slot_txnid(slot, m.txnid.min(t));
+                    if l.txnid() != t {
+                        continue;
+                    }
+                    m
+                }
+            };
+            self.check_mapped(&m)?;
+            return Ok(m);
+        }
+        // Only a lock file being scribbled on moves lock.txnid this often.
+        Err(Error::Corrupted)
+    }
+
+    /// `MapResized` if the snapshot reaches past this handle's map (another
+    /// process grew the map).
+    fn check_mapped(&self, m: &Meta) -> Result<()> {
+        let end = m
+            .last_pgno
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(self.psize as u64));
+        if end.is_none_or(|e| e > self.map.len() as u64) {
+            return Err(Error::MapResized);
+        }
+        Ok(())
+    }
+
+    /// Pages of the snapshot of `m` that lie in the data file as last seen:
+    /// what may be read from the map without another look at its length.
+    fn snapshot_bound(&self, m: &Meta) -> u64 {
+        m.last_pgno.saturating_add(1).min(self.file_pages())
     }
 }
 
@@ -346,6 +381,7 @@ impl RoTxn<'_> {
     pub fn renew(&mut self) -> Result<()> {
         self.dbs.borrow_mut().clear();
         self.meta = self.env.snapshot_into(self.slot)?;
+        self.bound.set(self.env.snapshot_bound(&self.meta));
         Ok(())
     }
 }
@@ -391,8 +427,8 @@ impl Snapshot for RoTxn<'_> {
     }
     #[inline]
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
-        if pgno > self.meta.last_pgno || pgno < 2 {
-            return Err(Error::PageNotFound);
+        if pgno >= self.bound.get() || pgno < 2 {
+            reach(self.env, &self.bound, self.meta.last_pgno, pgno, 1)?;
         }
         let ps = self.env.psize;
         Page::new(self.env.map.slice(pgno as usize * ps, ps)?)
@@ -400,8 +436,9 @@ impl Snapshot for RoTxn<'_> {
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         let ps = self.env.psize;
         let need = crate::page::ov_pages(ps, len) as u64;
-        if pgno < 2 || pgno + need - 1 > self.meta.last_pgno {
-            return Err(Error::PageNotFound);
+        let b = self.bound.get();
+        if pgno < 2 || pgno >= b || need > b - pgno {
+            reach(self.env, &self.bound, self.meta.last_pgno, pgno, need)?;
         }
         let b = self
             .env
@@ -447,6 +484,25 @@ impl Snapshot for RoTxn<'_> {
 
 impl Txn for RoTxn<'_> {}
 
+/// The slow path of a page access at or past `bound`: `PageNotFound` unless
+/// pages `pgno..pgno + n` are in `2..=last`; `Corrupted` if they are not
+/// all in the data file, whose length is re-read first (another process's
+/// writer may have extended it). Raises `bound` to what the file now holds.
+#[cold]
+#[inline(never)]
+fn reach(env: &Env, bound: &Cell<u64>, last: u64, pgno: u64, n: u64) -> Result<()> {
+    let end = pgno.checked_add(n).ok_or(Error::PageNotFound)?;
+    if pgno < 2 || end > last.saturating_add(1) {
+        return Err(Error::PageNotFound);
+    }
+    let b = env.refresh_file_pages()?.min(last.saturating_add(1));
+    bound.set(b);
+    if end > b {
+        return Err(Error::Corrupted);
+    }
+    Ok(())
+}
+
 /// Per-database state inside a write transaction.
 #[derive(Clone, Copy)]
 pub(crate) struct TxnDb {
@@ -483,6 +539,8 @@ pub struct RwTxn<'env> {
     pub(crate) base: Meta,
     /// Pages written in this transaction, by page number (runs under their first page).
     pub(crate) dirty: PgnoMap<Box<[u8]>>,
+    /// Committed pages below this may be read without a check (see [`Env::snapshot_bound`]).
+    bound: Cell<u64>,
     pub(crate) next_pgno: u64,
     pub(crate) max_pgno: u64,
     pub(crate) dbs: RefCell<Vec<Option<TxnDb>>>,
@@ -528,28 +586,30 @@ impl Env {
         let l = &self.lock;
         if l.lock_writer()? {
             // The previous writer died; its uncommitted pages are unreferenced.
-            let (m0, m1) = (self.meta_page(0), self.meta_page(1));
-            if let (Ok(m0), Ok(m1)) = (m0, m1) {
-                l.set_txnid(m0.txnid.max(m1.txnid));
+            if let Ok((_, m)) = pick_meta(self.meta_page(0), self.meta_page(1)) {
+                l.set_txnid(m.txnid);
             }
         }
-        let base = match self.newest_meta() {
-            Ok(m) => m,
-            Err(e) => {
-                l.unlock_writer();
-                return Err(e);
-            }
-        };
-        let max_pgno = (self.map.len() / self.psize) as u64;
-        if base.last_pgno + 1 > max_pgno {
+        let unlock = |e: Error| {
             l.unlock_writer();
-            return Err(Error::MapResized);
-        }
+            e
+        };
+        let (slot, base) = self.current_meta().map_err(unlock)?;
+        self.check_mapped(&base).map_err(unlock)?;
+        // The new meta goes to the slot the base is not in, also when a
+        // damaged file has the base in the wrong one: a crash must leave it.
+        let txnid = base
+            .txnid
+            .checked_add(if base.txnid & 1 == slot as u64 { 1 } else { 2 })
+            .ok_or(Error::Corrupted)
+            .map_err(unlock)?;
+        let max_pgno = (self.map.len() / self.psize) as u64;
         let oldest = l.oldest_reader(base.txnid);
         Ok(RwTxn {
             env: self,
-            txnid: base.txnid + 1,
+            txnid,
             base,
+            bound: Cell::new(self.snapshot_bound(&base)),
             dirty: PgnoMap::default(),
             next_pgno: base.last_pgno + 1,
             max_pgno,
@@ -824,6 +884,22 @@ impl Drop for RwTxn<'_> {
     }
 }
 
+impl RwTxn<'_> {
+    /// `len` bytes of the committed page run at `pgno`, straight from the
+    /// map: never past the end of the data file.
+    #[inline]
+    pub(crate) fn committed(&self, pgno: u64, len: usize) -> Result<&[u8]> {
+        let ps = self.env.psize;
+        let b = self.bound.get();
+        // (No division for the usual one-page read.)
+        if pgno < 2 || pgno >= b || (len > ps && len.div_ceil(ps) as u64 > b - pgno) {
+            let n = len.div_ceil(ps).max(1) as u64;
+            reach(self.env, &self.bound, self.next_pgno - 1, pgno, n)?;
+        }
+        self.env.map.slice(pgno as usize * ps, len)
+    }
+}
+
 impl Snapshot for RwTxn<'_> {
     fn env(&self) -> &Env {
         self.env
@@ -833,23 +909,14 @@ impl Snapshot for RwTxn<'_> {
         if let Some(b) = self.dirty.get(&pgno) {
             return Page::new(b);
         }
-        if pgno >= self.next_pgno || pgno < 2 {
-            return Err(Error::PageNotFound);
-        }
-        let ps = self.env.psize;
-        Page::new(self.env.map.slice(pgno as usize * ps, ps)?)
+        Page::new(self.committed(pgno, self.env.psize)?)
     }
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         let h = crate::page::HDR;
         if let Some(b) = self.dirty.get(&pgno) {
             return b.get(h..h + len).ok_or(Error::Corrupted);
         }
-        let ps = self.env.psize;
-        let need = crate::page::ov_pages(ps, len) as u64;
-        if pgno < 2 || pgno + need > self.next_pgno {
-            return Err(Error::PageNotFound);
-        }
-        let b = self.env.map.slice(pgno as usize * ps, h + len)?;
+        let b = self.committed(pgno, h + len)?;
         if crate::page::rd16(b, 10) & P_OVERFLOW == 0 {
             return Err(Error::Corrupted);
         }

@@ -503,7 +503,7 @@ impl<'env> RwTxn<'env> {
             let new = self.alloc(1)?;
             let mut buf = self.take_buf();
             let ps = self.env.psize;
-            buf.copy_from_slice(self.env.map.slice(old as usize * ps, ps)?);
+            buf.copy_from_slice(self.committed(old, ps)?);
             edit::set_pgno(&mut buf, new);
             self.dirty.insert(new, buf);
             self.free_pages(old, 1);
@@ -834,7 +834,7 @@ impl<'env> RwTxn<'env> {
         let new = self.alloc(1)?;
         let mut buf = self.take_buf();
         let ps = self.env.psize;
-        buf.copy_from_slice(self.env.map.slice(old as usize * ps, ps)?);
+        buf.copy_from_slice(self.committed(old, ps)?);
         edit::set_pgno(&mut buf, new);
         self.dirty.insert(new, buf);
         self.free_pages(old, 1);
@@ -917,7 +917,7 @@ impl<'env> RwTxn<'env> {
     fn run_len(&self, pg: u64) -> Result<usize> {
         let b = match self.dirty.get(&pg) {
             Some(b) => &b[..HDR],
-            None => self.env.map.slice(pg as usize * self.env.psize, HDR)?,
+            None => self.committed(pg, HDR)?,
         };
         if page::rd16(b, 10) & P_OVERFLOW == 0 {
             return Err(Error::Corrupted);
