@@ -13,6 +13,10 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+// Shared with mdb's tests: fail, naming the Debian package, when a tool is missing.
+#[path = "../../mdb/tests/debian/mod.rs"]
+mod debian;
+
 const OURS: &str = env!("CARGO_BIN_EXE_mdb");
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,12 +46,6 @@ fn exec(mut cmd: Command) -> Run {
             .code()
             .unwrap_or_else(|| 128 + o.status.signal().unwrap_or(0)),
     }
-}
-
-fn have_tools() -> bool {
-    ["mdb_dump", "mdb_stat", "mdb_copy", "mdb_load"]
-        .iter()
-        .all(|t| Path::new("/usr/bin").join(t).exists())
 }
 
 /// Debian's tool, with `argv[0]` = its plain name.
@@ -213,9 +211,7 @@ fn dump_all(dir: &Path) -> Run {
 
 #[test]
 fn copy_matches_mdb_copy() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let src = t.path().join("src");
     rich(&src);
@@ -263,9 +259,7 @@ fn copy_matches_mdb_copy() {
 
 #[test]
 fn copy_errors_and_options_like_mdb_copy() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let src = t.path().join("src");
     rich(&src);
@@ -358,9 +352,7 @@ fn copy_errors_and_options_like_mdb_copy() {
 /// A closed pipe ends the copy with EPIPE, reported as mdb_copy does.
 #[test]
 fn copy_to_closed_pipe() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let src = t.path().join("src");
     rich(&src);
@@ -398,9 +390,8 @@ fn copy_to_closed_pipe() {
 /// On a terminal, `mdb copy -v` draws a progress bar on stderr and erases it.
 #[test]
 fn copy_progress_bar_on_a_terminal() {
-    if !have_tools() || !Path::new("/usr/bin/script").exists() {
-        return;
-    }
+    debian::lmdb_utils();
+    debian::need("/usr/bin/script", "bsdutils");
     let t = tmpdir();
     let src = t.path().join("src");
     rich(&src);
@@ -422,9 +413,7 @@ fn copy_progress_bar_on_a_terminal() {
 
 #[test]
 fn drop_and_delete_round_trip_with_lmdb_tools() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let d = t.path().join("e");
     rich(&d);
@@ -529,9 +518,7 @@ fn drop_and_delete_round_trip_with_lmdb_tools() {
 
 #[test]
 fn drop_nosubdir() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let d = t.path().join("e");
     rich(&d);
@@ -653,9 +640,7 @@ fn assert_names_page(what: &str, runs: &(Run, Run), pg: u64) {
 }
 
 fn valid_json(s: &str) -> bool {
-    if !Path::new("/usr/bin/python3").exists() {
-        return true;
-    }
+    debian::need("/usr/bin/python3", "python3");
     let mut c = Command::new("/usr/bin/python3");
     c.args(["-c", "import json,sys; json.load(sys.stdin)"])
         .stdin(Stdio::piped())
@@ -671,9 +656,7 @@ fn valid_json(s: &str) -> bool {
 
 #[test]
 fn check_passes_on_sound_files() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let d = t.path().join("e");
     rich(&d);
@@ -711,9 +694,7 @@ fn check_passes_on_sound_files() {
 
 #[test]
 fn check_names_the_page_of_ten_kinds_of_damage() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let d = t.path().join("e");
     rich(&d);
@@ -845,9 +826,7 @@ fn check_names_the_page_of_ten_kinds_of_damage() {
 /// `mdb stat --json` carries the figures `mdb_stat -efa` prints.
 #[test]
 fn stat_json_agrees_with_mdb_stat() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let d = t.path().join("e");
     rich(&d);
@@ -882,14 +861,12 @@ fn stat_json_agrees_with_mdb_stat() {
 // ---------------------------------------------------------------------------
 // readers
 
-/// Not a test on its own: the child process of `readers_check_clears_a_killed_reader`.
-/// It opens the environment named by `MDB_TEST_READER_CHILD`, begins a read
-/// transaction, says so, and sleeps.
-#[test]
-fn reader_child() {
-    let Some(path) = std::env::var_os("MDB_TEST_READER_CHILD") else {
-        return;
-    };
+const READER_CHILD: &str = "MDB_TEST_READER_CHILD";
+
+/// The reader process of `readers_check_clears_a_killed_reader` (this test
+/// binary re-run with `READER_CHILD` set): it opens the environment, begins a
+/// read transaction, says so on stdout, and sleeps until killed.
+fn reader_child(path: &OsStr) {
     let env = mdb::EnvOptions::new()
         .flags(mdb::EnvFlags::READ_ONLY)
         .open(PathBuf::from(path))
@@ -898,15 +875,17 @@ fn reader_child() {
     println!("ready {}", mdb::Txn::id(&txn));
     use std::io::Write;
     std::io::stdout().flush().unwrap();
+    // Bounded, in case the parent fails before it kills us.
     std::thread::sleep(std::time::Duration::from_secs(120));
     drop(txn);
 }
 
 #[test]
 fn readers_check_clears_a_killed_reader() {
-    if !have_tools() {
-        return;
+    if let Some(path) = std::env::var_os(READER_CHILD) {
+        return reader_child(&path);
     }
+    debian::lmdb_utils();
     let t = tmpdir();
     let d = t.path().join("e");
     deb_load(&d, &section(None, &[], &[rec("a", "b")]));
@@ -914,8 +893,13 @@ fn readers_check_clears_a_killed_reader() {
     // lock file is not reset when the other processes come and go.
     let env = mdb::EnvOptions::new().open(&d).unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "reader_child", "--nocapture", "--test-threads=1"])
-        .env("MDB_TEST_READER_CHILD", &d)
+        .args([
+            "--exact",
+            "readers_check_clears_a_killed_reader",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(READER_CHILD, &d)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -924,7 +908,7 @@ fn readers_check_clears_a_killed_reader() {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let snap: u64 = loop {
         let l = lines.next().expect("child ended").unwrap();
-        // The harness may print "test reader_child ... " before it.
+        // The harness prints "test readers_check_... ... " before it.
         if let Some(i) = l.find("ready ") {
             break l[i + 6..].trim().parse().unwrap();
         }
