@@ -552,6 +552,16 @@ impl Raw {
     fn put64(&mut self, off: usize, v: u64) {
         self.b[off..off + 8].copy_from_slice(&v.to_le_bytes());
     }
+    fn put16(&mut self, off: usize, v: usize) {
+        self.b[off..off + 2].copy_from_slice(&(v as u16).to_le_bytes());
+    }
+    /// Index of the node at the lowest offset of leaf `pg`, and its offset.
+    fn lowest_node(&self, pg: u64) -> (usize, usize) {
+        (0..self.nkeys(pg))
+            .map(|i| (i, self.node(pg, i)))
+            .min_by_key(|&(_, o)| o)
+            .unwrap()
+    }
     /// File offset of the current meta page.
     fn meta(&self) -> usize {
         if self.u64(PS + 144) > self.u64(144) {
@@ -821,6 +831,122 @@ fn check_names_the_page_of_ten_kinds_of_damage() {
         assert!(!text.err.contains("panicked"), "{}", text.err);
         assert!(text.text().contains("past the end of the file"));
     }
+}
+
+/// What LMDB misreads though every page is sound: named DBs beside a MAIN
+/// with INTEGERKEY (mdb_dbi_open finds none), and a DUPFIXED sub-DB record
+/// with value size 0 (LMDB reads each of its values as empty).
+#[test]
+fn check_flags_what_lmdb_would_misread() {
+    debian::lmdb_utils();
+    let t = tmpdir();
+    let d = t.path().join("e");
+    rich(&d);
+    let good = Raw {
+        b: std::fs::read(d.join("data.mdb")).unwrap(),
+    };
+    // MAIN flags INTEGERKEY; the only main key is a 4-byte named-DB name,
+    // so the key sizes suit INTEGERKEY and only the named DB is at fault.
+    let e = t.path().join("ik");
+    deb_load(&e, &section(Some("sub1"), &[], &[rec("k", "v")]));
+    let mut c = Raw {
+        b: std::fs::read(e.join("data.mdb")).unwrap(),
+    };
+    let im = c.meta();
+    let flags = c.u16(im + 88 + 4);
+    c.put16(im + 88 + 4, flags | 0x08);
+    let r = check_bytes(t.path(), "ik.mdb", &c.b);
+    assert_names_page("INTEGERKEY main", &r, (im / PS) as u64);
+    assert!(r.0.text().contains("MAIN has INTEGERKEY"), "{}", r.0.text());
+    // LMDB: the named DB is gone.
+    let f = t.path().join("ik.mdb");
+    let ok = deb("mdb_dump", &["-n", "-s", "sub1", p(&e.join("data.mdb"))]);
+    assert_eq!(ok.code, 0, "{}", ok.err);
+    let lost = deb("mdb_dump", &["-n", "-s", "sub1", p(&f)]);
+    assert_eq!(lost.code, 1);
+    assert!(lost.err.contains("MDB_NOTFOUND"), "{}", lost.err);
+
+    // `fixed`'s key "lots" has a LEAF2 sub-DB of 4-byte values: value size 0.
+    let mut c = Raw { b: good.b.clone() };
+    let fixed = c.root_of("fixed");
+    assert_eq!(c.flags(fixed), 2, "fixed is one leaf");
+    let i = (0..c.nkeys(fixed))
+        .find(|&i| c.key(fixed, i) == b"lots")
+        .unwrap();
+    assert_eq!(c.u16(c.node(fixed, i) + 4), 6, "lots has a sub-DB");
+    let sub_rec = c.data_off(fixed, i);
+    assert_eq!(c.u16(sub_rec), 4, "md_pad holds the value size");
+    c.b[sub_rec..sub_rec + 4].fill(0);
+    let r = check_bytes(t.path(), "pad.mdb", &c.b);
+    assert_names_page("md_pad 0", &r, fixed);
+    assert!(r.0.text().contains("(md_pad) 0"), "{}", r.0.text());
+    // LMDB: 800 values of 4 bytes read as 800 empty ones.
+    let f = t.path().join("pad.mdb");
+    let dump = deb("mdb_dump", &["-n", "-s", "fixed", p(&f)]).text();
+    let lots = format!(" {}\n", hex(b"lots"));
+    assert_eq!(dump.matches(&format!("{lots} \n")).count(), 800, "{dump}");
+}
+
+/// Nodes of a page that overlap are a problem; bytes between nodes that
+/// belong to none (LMDB packs nodes) are a warning: data intact, space lost.
+#[test]
+fn check_finds_overlapping_nodes_and_gaps() {
+    debian::lmdb_utils();
+    let t = tmpdir();
+    let d = t.path().join("e");
+    rich(&d);
+    let good = Raw {
+        b: std::fs::read(d.join("data.mdb")).unwrap(),
+    };
+    let beta_leaf = good.first_leaf(good.root_of("beta"));
+    let base = beta_leaf as usize * PS;
+    let (low, off) = good.lowest_node(beta_leaf);
+    assert_eq!(off - base, good.u16(base + 14), "nodes packed from upper");
+    let size = 8 + good.u16(off + 6) + good.u16(off);
+    let size = size + (size & 1);
+    assert!(
+        good.u16(base + 14) - good.u16(base + 12) >= 8,
+        "room to move"
+    );
+
+    // A gap: the lowest node moved 8 bytes down, upper with it.
+    let mut c = Raw { b: good.b.clone() };
+    c.b.copy_within(off..off + size, off - 8);
+    c.put16(base + 16 + 2 * low, off - 8 - base);
+    c.put16(base + 14, off - 8 - base);
+    let (text, json) = check_bytes(t.path(), "gap.mdb", &c.b);
+    assert_eq!(text.code, 0, "{}", text.text());
+    let tx = text.text();
+    assert!(
+        tx.lines().any(
+            |l| l.starts_with(&format!("warning: page {beta_leaf} [beta]: 8 bytes"))
+                && l.contains("belong to no node")
+        ),
+        "{tx}"
+    );
+    assert!(tx.ends_with("OK: no problems found (1 warning)\n"), "{tx}");
+    let j = json.text();
+    assert!(j.contains("\"ok\":true"), "{j}");
+    assert!(j.contains("\"problems\":[],"), "{j}");
+    assert!(
+        j.contains(&format!("\"warnings\":[{{\"page\":{beta_leaf},")),
+        "{j}"
+    );
+    assert!(valid_json(&j), "{j}");
+    // LMDB reads the page as before.
+    let f = t.path().join("gap.mdb");
+    assert_eq!(
+        deb("mdb_dump", &["-n", "-s", "beta", p(&f)]).out,
+        deb("mdb_dump", &["-s", "beta", p(&d)]).out
+    );
+
+    // An overlap: the lowest node's value grows 2 bytes into its neighbour.
+    let mut c = Raw { b: good.b.clone() };
+    let dsize = c.u16(off);
+    c.put16(off, dsize + 2);
+    let r = check_bytes(t.path(), "overlap.mdb", &c.b);
+    assert_names_page("overlap", &r, beta_leaf);
+    assert!(r.0.text().contains("overlap"), "{}", r.0.text());
 }
 
 /// `mdb stat --json` carries the figures `mdb_stat -efa` prints.
