@@ -24,9 +24,12 @@ key order under each database's comparator inside and across pages, branch
 separators, equal leaf depth and overflow runs; free-list records; that each
 page from 2 to the last one is used exactly once, by one tree or one
 free-list entry (no cycles, no page in two places, no orphans); and that the
-statistics stored for each database equal a recount. Each problem is named
-with the page it was found on. A corrupt file never makes the check crash or
-loop.
+statistics stored for each database equal a recount; and what LMDB would
+misread (named databases beside a main database with INTEGERKEY, a DUPFIXED
+duplicate sub-database whose record gives value size 0). Each problem is
+named with the page it was found on. Warnings name what LMDB never writes
+but that loses no data (unused bytes between the nodes of a page); they do
+not fail the check. A corrupt file never makes the check crash or loop.
 
 dbpath is an environment directory, or with -n (or if it is a file) the data
 file itself. If the environment opens, the check reads one consistent
@@ -39,8 +42,8 @@ Options:
   -n        dbpath is the data file itself, not a directory (MDB_NOSUBDIR)
   --json    print the report as one JSON object instead of text
 
-Exit status: 0 if no problem was found, 1 if problems were found, 2 if the
-check could not be run (bad usage, unreadable file).
+Exit status: 0 if no problem was found (warnings or not), 1 if problems
+were found, 2 if the check could not be run (bad usage, unreadable file).
 ";
 
 /// Where the checked bytes came from.
@@ -283,24 +286,33 @@ fn to_text(path: &Path, source: Source, file_pages: u64, r: &Report) -> String {
         }
         s.push_str(&format!("  free pages: {}\n", r.free_pages));
     }
-    if r.problems.is_empty() {
-        s.push_str("OK: no problems found\n");
-    } else {
-        for p in &r.problems {
-            let line: String = p
-                .to_string()
-                .chars()
-                .map(|c| if c.is_control() { '?' } else { c })
-                .collect();
-            s.push_str(&line);
-            s.push('\n');
-        }
-        let n = r.problems.len();
-        s.push_str(&format!(
-            "{n} problem{} found\n",
-            if n == 1 { "" } else { "s" }
-        ));
+    let line = |p: &mdb::check::Problem| -> String {
+        p.to_string()
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect()
+    };
+    for p in &r.problems {
+        s.push_str(&line(p));
+        s.push('\n');
     }
+    for p in &r.warnings {
+        s.push_str("warning: ");
+        s.push_str(&line(p));
+        s.push('\n');
+    }
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let (n, w) = (r.problems.len(), r.warnings.len());
+    s.push_str(&match (n, w) {
+        (0, 0) => "OK: no problems found\n".to_string(),
+        (0, w) => format!("OK: no problems found ({})\n", plural(w, "warning")),
+        (n, 0) => format!("{} found\n", plural(n, "problem")),
+        (n, w) => format!(
+            "{} and {} found\n",
+            plural(n, "problem"),
+            plural(w, "warning")
+        ),
+    });
     s
 }
 
@@ -354,23 +366,30 @@ fn to_json(path: &Path, source: Source, file_pages: u64, r: &Report) -> String {
             d.entries
         ));
     }
-    s.push_str("],\"problems\":[");
-    for (i, p) in r.problems.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
+    for (i, (key, list)) in [("problems", &r.problems), ("warnings", &r.warnings)]
+        .into_iter()
+        .enumerate()
+    {
+        s.push_str(if i == 0 { "]," } else { "," });
+        s.push_str(&format!("{}:[", json_str(key)));
+        for (j, p) in list.iter().enumerate() {
+            if j > 0 {
+                s.push(',');
+            }
+            let page = match p.pgno {
+                Some(n) => n.to_string(),
+                None => "null".to_string(),
+            };
+            s.push_str(&format!(
+                "{{\"page\":{},\"db\":{},\"message\":{}}}",
+                page,
+                json_str(&p.db),
+                json_str(&p.message)
+            ));
         }
-        let page = match p.pgno {
-            Some(n) => n.to_string(),
-            None => "null".to_string(),
-        };
-        s.push_str(&format!(
-            "{{\"page\":{},\"db\":{},\"message\":{}}}",
-            page,
-            json_str(&p.db),
-            json_str(&p.message)
-        ));
+        s.push(']');
     }
-    s.push_str("]}\n");
+    s.push_str("}\n");
     s
 }
 

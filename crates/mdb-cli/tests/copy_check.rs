@@ -13,6 +13,10 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+// Shared with mdb's tests: fail, naming the Debian package, when a tool is missing.
+#[path = "../../mdb/tests/debian/mod.rs"]
+mod debian;
+
 const OURS: &str = env!("CARGO_BIN_EXE_mdb");
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,12 +46,6 @@ fn exec(mut cmd: Command) -> Run {
             .code()
             .unwrap_or_else(|| 128 + o.status.signal().unwrap_or(0)),
     }
-}
-
-fn have_tools() -> bool {
-    ["mdb_dump", "mdb_stat", "mdb_copy", "mdb_load"]
-        .iter()
-        .all(|t| Path::new("/usr/bin").join(t).exists())
 }
 
 /// Debian's tool, with `argv[0]` = its plain name.
@@ -213,9 +211,7 @@ fn dump_all(dir: &Path) -> Run {
 
 #[test]
 fn copy_matches_mdb_copy() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let src = t.path().join("src");
     rich(&src);
@@ -263,9 +259,7 @@ fn copy_matches_mdb_copy() {
 
 #[test]
 fn copy_errors_and_options_like_mdb_copy() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let src = t.path().join("src");
     rich(&src);
@@ -358,9 +352,7 @@ fn copy_errors_and_options_like_mdb_copy() {
 /// A closed pipe ends the copy with EPIPE, reported as mdb_copy does.
 #[test]
 fn copy_to_closed_pipe() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let src = t.path().join("src");
     rich(&src);
@@ -398,9 +390,8 @@ fn copy_to_closed_pipe() {
 /// On a terminal, `mdb copy -v` draws a progress bar on stderr and erases it.
 #[test]
 fn copy_progress_bar_on_a_terminal() {
-    if !have_tools() || !Path::new("/usr/bin/script").exists() {
-        return;
-    }
+    debian::lmdb_utils();
+    debian::need("/usr/bin/script", "bsdutils");
     let t = tmpdir();
     let src = t.path().join("src");
     rich(&src);
@@ -422,9 +413,7 @@ fn copy_progress_bar_on_a_terminal() {
 
 #[test]
 fn drop_and_delete_round_trip_with_lmdb_tools() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let d = t.path().join("e");
     rich(&d);
@@ -529,9 +518,7 @@ fn drop_and_delete_round_trip_with_lmdb_tools() {
 
 #[test]
 fn drop_nosubdir() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let d = t.path().join("e");
     rich(&d);
@@ -564,6 +551,16 @@ impl Raw {
     }
     fn put64(&mut self, off: usize, v: u64) {
         self.b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    fn put16(&mut self, off: usize, v: usize) {
+        self.b[off..off + 2].copy_from_slice(&(v as u16).to_le_bytes());
+    }
+    /// Index of the node at the lowest offset of leaf `pg`, and its offset.
+    fn lowest_node(&self, pg: u64) -> (usize, usize) {
+        (0..self.nkeys(pg))
+            .map(|i| (i, self.node(pg, i)))
+            .min_by_key(|&(_, o)| o)
+            .unwrap()
     }
     /// File offset of the current meta page.
     fn meta(&self) -> usize {
@@ -653,9 +650,7 @@ fn assert_names_page(what: &str, runs: &(Run, Run), pg: u64) {
 }
 
 fn valid_json(s: &str) -> bool {
-    if !Path::new("/usr/bin/python3").exists() {
-        return true;
-    }
+    debian::need("/usr/bin/python3", "python3");
     let mut c = Command::new("/usr/bin/python3");
     c.args(["-c", "import json,sys; json.load(sys.stdin)"])
         .stdin(Stdio::piped())
@@ -671,9 +666,7 @@ fn valid_json(s: &str) -> bool {
 
 #[test]
 fn check_passes_on_sound_files() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let d = t.path().join("e");
     rich(&d);
@@ -711,9 +704,7 @@ fn check_passes_on_sound_files() {
 
 #[test]
 fn check_names_the_page_of_ten_kinds_of_damage() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let d = t.path().join("e");
     rich(&d);
@@ -842,12 +833,126 @@ fn check_names_the_page_of_ten_kinds_of_damage() {
     }
 }
 
+/// What LMDB misreads though every page is sound: named DBs beside a MAIN
+/// with INTEGERKEY (mdb_dbi_open finds none), and a DUPFIXED sub-DB record
+/// with value size 0 (LMDB reads each of its values as empty).
+#[test]
+fn check_flags_what_lmdb_would_misread() {
+    debian::lmdb_utils();
+    let t = tmpdir();
+    let d = t.path().join("e");
+    rich(&d);
+    let good = Raw {
+        b: std::fs::read(d.join("data.mdb")).unwrap(),
+    };
+    // MAIN flags INTEGERKEY; the only main key is a 4-byte named-DB name,
+    // so the key sizes suit INTEGERKEY and only the named DB is at fault.
+    let e = t.path().join("ik");
+    deb_load(&e, &section(Some("sub1"), &[], &[rec("k", "v")]));
+    let mut c = Raw {
+        b: std::fs::read(e.join("data.mdb")).unwrap(),
+    };
+    let im = c.meta();
+    let flags = c.u16(im + 88 + 4);
+    c.put16(im + 88 + 4, flags | 0x08);
+    let r = check_bytes(t.path(), "ik.mdb", &c.b);
+    assert_names_page("INTEGERKEY main", &r, (im / PS) as u64);
+    assert!(r.0.text().contains("MAIN has INTEGERKEY"), "{}", r.0.text());
+    // LMDB: the named DB is gone.
+    let f = t.path().join("ik.mdb");
+    let ok = deb("mdb_dump", &["-n", "-s", "sub1", p(&e.join("data.mdb"))]);
+    assert_eq!(ok.code, 0, "{}", ok.err);
+    let lost = deb("mdb_dump", &["-n", "-s", "sub1", p(&f)]);
+    assert_eq!(lost.code, 1);
+    assert!(lost.err.contains("MDB_NOTFOUND"), "{}", lost.err);
+
+    // `fixed`'s key "lots" has a LEAF2 sub-DB of 4-byte values: value size 0.
+    let mut c = Raw { b: good.b.clone() };
+    let fixed = c.root_of("fixed");
+    assert_eq!(c.flags(fixed), 2, "fixed is one leaf");
+    let i = (0..c.nkeys(fixed))
+        .find(|&i| c.key(fixed, i) == b"lots")
+        .unwrap();
+    assert_eq!(c.u16(c.node(fixed, i) + 4), 6, "lots has a sub-DB");
+    let sub_rec = c.data_off(fixed, i);
+    assert_eq!(c.u16(sub_rec), 4, "md_pad holds the value size");
+    c.b[sub_rec..sub_rec + 4].fill(0);
+    let r = check_bytes(t.path(), "pad.mdb", &c.b);
+    assert_names_page("md_pad 0", &r, fixed);
+    assert!(r.0.text().contains("(md_pad) 0"), "{}", r.0.text());
+    // LMDB: 800 values of 4 bytes read as 800 empty ones.
+    let f = t.path().join("pad.mdb");
+    let dump = deb("mdb_dump", &["-n", "-s", "fixed", p(&f)]).text();
+    let lots = format!(" {}\n", hex(b"lots"));
+    assert_eq!(dump.matches(&format!("{lots} \n")).count(), 800, "{dump}");
+}
+
+/// Nodes of a page that overlap are a problem; bytes between nodes that
+/// belong to none (LMDB packs nodes) are a warning: data intact, space lost.
+#[test]
+fn check_finds_overlapping_nodes_and_gaps() {
+    debian::lmdb_utils();
+    let t = tmpdir();
+    let d = t.path().join("e");
+    rich(&d);
+    let good = Raw {
+        b: std::fs::read(d.join("data.mdb")).unwrap(),
+    };
+    let beta_leaf = good.first_leaf(good.root_of("beta"));
+    let base = beta_leaf as usize * PS;
+    let (low, off) = good.lowest_node(beta_leaf);
+    assert_eq!(off - base, good.u16(base + 14), "nodes packed from upper");
+    let size = 8 + good.u16(off + 6) + good.u16(off);
+    let size = size + (size & 1);
+    assert!(
+        good.u16(base + 14) - good.u16(base + 12) >= 8,
+        "room to move"
+    );
+
+    // A gap: the lowest node moved 8 bytes down, upper with it.
+    let mut c = Raw { b: good.b.clone() };
+    c.b.copy_within(off..off + size, off - 8);
+    c.put16(base + 16 + 2 * low, off - 8 - base);
+    c.put16(base + 14, off - 8 - base);
+    let (text, json) = check_bytes(t.path(), "gap.mdb", &c.b);
+    assert_eq!(text.code, 0, "{}", text.text());
+    let tx = text.text();
+    assert!(
+        tx.lines().any(
+            |l| l.starts_with(&format!("warning: page {beta_leaf} [beta]: 8 bytes"))
+                && l.contains("belong to no node")
+        ),
+        "{tx}"
+    );
+    assert!(tx.ends_with("OK: no problems found (1 warning)\n"), "{tx}");
+    let j = json.text();
+    assert!(j.contains("\"ok\":true"), "{j}");
+    assert!(j.contains("\"problems\":[],"), "{j}");
+    assert!(
+        j.contains(&format!("\"warnings\":[{{\"page\":{beta_leaf},")),
+        "{j}"
+    );
+    assert!(valid_json(&j), "{j}");
+    // LMDB reads the page as before.
+    let f = t.path().join("gap.mdb");
+    assert_eq!(
+        deb("mdb_dump", &["-n", "-s", "beta", p(&f)]).out,
+        deb("mdb_dump", &["-s", "beta", p(&d)]).out
+    );
+
+    // An overlap: the lowest node's value grows 2 bytes into its neighbour.
+    let mut c = Raw { b: good.b.clone() };
+    let dsize = c.u16(off);
+    c.put16(off, dsize + 2);
+    let r = check_bytes(t.path(), "overlap.mdb", &c.b);
+    assert_names_page("overlap", &r, beta_leaf);
+    assert!(r.0.text().contains("overlap"), "{}", r.0.text());
+}
+
 /// `mdb stat --json` carries the figures `mdb_stat -efa` prints.
 #[test]
 fn stat_json_agrees_with_mdb_stat() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let t = tmpdir();
     let d = t.path().join("e");
     rich(&d);
@@ -882,14 +987,12 @@ fn stat_json_agrees_with_mdb_stat() {
 // ---------------------------------------------------------------------------
 // readers
 
-/// Not a test on its own: the child process of `readers_check_clears_a_killed_reader`.
-/// It opens the environment named by `MDB_TEST_READER_CHILD`, begins a read
-/// transaction, says so, and sleeps.
-#[test]
-fn reader_child() {
-    let Some(path) = std::env::var_os("MDB_TEST_READER_CHILD") else {
-        return;
-    };
+const READER_CHILD: &str = "MDB_TEST_READER_CHILD";
+
+/// The reader process of `readers_check_clears_a_killed_reader` (this test
+/// binary re-run with `READER_CHILD` set): it opens the environment, begins a
+/// read transaction, says so on stdout, and sleeps until killed.
+fn reader_child(path: &OsStr) {
     let env = mdb::EnvOptions::new()
         .flags(mdb::EnvFlags::READ_ONLY)
         .open(PathBuf::from(path))
@@ -898,15 +1001,17 @@ fn reader_child() {
     println!("ready {}", mdb::Txn::id(&txn));
     use std::io::Write;
     std::io::stdout().flush().unwrap();
+    // Bounded, in case the parent fails before it kills us.
     std::thread::sleep(std::time::Duration::from_secs(120));
     drop(txn);
 }
 
 #[test]
 fn readers_check_clears_a_killed_reader() {
-    if !have_tools() {
-        return;
+    if let Some(path) = std::env::var_os(READER_CHILD) {
+        return reader_child(&path);
     }
+    debian::lmdb_utils();
     let t = tmpdir();
     let d = t.path().join("e");
     deb_load(&d, &section(None, &[], &[rec("a", "b")]));
@@ -914,8 +1019,13 @@ fn readers_check_clears_a_killed_reader() {
     // lock file is not reset when the other processes come and go.
     let env = mdb::EnvOptions::new().open(&d).unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "reader_child", "--nocapture", "--test-threads=1"])
-        .env("MDB_TEST_READER_CHILD", &d)
+        .args([
+            "--exact",
+            "readers_check_clears_a_killed_reader",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(READER_CHILD, &d)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -924,7 +1034,7 @@ fn readers_check_clears_a_killed_reader() {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let snap: u64 = loop {
         let l = lines.next().expect("child ended").unwrap();
-        // The harness may print "test reader_child ... " before it.
+        // The harness prints "test readers_check_... ... " before it.
         if let Some(i) = l.find("ready ") {
             break l[i + 6..].trim().parse().unwrap();
         }

@@ -15,6 +15,10 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+// Shared with mdb's tests: fail, naming the Debian package, when a tool is missing.
+#[path = "../../mdb/tests/debian/mod.rs"]
+mod debian;
+
 const OURS: &str = env!("CARGO_BIN_EXE_mdb");
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +69,7 @@ fn args_of<S: AsRef<OsStr>>(args: &[S]) -> Vec<&OsStr> {
 
 /// Debian's tool, with `argv[0]` = its plain name.
 fn deb<S: AsRef<OsStr>>(tool: &str, args: &[S], stdin: Option<&[u8]>) -> Run {
+    debian::lmdb_utils();
     let mut c = Command::new(format!("/usr/bin/{tool}"));
     c.arg0(tool).args(args_of(args));
     exec(c, stdin)

@@ -49,6 +49,7 @@ fn c_suite_passes_against_our_library() {
 #[test]
 fn exports_all_56_functions_unversioned_with_soname() {
     let lib = library();
+    debian::need("/usr/bin/readelf", "binutils");
     let dynamic = run(Command::new("readelf").arg("-d").arg(&lib));
     assert!(
         dynamic.contains("Library soname: [liblmdb.so.0]"),

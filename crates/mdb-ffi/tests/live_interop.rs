@@ -129,8 +129,7 @@ fn debian_and_our_library_share_an_environment_live() {
     drop(ours);
 
     // Debian's own (statically linked) mdb_stat reads the result.
-    if Path::new("/usr/bin/mdb_stat").exists() {
-        let out = run(Command::new("/usr/bin/mdb_stat").arg(env_dir.path()));
-        assert!(out.contains("Entries: 56"), "{out}");
-    }
+    debian::lmdb_utils();
+    let out = run(Command::new("/usr/bin/mdb_stat").arg(env_dir.path()));
+    assert!(out.contains("Entries: 56"), "{out}");
 }

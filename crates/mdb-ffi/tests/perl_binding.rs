@@ -8,8 +8,9 @@ use common::*;
 use std::process::Command;
 
 fn run_script(dropin: Option<&std::path::Path>) -> String {
+    debian::perl_lmdb_file();
     let scratch = tempfile::tempdir().unwrap();
-    let mut c = Command::new("perl");
+    let mut c = Command::new("/usr/bin/perl");
     c.arg(crate_dir().join("tests/perl/lmdb_file_test.pl"))
         .arg(scratch.path());
     if let Some(d) = dropin {

@@ -8,6 +8,7 @@ use common::*;
 use std::process::Command;
 
 fn run_script(dropin: Option<&std::path::Path>) -> String {
+    debian::python3_lmdb();
     let scratch = tempfile::tempdir().unwrap();
     let mut c = Command::new("/usr/bin/python3");
     c.arg(crate_dir().join("tests/python/py_lmdb_test.py"))

@@ -17,7 +17,13 @@
 //! * the accounting invariant: each page in `2..=last_pgno` is used by exactly
 //!   one tree page, overflow run page or free-list entry;
 //! * the recounted depth/branch/leaf/overflow/entries of each tree against the
-//!   stored record.
+//!   stored record;
+//! * what LMDB would misread: named DBs beside a MAIN with INTEGERKEY (LMDB
+//!   opens none of them), a DUPFIXED dup sub-DB record with `md_pad` 0 (LMDB
+//!   reads its values as empty).
+//!
+//! Warnings (not failures) name what LMDB never writes but that loses no
+//! data: node-area bytes of a page that belong to no node.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -123,6 +129,9 @@ pub struct Report {
     pub free_pages: u64,
     /// Everything found wrong; empty for a sound file.
     pub problems: Vec<Problem>,
+    /// Oddities LMDB never writes but that lose no data and break no reader
+    /// (space wasted inside a page). They do not make the report fail.
+    pub warnings: Vec<Problem>,
 }
 
 impl Report {
@@ -150,6 +159,7 @@ pub fn check_bytes(file: &[u8]) -> Report {
         dbs: Vec::new(),
         free_pages: 0,
         problems: Vec::new(),
+        warnings: Vec::new(),
     };
     let file_problem = |rep: &mut Report, pgno: Option<u64>, msg: String| {
         rep.problems.push(Problem {
@@ -237,6 +247,7 @@ pub fn check_bytes(file: &[u8]) -> Report {
         owners: Vec::new(),
         problems: std::mem::take(&mut rep.problems),
         dropped: 0,
+        warnings: Vec::new(),
         free_entries: Vec::new(),
         free_pages: 0,
         named: Vec::new(),
@@ -275,6 +286,18 @@ pub fn check_bytes(file: &[u8]) -> Report {
     };
     let mc = ck.walk_tree(&main_spec, &meta.main);
     rep.dbs.push(mc.report("MAIN", meta.main.flags));
+    if meta.main.flags & INTEGERKEY != 0 {
+        if let Some((first, _, _)) = ck.named.first() {
+            // LMDB's mdb_dbi_open refuses any name then (MDB_NOTFOUND), so
+            // the named DBs are out of LMDB's reach.
+            let msg = format!(
+                "MAIN has INTEGERKEY, with which LMDB opens no named DB: {} named DB(s) here ({}...) are unreachable",
+                ck.named.len(),
+                String::from_utf8_lossy(first)
+            );
+            ck.problem(Some(meta_pg), "MAIN", msg);
+        }
+    }
 
     // Named DBs, in MAIN key order.
     let named = std::mem::take(&mut ck.named);
@@ -311,6 +334,7 @@ pub fn check_bytes(file: &[u8]) -> Report {
         });
     }
     rep.problems = ck.problems;
+    rep.warnings = ck.warnings;
     rep
 }
 
@@ -610,6 +634,7 @@ struct Checker<'a> {
     owners: Vec<String>,
     problems: Vec<Problem>,
     dropped: u64,
+    warnings: Vec<Problem>,
     /// (pgno, record txnid, leaf page holding the record)
     free_entries: Vec<(u64, u64, u64)>,
     free_pages: u64,
@@ -628,6 +653,16 @@ impl<'a> Checker<'a> {
             db: db.to_string(),
             message,
         });
+    }
+
+    fn warning(&mut self, pgno: u64, db: &str, message: String) {
+        if self.warnings.len() < MAX_PROBLEMS {
+            self.warnings.push(Problem {
+                pgno: Some(pgno),
+                db: db.to_string(),
+                message,
+            });
+        }
     }
 
     fn page(&self, pgno: u64) -> Option<&'a [u8]> {
@@ -916,7 +951,19 @@ impl<'a> Checker<'a> {
         })
     }
 
-    fn check_overlaps(&mut self, name: &str, pg: u64, extents: &mut [(usize, usize, usize)]) {
+    /// `extents` are the (start, end, index) of the `n` nodes of a page (or
+    /// sub-page) whose node area is `upper..size`. Overlapping nodes are a
+    /// problem. LMDB keeps nodes packed (each rounded up to an even size), so
+    /// unused bytes between them are a warning: space lost, data intact.
+    fn check_packing(
+        &mut self,
+        name: &str,
+        pg: u64,
+        what: &str,
+        extents: &mut [(usize, usize, usize)],
+        n: usize,
+        (upper, size): (usize, usize),
+    ) {
         extents.sort_unstable();
         for w in extents.windows(2) {
             if w[1].0 < w[0].1 {
@@ -924,12 +971,43 @@ impl<'a> Checker<'a> {
                     Some(pg),
                     name,
                     format!(
-                        "nodes {} (offset {}) and {} (offset {}) overlap",
+                        "{what}nodes {} (offset {}) and {} (offset {}) overlap",
                         w[0].2, w[0].0, w[1].2, w[1].0
                     ),
                 );
                 return;
             }
+        }
+        if extents.len() != n {
+            return; // a node was unreadable (reported): gaps would be noise
+        }
+        let mut at = upper;
+        let mut lost = 0;
+        let mut first_gap = None;
+        for &(start, end, i) in extents.iter() {
+            if start > at {
+                lost += start - at;
+                first_gap.get_or_insert((at, start, i));
+            }
+            at = end + (end & 1);
+        }
+        if size > at {
+            lost += size - at;
+            first_gap.get_or_insert((at, size, n));
+        }
+        if let Some((from, to, i)) = first_gap {
+            let before = if i == n {
+                "the end".to_string()
+            } else {
+                format!("node {i}")
+            };
+            self.warning(
+                pg,
+                name,
+                format!(
+                    "{what}{lost} bytes of the node area {upper}..{size} belong to no node (first gap {from}..{to}, before {before}); LMDB packs nodes, so this space is lost"
+                ),
+            );
         }
     }
 
@@ -1079,7 +1157,7 @@ impl<'a> Checker<'a> {
             prev = Some(k.clone());
             children.push((child, Some(k)));
         }
-        self.check_overlaps(name, pg, &mut extents);
+        self.check_packing(name, pg, "", &mut extents, n, (upper, page.len()));
         if f.level >= MAX_DEPTH {
             self.problem(
                 Some(pg),
@@ -1236,7 +1314,7 @@ impl<'a> Checker<'a> {
             let data = sub(page, nd.doff, stored).unwrap_or(&[]);
             self.leaf_data(spec, owner, c, pg, i, key, nd.flags, nd.dsize, data);
         }
-        self.check_overlaps(name, pg, &mut extents);
+        self.check_packing(name, pg, "", &mut extents, n, (upper, page.len()));
         if let Some(k) = prev {
             ws.last_key = Some(k.to_vec());
             ws.last_key_pgno = pg;
@@ -1412,6 +1490,15 @@ impl<'a> Checker<'a> {
                 ),
             );
         }
+        if fixed && r.pad == 0 {
+            // LMDB takes a DUPFIXED sub-DB's value size from this field, not
+            // from its pages: it would read every value as empty.
+            self.problem(
+                Some(pg),
+                &sub_name,
+                "DUPFIXED dup sub-DB record has value size (md_pad) 0: LMDB reads every value of this key as empty".to_string(),
+            );
+        }
         let spec = TreeSpec {
             name: sub_name,
             kind: Kind::Dup,
@@ -1538,7 +1625,14 @@ impl<'a> Checker<'a> {
                 extents.push((off, off + 8 + ksize, i));
                 values.push(v);
             }
-            self.check_overlaps(name, pg, &mut extents);
+            self.check_packing(
+                name,
+                pg,
+                &format!("{ctx}: "),
+                &mut extents,
+                n,
+                (upper, size),
+            );
         }
         let mut size_seen: Option<usize> = None;
         for (i, v) in values.iter().enumerate() {
@@ -1839,7 +1933,7 @@ mod tests {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("run mdb_load");
+            .expect("run /usr/bin/mdb_load: this test needs Debian's lmdb-utils");
         child
             .stdin
             .take()
@@ -1861,7 +1955,7 @@ mod tests {
             .args(["-a", "-f"])
             .arg(dir)
             .output()
-            .expect("run mdb_stat");
+            .expect("run /usr/bin/mdb_stat: this test needs Debian's lmdb-utils");
         assert!(
             out.status.success(),
             "{}",

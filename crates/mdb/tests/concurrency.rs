@@ -3,8 +3,10 @@
 //! transactions.
 
 use mdb::{Database, Env, EnvFlags, EnvOptions, Txn, WriteFlags};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 const ACCOUNTS: u64 = 200;
 const START: u64 = 1000;
@@ -38,28 +40,46 @@ fn snapshot_sum(env: &Env) -> (u64, u64) {
     (sum, r.id())
 }
 
-/// Reader process: check snapshots until the stop file appears.
-#[test]
-fn reader_process() {
-    let Ok(dir) = std::env::var(ROLE) else {
-        return;
-    };
-    let dir = std::path::PathBuf::from(dir);
-    let env = open(&dir);
+/// The second process (this test binary, re-run with `ROLE` set): check
+/// snapshots until the stop file appears. It reports in files of its own, not
+/// on stdout, which it shares with the test harness.
+fn reader_process(dir: &Path) {
+    let env = open(dir);
     let mut checks = 0u64;
     let mut last = 0;
-    while !dir.join("stop").exists() {
+    loop {
+        // Look before the check, so the last check starts after the last commit.
+        let stopping = dir.join("stop").exists();
         let (sum, id) = snapshot_sum(&env);
         assert_eq!(sum, ACCOUNTS * START, "inconsistent snapshot {id}");
         assert!(id >= last);
         last = id;
         checks += 1;
+        if checks == 1 {
+            std::fs::write(dir.join("reader-ready"), b"").unwrap();
+        }
+        if stopping {
+            break;
+        }
     }
-    println!("checks {checks} last {last}");
+    std::fs::write(dir.join("reader-report"), format!("{checks} {last}")).unwrap();
+}
+
+/// Kills the reader process if the test fails before it is told to stop.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[test]
 fn readers_see_consistent_snapshots() {
+    if let Some(dir) = std::env::var_os(ROLE) {
+        return reader_process(dir.as_ref());
+    }
     let base = if std::path::Path::new("/dev/shm").is_dir() {
         tempfile::tempdir_in("/dev/shm").unwrap()
     } else {
@@ -77,17 +97,33 @@ fn readers_see_consistent_snapshots() {
         }
         w.commit().unwrap();
     }
-    let child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "reader_process",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(ROLE, dir)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // The harness prints a failing test's output on stdout.
+    let output = dir.join("reader-output");
+    let out = std::fs::File::create(&output).unwrap();
+    let mut child = Reaped(
+        Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "readers_see_consistent_snapshots",
+                "--test-threads=1",
+            ])
+            .env(ROLE, dir)
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap(),
+    );
+    let child_failed = |status| {
+        let err = std::fs::read_to_string(&output).unwrap();
+        panic!("reader process failed ({status}):\n{err}")
+    };
+    // Commit only once the reader is reading, so the two overlap.
+    while !dir.join("reader-ready").exists() {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            child_failed(status);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let done = AtomicBool::new(false);
     let commits = 10_000u64;
     std::thread::scope(|s| {
@@ -145,12 +181,17 @@ fn readers_see_consistent_snapshots() {
         }
     });
     std::fs::write(dir.join("stop"), b"").unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "reader process failed");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("checks "), "{text}");
+    let status = child.0.wait().unwrap();
+    if !status.success() {
+        child_failed(status);
+    }
     let (sum, id) = snapshot_sum(&env);
     assert_eq!(sum, ACCOUNTS * START);
+    // The reader saw the last commit, and at least one snapshot before it.
+    let report = std::fs::read_to_string(dir.join("reader-report")).unwrap();
+    let (checks, last) = report.split_once(' ').unwrap();
+    assert!(checks.parse::<u64>().unwrap() > 1, "{report}");
+    assert_eq!(last.parse::<u64>().unwrap(), id, "{report}");
     // A few transactions changed nothing (a self-transfer and a delete of a
     // missing key) and committed as no-ops without a new txn id.
     assert!(

@@ -12,14 +12,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod debian;
+
 /// DB name ("" = main) -> key -> sorted values (one for plain DBs).
 type Model = BTreeMap<String, BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>>>;
-
-fn have_tools() -> bool {
-    ["mdb_dump", "mdb_stat", "mdb_copy"]
-        .iter()
-        .all(|t| Path::new("/usr/bin").join(t).exists())
-}
 
 fn tmpdir() -> tempfile::TempDir {
     if Path::new("/dev/shm").is_dir() {
@@ -331,12 +327,11 @@ fn verify_copy(path: &Path, nosubdir: bool, compact: bool, want: &Model) {
         want,
         "copy differs from its snapshot"
     );
-    if have_tools() {
-        assert_eq!(debian_dump(path, nosubdir), expected_dump_records(want));
-        let st = debian_stat(path, nosubdir);
-        if compact {
-            assert!(st.contains("  Free pages: 0\n"), "{st}");
-        }
+    debian::lmdb_utils();
+    assert_eq!(debian_dump(path, nosubdir), expected_dump_records(want));
+    let st = debian_stat(path, nosubdir);
+    if compact {
+        assert!(st.contains("  Free pages: 0\n"), "{st}");
     }
 }
 
@@ -464,14 +459,13 @@ fn compact_copy_drops_free_pages() {
         before.free_pages
     );
     assert_eq!(read_env(dst.path(), false), read_env(src.path(), false));
-    if have_tools() {
-        assert_eq!(
-            debian_dump(dst.path(), false),
-            debian_dump(src.path(), false)
-        );
-        let st = debian_stat(dst.path(), false);
-        assert!(st.contains("  Free pages: 0\n"), "{st}");
-    }
+    debian::lmdb_utils();
+    assert_eq!(
+        debian_dump(dst.path(), false),
+        debian_dump(src.path(), false)
+    );
+    let st = debian_stat(dst.path(), false);
+    assert!(st.contains("  Free pages: 0\n"), "{st}");
 }
 
 /// Our copies are byte-identical to Debian's `mdb_copy` and `mdb_copy -c`
@@ -479,9 +473,7 @@ fn compact_copy_drops_free_pages() {
 /// copy buffers.
 #[test]
 fn copies_equal_lmdb_byte_for_byte() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     for big in [false, true] {
         let src = tmpdir();
         let env = populate(src.path());

@@ -1,13 +1,21 @@
 //! Crash safety: a child process commits in a loop and is killed with
 //! SIGKILL at random moments; after each kill the file opens, passes the page
 //! check, and holds every transaction the child reported committed.
+//!
+//! The child is this test binary re-run on the one test below with
+//! `CHILD_DIR` set. It reports to a file of its own, not to stdout, which it
+//! shares with the test harness (the harness's "test ... " prefix once hid a
+//! report and made the test fail on a busy machine).
 
 use mdb::{check, Database, Env, Txn, WriteFlags};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const ROLE: &str = "MDB_CRASH_CHILD_DIR";
+const CHILD_DIR: &str = "MDB_CRASH_CHILD_DIR";
+const CHILD_REPORT: &str = "MDB_CRASH_CHILD_REPORT";
 const KEEP: u64 = 50;
 
 fn value_for(n: u64) -> Vec<u8> {
@@ -21,13 +29,24 @@ fn counter(t: &impl Txn) -> u64 {
         .map_or(0, |v| u64::from_le_bytes(v.try_into().unwrap()))
 }
 
-/// Child side: commit forever, reporting each committed counter on stdout.
-#[test]
-fn crash_child() {
-    let Ok(dir) = std::env::var(ROLE) else {
-        return;
-    };
-    let env = mdb::EnvOptions::new().map_size(1 << 28).open(&dir).unwrap();
+fn report_line(n: u64) -> String {
+    format!("committed {n}\n")
+}
+
+/// Child side: commit forever, appending each committed counter to `report`.
+fn commit_forever(dir: &Path, report: &Path) -> ! {
+    let mut out = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(report)
+        .unwrap();
+    // A failure goes into the report at once, where the parent reads it,
+    // before the kill that would hide it lands.
+    let hook_out = out.try_clone().unwrap();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = (&hook_out).write_all(format!("child failed: {info}\n").as_bytes());
+    }));
+    let env = mdb::EnvOptions::new().map_size(1 << 28).open(dir).unwrap();
     loop {
         let mut w = env.write_txn().unwrap();
         let n = counter(&w) + 1;
@@ -50,14 +69,36 @@ fn crash_child() {
                 .unwrap();
         }
         w.commit().unwrap();
-        // Report only after commit returned; flush so the parent sees it at once.
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "committed {n}").unwrap();
-        out.flush().unwrap();
+        // Report only after commit returned, in one unbuffered write: a
+        // SIGKILL leaves the line whole, cut short, or not written.
+        out.write_all(report_line(n).as_bytes()).unwrap();
     }
 }
 
-fn verify(dir: &std::path::Path, reported: u64) -> u64 {
+/// The last counter a round's report names. The child started from `start`,
+/// so its reports must be `start + 1`, `start + 2`, ... in order; a last
+/// line without its newline was cut short by the kill and does not count.
+fn last_reported(report: &str, start: u64) -> u64 {
+    let mut last = start;
+    let mut rest = report;
+    while let Some(i) = rest.find('\n') {
+        assert_eq!(
+            &rest[..=i],
+            report_line(last + 1),
+            "report out of sequence after {last}:\n{report}"
+        );
+        last += 1;
+        rest = &rest[i + 1..];
+    }
+    assert!(
+        report_line(last + 1).starts_with(rest),
+        "garbage at the end of the report: {rest:?}"
+    );
+    last
+}
+
+/// Checks the file after a kill; returns the counter it holds.
+fn verify(dir: &Path, reported: u64) -> u64 {
     let rep = check::check_file(&dir.join("data.mdb")).unwrap();
     assert!(rep.is_ok(), "page check failed: {:?}", rep.problems);
     let env = Env::open(dir).unwrap();
@@ -67,6 +108,7 @@ fn verify(dir: &std::path::Path, reported: u64) -> u64 {
         c >= reported,
         "lost a committed txn: counter {c} < reported {reported}"
     );
+    // The kill may fall between a commit and its report: one, no more.
     assert!(
         c <= reported + 1,
         "counter {c} ahead of reported {reported} + 1"
@@ -90,46 +132,48 @@ fn verify(dir: &std::path::Path, reported: u64) -> u64 {
 
 #[test]
 fn sigkill_during_commits() {
+    if let (Some(dir), Some(report)) = (std::env::var_os(CHILD_DIR), std::env::var_os(CHILD_REPORT))
+    {
+        commit_forever(dir.as_ref(), report.as_ref());
+    }
     let rounds: u64 = std::env::var("MDB_CRASH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(100);
     let dir = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
-    let mut reported = 0;
+    let mut committed = 0;
     let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
     for round in 0..rounds {
+        let report = scratch.path().join(format!("report{round}"));
+        let stderr = scratch.path().join(format!("stderr{round}"));
         let mut child = Command::new(&exe)
-            .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
-            .env(ROLE, dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .args(["--exact", "sigkill_during_commits", "--test-threads=1"])
+            .env(CHILD_DIR, dir.path())
+            .env(CHILD_REPORT, &report)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
             .unwrap();
-        let out = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut last = 0;
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if let Some(n) = line.strip_prefix("committed ") {
-                    last = n.trim().parse().unwrap();
-                }
-            }
-            last
-        });
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
         // Let the child start and commit for a random while, then kill it.
         std::thread::sleep(Duration::from_millis(20 + seed % 60));
         child.kill().unwrap();
-        child.wait().unwrap();
-        let last = reader.join().unwrap();
-        reported = reported.max(last);
-        let c = verify(dir.path(), reported);
-        reported = c;
-        if round == rounds - 1 {
-            assert!(c > 0, "the child never committed");
-        }
+        let status = child.wait().unwrap();
+        // The child may have been killed before it created the report.
+        let text = std::fs::read_to_string(&report).unwrap_or_default();
+        // The child commits until killed: having ended on its own, it failed.
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGKILL),
+            "round {round}: the child ended by itself ({status}):\n{text}\n{}",
+            std::fs::read_to_string(&stderr).unwrap()
+        );
+        let reported = last_reported(&text, committed);
+        committed = verify(dir.path(), reported);
     }
+    assert!(committed > 0, "the child never committed");
 }

@@ -5,6 +5,8 @@ use mdb::{check, DbFlags, EnvOptions, Error, Txn, WriteFlags};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+mod debian;
+
 fn values(buf: &[u8], size: usize) -> Vec<u32> {
     buf.chunks(size)
         .map(|c| u32::from_le_bytes(c[..4].try_into().unwrap()))
@@ -108,9 +110,7 @@ fn run(cmd: &str, args: &[&str], input: &str) -> (bool, String) {
 
 #[test]
 fn lmdb_dupfixed_files_both_ways() {
-    if !std::path::Path::new("/usr/bin/mdb_load").exists() {
-        return;
-    }
+    debian::lmdb_utils();
     // 3 keys with 2,000 8-byte values each, plus keys with 1 and 5 values.
     let mut body = String::new();
     for k in 0..3u8 {
@@ -175,23 +175,22 @@ fn lmdb_dupfixed_files_both_ways() {
     let rep = check::check_file(&ours.path().join("data.mdb")).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
     // LMDB modifies our DUPFIXED file (deletes and adds), and it stays valid.
-    if std::path::Path::new("/usr/bin/python3").exists() {
-        let script = format!(
-            "import lmdb\nenv = lmdb.open({o:?}, max_dbs=2, map_size=64<<20)\ndb = env.open_db(b'fixed', dupsort=True, dupfixed=True)\nwith env.begin(write=True, db=db) as t:\n    c = t.cursor()\n    for v in range(0, 2000, 2):\n        assert c.set_key_dup(b'k\\x00', (v*3).to_bytes(8, 'big'))\n        c.delete()\n    t.put(b'k\\x05', (9).to_bytes(8, 'big'))\n"
-        );
-        let (ok, _) = run("/usr/bin/python3", &["-c", &script], "");
-        assert!(ok, "python3-lmdb failed on our DUPFIXED file");
-        {
-            let rep = check::check_file(&ours.path().join("data.mdb")).unwrap();
-            assert!(rep.is_ok(), "after LMDB edits: {:?}", rep.problems);
-            let env = EnvOptions::new().max_dbs(2).open(ours.path()).unwrap();
-            let r = env.read_txn().unwrap();
-            let db = r.open_db("fixed").unwrap();
-            let mut c = r.cursor(db).unwrap();
-            c.set_key(b"k\x00").unwrap().unwrap();
-            assert_eq!(c.count().unwrap(), 1000);
-            assert_eq!(r.stat(db).unwrap().entries, 6006 - 1000 + 1);
-        }
+    debian::python3_lmdb();
+    let script = format!(
+        "import lmdb\nenv = lmdb.open({o:?}, max_dbs=2, map_size=64<<20)\ndb = env.open_db(b'fixed', dupsort=True, dupfixed=True)\nwith env.begin(write=True, db=db) as t:\n    c = t.cursor()\n    for v in range(0, 2000, 2):\n        assert c.set_key_dup(b'k\\x00', (v*3).to_bytes(8, 'big'))\n        c.delete()\n    t.put(b'k\\x05', (9).to_bytes(8, 'big'))\n"
+    );
+    let (ok, _) = run("/usr/bin/python3", &["-c", &script], "");
+    assert!(ok, "python3-lmdb failed on our DUPFIXED file");
+    {
+        let rep = check::check_file(&ours.path().join("data.mdb")).unwrap();
+        assert!(rep.is_ok(), "after LMDB edits: {:?}", rep.problems);
+        let env = EnvOptions::new().max_dbs(2).open(ours.path()).unwrap();
+        let r = env.read_txn().unwrap();
+        let db = r.open_db("fixed").unwrap();
+        let mut c = r.cursor(db).unwrap();
+        c.set_key(b"k\x00").unwrap().unwrap();
+        assert_eq!(c.count().unwrap(), 1000);
+        assert_eq!(r.stat(db).unwrap().entries, 6006 - 1000 + 1);
     }
 }
 

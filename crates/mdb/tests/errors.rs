@@ -3,6 +3,8 @@
 use mdb::{Database, DbFlags, Env, EnvFlags, EnvOptions, Error, Txn, WriteFlags};
 use std::io::Write;
 
+mod debian;
+
 fn nosubdir() -> EnvOptions {
     let mut o = EnvOptions::new();
     o.flags(EnvFlags::NO_SUB_DIR);
@@ -275,9 +277,7 @@ fn missing_and_incompatible_databases() {
 
 #[test]
 fn dupsort_file_from_lmdb_is_read() {
-    if !std::path::Path::new("/usr/bin/mdb_load").exists() {
-        return;
-    }
+    debian::lmdb_utils();
     let dir = tempfile::tempdir().unwrap();
     let dump = "VERSION=3\nformat=bytevalue\ndatabase=tags\ntype=btree\ndupsort=1\nHEADER=END\n 61\n 31\n 61\n 32\nDATA=END\n";
     let mut child = std::process::Command::new("/usr/bin/mdb_load")

@@ -33,6 +33,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+mod debian;
+
 const REVERSEKEY: u16 = 0x02;
 const DUPSORT: u16 = 0x04;
 const INTEGERKEY: u16 = 0x08;
@@ -484,17 +486,9 @@ fn run(cmd: &str, args: &[&str]) -> (bool, String, String) {
     )
 }
 
-fn have_tools() -> bool {
-    let tools = ["python3", "mdb_load", "mdb_dump", "mdb_stat", "mdb_copy"];
-    if !tools.iter().all(|t| Path::new("/usr/bin").join(t).exists()) {
-        eprintln!("skipped: LMDB tools or python3 missing");
-        return false;
-    }
-    if !run("/usr/bin/python3", &["-c", "import lmdb"]).0 {
-        eprintln!("skipped: python3-lmdb missing");
-        return false;
-    }
-    true
+fn need_tools() {
+    debian::lmdb_utils();
+    debian::python3_lmdb();
 }
 
 /// Run make_flags.py; returns its dump of every database.
@@ -781,18 +775,14 @@ fn write_ours(st: &Setup) -> PathBuf {
 
 #[test]
 fn we_read_lmdb_files_with_every_flag_combination() {
-    if !have_tools() {
-        return;
-    }
+    need_tools();
     let st = setup();
     verify_env(&st.theirs, &st.specs, &st.expected);
 }
 
 #[test]
 fn lmdb_reads_our_files_with_every_flag_combination() {
-    if !have_tools() {
-        return;
-    }
+    need_tools();
     let st = setup();
     let ours = write_ours(&st);
     // Our own reading, then LMDB's tools.
@@ -814,9 +804,7 @@ fn lmdb_reads_our_files_with_every_flag_combination() {
 
 #[test]
 fn lmdb_edits_our_files_with_every_flag_combination() {
-    if !have_tools() {
-        return;
-    }
+    need_tools();
     let st = setup();
     let specs = &st.specs;
     let ours = write_ours(&st);
@@ -852,9 +840,7 @@ fn lmdb_edits_our_files_with_every_flag_combination() {
 /// LMDB deletes one of them.
 #[test]
 fn lmdb_deletes_from_our_odd_dupfixed_subpage() {
-    if !have_tools() {
-        return;
-    }
+    need_tools();
     let dir = tempfile::tempdir().unwrap();
     {
         let env = EnvOptions::new().max_dbs(2).open(dir.path()).unwrap();

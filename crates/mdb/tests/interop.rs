@@ -8,11 +8,9 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-type Dbs = BTreeMap<Option<String>, BTreeMap<Vec<u8>, Vec<u8>>>;
+mod debian;
 
-fn have_tools() -> bool {
-    Path::new("/usr/bin/mdb_load").exists() && Path::new("/usr/bin/mdb_dump").exists()
-}
+type Dbs = BTreeMap<Option<String>, BTreeMap<Vec<u8>, Vec<u8>>>;
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -107,9 +105,7 @@ fn read_all(dir: &Path) -> Dbs {
 
 #[test]
 fn we_read_what_mdb_load_writes() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     for (n, named) in [
         (0usize, false),
         (1, false),
@@ -158,9 +154,7 @@ fn we_read_what_mdb_load_writes() {
 
 #[test]
 fn lmdb_reads_what_we_write() {
-    if !have_tools() {
-        return;
-    }
+    debian::lmdb_utils();
     let dir = tempfile::tempdir().unwrap();
     let mapsize = 256 << 20;
     let env = EnvOptions::new()
@@ -237,9 +231,9 @@ fn lmdb_reads_what_we_write() {
     assert!(ok, "mdb_copy -c: {err}");
 
     // python3-lmdb (Debian's liblmdb) modifies our file; we read the result.
-    if Path::new("/usr/bin/python3").exists() {
-        let script = format!(
-            r#"
+    debian::python3_lmdb();
+    let script = format!(
+        r#"
 import lmdb
 env = lmdb.open({d:?}, max_dbs=4, map_size={mapsize})
 db = env.open_db(b"named")
@@ -254,25 +248,22 @@ with env.begin() as t:
     for k, v in t.cursor(db=db):
         out.write(k.hex() + " " + v.hex() + "\n")
 "#
-        );
-        let (ok, _, err) = run("/usr/bin/python3", &["-c", &script], None);
-        if !err.contains("No module named") {
-            assert!(ok, "python3-lmdb failed: {err}");
-            let rep = check::check_file(&dir.path().join("data.mdb")).unwrap();
-            assert!(rep.is_ok(), "after python3-lmdb: {:?}", rep.problems);
-            let got = read_all(dir.path());
-            let py = std::fs::read_to_string(dir.path().join("py.txt")).unwrap();
-            let want: BTreeMap<Vec<u8>, Vec<u8>> = py
-                .lines()
-                .map(|l| {
-                    let (k, v) = l.split_once(' ').unwrap();
-                    (hex_decode(k), hex_decode(v))
-                })
-                .collect();
-            assert!(got[&Some("named".to_string())] == want);
-            assert_eq!(got[&None][&b"pymain".to_vec()], vec![b'x'; 5000]);
-        }
-    }
+    );
+    let (ok, _, err) = run("/usr/bin/python3", &["-c", &script], None);
+    assert!(ok, "python3-lmdb failed: {err}");
+    let rep = check::check_file(&dir.path().join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "after python3-lmdb: {:?}", rep.problems);
+    let got = read_all(dir.path());
+    let py = std::fs::read_to_string(dir.path().join("py.txt")).unwrap();
+    let want: BTreeMap<Vec<u8>, Vec<u8>> = py
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once(' ').unwrap();
+            (hex_decode(k), hex_decode(v))
+        })
+        .collect();
+    assert!(got[&Some("named".to_string())] == want);
+    assert_eq!(got[&None][&b"pymain".to_vec()], vec![b'x'; 5000]);
 }
 
 fn hex_decode(s: &str) -> Vec<u8> {

@@ -6,6 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+// Shared with mdb's tests: fail, naming the Debian package, when a tool is missing.
+#[path = "../../../mdb/tests/debian/mod.rs"]
+pub mod debian;
+
 /// The cdylib cargo built for this test run (`target/<profile>/liblmdb.so`).
 pub fn library() -> PathBuf {
     // The test binary is target/<profile>/deps/<name>-<hash>.
@@ -54,6 +58,7 @@ pub fn run(cmd: &mut Command) -> String {
 /// Compile `src` with gcc. `ours`: against include/lmdb.h and the library in
 /// `dropin`; otherwise against the system's lmdb.h and -llmdb.
 pub fn gcc(src: &Path, out: &Path, ours: Option<&Path>) {
+    debian::need("/usr/bin/gcc", "gcc");
     let mut c = Command::new("gcc");
     c.args(["-std=gnu11", "-O1", "-Wall", "-Wextra", "-Werror", "-o"])
         .arg(out)
@@ -68,10 +73,7 @@ pub fn gcc(src: &Path, out: &Path, ours: Option<&Path>) {
                 .arg(format!("-Wl,-rpath,{}", dropin.display()));
         }
         None => {
-            assert!(
-                Path::new("/usr/include/lmdb.h").exists(),
-                "Debian's liblmdb-dev is needed (scripts/setup.sh installs it)"
-            );
+            debian::need("/usr/include/lmdb.h", "liblmdb-dev");
         }
     }
     c.args(["-llmdb", "-lpthread"]);
