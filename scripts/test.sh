@@ -8,6 +8,8 @@ cargo clippy --workspace --all-targets -- -D warnings
 # The C, Python and Perl suites load the cdylib (target/debug/liblmdb.so).
 cargo build -p mdb-ffi
 cargo test --workspace
+# Docs build without warnings (broken or private links).
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # The fuzz crate (a workspace of its own): the fixed fuzz-found bugs, and a
 # bounded smoke run of each target with the fixed default seed. libFuzzer
 # itself is not built (--no-default-features).

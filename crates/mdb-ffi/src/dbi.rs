@@ -1,7 +1,7 @@
 //! Database handles (c-api.md §8): open, flags, close, drop, stat,
 //! comparators, and `mdb_cmp`/`mdb_dcmp`.
 //!
-//! C handle numbers are ours: [`DbiTable`] maps each to the engine's
+//! C handle numbers are ours: `DbiTable` maps each to the engine's
 //! [`mdb::Database`], allocating from the lowest free slot ≥ 2 as LMDB does.
 //! That keeps the numbers stable when the engine is reopened
 //! (`mdb_env_set_mapsize`).

@@ -1,6 +1,6 @@
 //! `liblmdb.so.0` over the mdb engine: LMDB 0.9's C API (`include/lmdb.h`),
 //! function for function, with LMDB's semantics and return codes
-//! (shared/spec/c-api.md).
+//! (docs/spec/c-api.md).
 //!
 //! The layer is thin: each `mdb_*` function checks its arguments the way
 //! LMDB does, calls the engine's safe API, and turns the result into LMDB's

@@ -7,7 +7,7 @@
 //! borrow never outlives the `Env`.
 //!
 //! Nested C transactions are savepoints: the top-level write transaction's
-//! [`WriteRoot`] keeps the engine `RwTxn` and a stack of `NestedTxn`s, one per
+//! `WriteRoot` keeps the engine `RwTxn` and a stack of `NestedTxn`s, one per
 //! child level, each derived from the one below it. Only the innermost C
 //! transaction may be used (the others have a child: `MDB_BAD_TXN`), and it
 //! works on the top of the stack.

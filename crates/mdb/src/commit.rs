@@ -13,6 +13,19 @@ impl RwTxn<'_> {
     /// Make every change durable (per the environment's sync flags) and
     /// visible to new readers. On error nothing of this transaction is
     /// visible and everything committed before it is intact.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// drop(env);
+    /// let env = Env::open(dir.path())?; // durable across a reopen
+    /// assert_eq!(env.read_txn()?.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn commit(mut self) -> Result<()> {
         if self.broken.get() {
             return Err(Error::BadTxn);
@@ -66,16 +79,24 @@ impl RwTxn<'_> {
         let meta_off = (self.txnid & 1) as usize * ps;
         let upd = meta.encode_update();
         if flags.contains(EnvFlags::WRITE_MAP) {
-            for pg in &pgs {
-                env.map.write(*pg as usize * ps, &self.dirty[pg])?;
-            }
+            let runs: Vec<(u64, &[u8])> = pgs
+                .iter()
+                .map(|pg| (*pg * ps as u64, &self.dirty[pg][..]))
+                .collect();
+            env.file.write_pages_mapped(&env.map, &runs)?;
             let sync = !flags.contains(EnvFlags::MAP_ASYNC);
             if !flags.contains(EnvFlags::NO_SYNC) {
-                env.map.sync(0, env.map.len(), sync)?;
+                env.file.sync_mapped(&env.map, 0, env.map.len(), sync)?;
             }
-            env.map.write(meta_off + META_WRITE_OFF, &upd)?;
+            let off = (meta_off + META_WRITE_OFF) as u64;
+            if let Err(e) = env.file.write_meta_mapped(&env.map, off, &upd) {
+                // The meta page may be half written: only a reopen can tell.
+                env.panicked
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                return Err(e);
+            }
             if !flags.contains(EnvFlags::NO_SYNC) && !flags.contains(EnvFlags::NO_META_SYNC) {
-                env.map.sync(meta_off, ps, sync)?;
+                env.file.sync_mapped(&env.map, meta_off, ps, sync)?;
             }
         } else {
             let runs: Vec<(u64, &[u8])> = pgs

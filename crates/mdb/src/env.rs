@@ -171,6 +171,18 @@ impl EnvOptions {
         self
     }
     /// Open (or create) the environment at `path`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{EnvFlags, EnvOptions};
+    /// let env = EnvOptions::new()
+    ///     .map_size(64 << 20)
+    ///     .max_dbs(4)
+    ///     .flags(EnvFlags::NO_SYNC)
+    ///     .open(dir.path())?;
+    /// assert_eq!(env.info()?.map_size, 64 << 20);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Env> {
         Env::open_with(self, path.as_ref())
     }
@@ -566,7 +578,7 @@ impl Env {
         }
         if f.contains(EnvFlags::WRITE_MAP) {
             let sync = force || !f.contains(EnvFlags::MAP_ASYNC);
-            return self.map.sync(0, self.map.len(), sync);
+            return self.file.sync_mapped(&self.map, 0, self.map.len(), sync);
         }
         self.file.sync_data()
     }

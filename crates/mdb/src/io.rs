@@ -1,11 +1,15 @@
-//! All file writes and syncs of the engine, in one place.
+//! All writes and syncs of the data file, in one place.
 //!
-//! Commits call [`DataFile::write_pages`], [`DataFile::sync_data`] and
-//! [`DataFile::write_meta`]; nothing else writes to the data file. A test can
-//! install a [`FaultInjector`] to fail or tear any of them (ENOSPC, EIO, torn
-//! writes) and a write-ahead log can later take this seam over.
+//! Commits write pages, sync, and write the meta update through `DataFile`:
+//! with `pwrite` to the file, or under WRITEMAP by copying into the writable
+//! map and `msync`ing it; growing the file and `Env::sync` go through it
+//! too. Nothing else writes to the data file. A test can install a
+//! [`FaultInjector`] to fail or tear any of these steps (ENOSPC, EIO, torn
+//! writes), whichever way they reach the file, and a write-ahead log can
+//! later take this seam over.
 
 use crate::error::{Error, Result};
+use crate::mmap::Map;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
@@ -13,6 +17,7 @@ use std::sync::Arc;
 
 /// One I/O step the engine is about to take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum IoOp {
     /// Writing dirty pages at a file offset.
     WritePages {
@@ -29,6 +34,12 @@ pub enum IoOp {
         offset: u64,
         /// Bytes.
         len: usize,
+    },
+    /// Growing the file to `len` bytes (WRITEMAP maps need the whole map
+    /// backed by the file).
+    Extend {
+        /// New length.
+        len: u64,
     },
 }
 
@@ -202,9 +213,57 @@ impl DataFile {
 
     /// Extend the file to `len` bytes (WRITEMAP).
     pub(crate) fn extend_to(&self, len: u64) -> Result<()> {
-        if self.len()? < len {
-            self.file.set_len(len)?;
+        if self.len()? >= len {
+            return Ok(());
+        }
+        match self.ask(IoOp::Extend { len }) {
+            IoAction::Proceed => Ok(self.file.set_len(len)?),
+            IoAction::Fail(e) => Err(Error::Os(e)),
+            IoAction::Tear(_) => Err(Error::Os(libc::EIO)),
+        }
+    }
+
+    /// WRITEMAP: copy whole pages into the writable map (the same seam and
+    /// faults as [`DataFile::write_pages`]).
+    pub(crate) fn write_pages_mapped(&self, map: &Map, runs: &[(u64, &[u8])]) -> Result<()> {
+        for &(offset, b) in runs {
+            let op = IoOp::WritePages {
+                offset,
+                len: b.len(),
+            };
+            map_write(self.ask(op), map, offset, b)?;
         }
         Ok(())
+    }
+
+    /// WRITEMAP: write the meta update into the map.
+    pub(crate) fn write_meta_mapped(&self, map: &Map, offset: u64, bytes: &[u8]) -> Result<()> {
+        let op = IoOp::WriteMeta {
+            offset,
+            len: bytes.len(),
+        };
+        map_write(self.ask(op), map, offset, bytes)
+    }
+
+    /// WRITEMAP: `msync` a byte range of the map (`sync`: wait for it).
+    pub(crate) fn sync_mapped(&self, map: &Map, off: usize, len: usize, sync: bool) -> Result<()> {
+        match self.ask(IoOp::SyncData) {
+            IoAction::Proceed => map.sync(off, len, sync),
+            IoAction::Fail(e) => Err(Error::Os(e)),
+            IoAction::Tear(_) => Err(Error::Os(libc::EIO)),
+        }
+    }
+}
+
+/// Carry out a map write as the fault injector decided.
+fn map_write(act: IoAction, map: &Map, offset: u64, b: &[u8]) -> Result<()> {
+    let off = usize::try_from(offset).map_err(|_| Error::Os(libc::EINVAL))?;
+    match act {
+        IoAction::Proceed => map.write(off, b),
+        IoAction::Fail(e) => Err(Error::Os(e)),
+        IoAction::Tear(n) => {
+            map.write(off, &b[..n.min(b.len())])?;
+            Err(Error::Os(libc::EIO))
+        }
     }
 }

@@ -243,6 +243,20 @@ pub struct RoTxn<'env> {
 impl Env {
     /// Begin a read transaction. Without NO_TLS a thread may hold only one
     /// per environment (`BadRslot` otherwise).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let r = env.read_txn()?; // a snapshot: later commits do not show
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// assert_eq!(r.get(Database::MAIN, b"k")?, None);
+    /// drop(r);
+    /// assert_eq!(env.read_txn()?.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn read_txn(&self) -> Result<RoTxn<'_>> {
         if self.panicked.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Error::Panic);
@@ -565,6 +579,18 @@ pub struct RwTxn<'env> {
 impl Env {
     /// Begin the write transaction, waiting for any other writer (in this or
     /// another process) to finish. A thread that already holds it gets `BadTxn`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Error, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// assert_eq!(env.write_txn().err(), Some(Error::BadTxn)); // same thread
+    /// w.abort(); // or drop it: nothing was written
+    /// assert_eq!(env.read_txn()?.get(Database::MAIN, b"k")?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn write_txn(&self) -> Result<RwTxn<'_>> {
         if self.flags().contains(EnvFlags::READ_ONLY) {
             return Err(Error::Os(libc::EACCES));

@@ -183,7 +183,7 @@ impl FaultInjector for FailNth {
         let hit = match op {
             IoOp::WriteMeta { .. } => self.meta,
             IoOp::WritePages { .. } => !self.meta,
-            IoOp::SyncData => false,
+            _ => false,
         };
         if hit && self.n.fetch_sub(1, Ordering::SeqCst) == 1 {
             IoAction::Fail(self.errno)

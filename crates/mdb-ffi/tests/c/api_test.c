@@ -1,5 +1,5 @@
 /*
- * The LMDB 0.9 C API, function by function (shared/spec/c-api.md).
+ * The LMDB 0.9 C API, function by function (docs/spec/c-api.md).
  *
  * Built twice by tests/c_suite.rs: against our include/lmdb.h and
  * liblmdb.so, and against Debian's /usr/include/lmdb.h and -llmdb. Both must
