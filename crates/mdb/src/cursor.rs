@@ -31,6 +31,10 @@ pub struct Cursor<'t, T: Txn> {
     txn: &'t T,
     rec: DbRecord,
     pos: Position,
+    /// The leaf under the position (plain databases): `next` steps along it
+    /// without looking the page up again. The transaction is borrowed for
+    /// `'t`, so no page can change under it.
+    leaf: Option<crate::page::Page<'t>>,
 }
 
 impl<'t, T: Txn> Cursor<'t, T> {
@@ -41,12 +45,31 @@ impl<'t, T: Txn> Cursor<'t, T> {
             rec,
             txn,
             pos: Position::new(k, d),
+            leaf: None,
         })
     }
 
     /// Perform any cursor operation (LMDB's `mdb_cursor_get`).
     pub fn op(&mut self, op: CursorOp<'_>) -> Result<Option<Item<'t>>> {
-        apply(&mut self.pos, self.txn, &self.rec, self.rec.flags, op)
+        if let (CursorOp::Next, Some(p)) = (&op, self.leaf) {
+            let path = &mut self.pos.main.path;
+            let l = path.leaf();
+            let i = path.ix[l] + 1;
+            if i < p.len() {
+                path.ix[l] = i;
+                let n = p.node(i)?;
+                return Ok(Some((n.key(), crate::tree::node_value(self.txn, n)?)));
+            }
+        }
+        let r = apply(&mut self.pos, self.txn, &self.rec, self.rec.flags, op);
+        self.leaf = None;
+        if r.is_ok() && self.pos.dcmp.is_none() && !self.pos.unset() && !self.pos.just_deleted {
+            let path = &self.pos.main.path;
+            if path.len > 0 {
+                self.leaf = self.txn.page(path.pg[path.leaf()]).ok();
+            }
+        }
+        r
     }
 
     /// First item (the first value of the first key).
@@ -481,6 +504,19 @@ impl CursorState {
     /// Perform `op`; returns the item (key, value) the cursor lands on, or
     /// `None` for LMDB's `MDB_NOTFOUND`.
     pub fn get<'t, T: Txn>(&mut self, txn: &'t T, op: CursorOp<'_>) -> Result<Option<Item<'t>>> {
+        // A scan step on a plain database that stays on the leaf: nothing
+        // changed since the last call, so no record or re-sync is needed.
+        if let CursorOp::Next = op {
+            let p = &self.pos;
+            if self.gen == txn.generation() && p.dcmp.is_none() && !p.unset() && !p.just_deleted {
+                if let Some(item) = self.pos.next_in_leaf(txn)? {
+                    if self.gen != 0 {
+                        self.remember(Some(item), true);
+                    }
+                    return Ok(Some(item));
+                }
+            }
+        }
         let rec = txn.db(self.db)?;
         self.resync(txn, &rec)?;
         let r = apply(&mut self.pos, txn, &rec, self.flags, op)?;

@@ -549,19 +549,28 @@ impl Position {
             return self.current(s);
         }
         if self.dcmp.is_none() {
-            // Fast path: the next item on the same leaf, one page lookup.
-            let l = self.main.path.leaf();
-            let p = s.page(self.main.path.pg[l])?;
-            let i = self.main.path.ix[l] + 1;
-            if i < p.len() {
-                self.main.path.ix[l] = i;
-                let n = p.node(i)?;
-                return Ok(Some((n.key(), node_value(s, n)?)));
+            if let Some(item) = self.next_in_leaf(s)? {
+                return Ok(Some(item));
             }
         } else if self.sub_step(s, true)? {
             return self.current(s);
         }
         self.next_nodup(s, rec)
+    }
+
+    /// Plain databases: the next item if it is on the same leaf (one page
+    /// lookup, no record needed), else `None` with the position unchanged.
+    #[inline]
+    pub(crate) fn next_in_leaf<'a, S: Snapshot>(&mut self, s: &'a S) -> Result<Option<Item<'a>>> {
+        let l = self.main.path.leaf();
+        let p = s.page(self.main.path.pg[l])?;
+        let i = self.main.path.ix[l] + 1;
+        if i >= p.len() {
+            return Ok(None);
+        }
+        self.main.path.ix[l] = i;
+        let n = p.node(i)?;
+        Ok(Some((n.key(), node_value(s, n)?)))
     }
 
     pub(crate) fn prev<'a, S: Snapshot>(
