@@ -557,43 +557,67 @@ impl<'env> RwTxn<'env> {
         if fits {
             return Ok(());
         }
-        // Split: gather the entries with the new one in place.
-        let p = Page::new(buf)?;
+        // Split: the entries, with the new one in place, as slices of a
+        // copy of the page (the rebuild overwrites the page itself).
+        let mut copy = self.take_buf();
+        copy.copy_from_slice(self.page(pg)?.bytes());
+        let r = self.split(t, path, lvl, i, raw, hint, &copy);
+        self.spare.push(copy);
+        r
+    }
+
+    /// Split page `lvl` of `path` (its bytes as they were in `copy`) with
+    /// `raw` inserted at `i`, and file the new page in the parent.
+    #[allow(clippy::too_many_arguments)]
+    fn split(
+        &mut self,
+        t: &mut Tree,
+        path: &Path,
+        lvl: usize,
+        i: usize,
+        raw: &[u8],
+        hint: Hint,
+        copy: &[u8],
+    ) -> Result<()> {
+        let pg = path.pg[lvl];
+        let p = Page::new(copy)?;
         let flags = p.flags();
         let branch = p.is_branch();
         let leaf2 = p.is_leaf2();
         let pad = p.pad();
-        let mut nodes: Vec<Vec<u8>> = Vec::with_capacity(p.len() + 1);
+        let mut nodes: Vec<&[u8]> = Vec::with_capacity(p.len() + 1);
         for j in 0..p.len() {
             if j == i {
-                nodes.push(raw.to_vec());
+                nodes.push(raw);
             }
-            nodes.push(p.raw_entry(j)?.to_vec());
+            nodes.push(p.raw_entry(j)?);
         }
         if i == p.len() {
-            nodes.push(raw.to_vec());
+            nodes.push(raw);
         }
         let cap = self.env.psize - HDR;
         let s = split_at(&nodes, i, branch, leaf2, cap, hint).ok_or(Error::PageFull)?;
         let sep = if leaf2 {
-            nodes[s].clone()
+            nodes[s].to_vec()
         } else {
-            raw_key(&nodes[s]).to_vec()
+            raw_key(nodes[s]).to_vec()
         };
+        // A branch page's first node carries no key.
+        let keyless;
         if branch {
-            nodes[s] = rekey_branch(&nodes[s], &[]);
+            keyless = rekey_branch(nodes[s], &[]);
+            nodes[s] = &keyless;
         }
         let right = self.new_page(flags)?;
         {
-            let left: Vec<&[u8]> = nodes[..s].iter().map(|v| v.as_slice()).collect();
-            let rnodes: Vec<&[u8]> = nodes[s..].iter().map(|v| v.as_slice()).collect();
+            let (left, rnodes) = nodes.split_at(s);
             let ok = if leaf2 {
                 edit::init_leaf2(self.dirty.get_mut(&right).unwrap(), right, flags, pad);
-                edit::rebuild_leaf2(self.dirty.get_mut(&pg).unwrap(), flags, &left)
-                    && edit::rebuild_leaf2(self.dirty.get_mut(&right).unwrap(), flags, &rnodes)
+                edit::rebuild_leaf2(self.dirty.get_mut(&pg).unwrap(), flags, left)
+                    && edit::rebuild_leaf2(self.dirty.get_mut(&right).unwrap(), flags, rnodes)
             } else {
-                edit::rebuild(self.dirty.get_mut(&pg).unwrap(), flags, &left)
-                    && edit::rebuild(self.dirty.get_mut(&right).unwrap(), flags, &rnodes)
+                edit::rebuild(self.dirty.get_mut(&pg).unwrap(), flags, left)
+                    && edit::rebuild(self.dirty.get_mut(&right).unwrap(), flags, rnodes)
             };
             if !ok {
                 return Err(Error::PageFull);
@@ -730,9 +754,9 @@ impl<'env> RwTxn<'env> {
     /// Restore fill rules after a removal at level `lvl` of `path`.
     fn rebalance(&mut self, t: &mut Tree, path: &Path, lvl: usize) -> Result<()> {
         let pg = path.pg[lvl];
-        let (len, used, branch, flags, leaf2) = {
+        let (len, used, branch) = {
             let p = self.page(pg)?;
-            (p.len(), p.used(), p.is_branch(), p.flags(), p.is_leaf2())
+            (p.len(), p.used(), p.is_branch())
         };
         if lvl == 0 {
             if !branch && len == 0 {
@@ -766,28 +790,54 @@ impl<'env> RwTxn<'env> {
         let lpg = self.page(parent)?.node(li)?.child();
         let rpg = self.page(parent)?.node(ri)?.child();
         let sep = self.page(parent)?.key(ri)?.to_vec();
-        let mut nodes: Vec<Vec<u8>> = Vec::new();
-        {
-            let l = self.page(lpg)?;
-            for j in 0..l.len() {
-                nodes.push(l.raw_entry(j)?.to_vec());
-            }
-            let r = self.page(rpg)?;
-            for j in 0..r.len() {
-                let raw = r.raw_entry(j)?;
-                if branch && j == 0 {
-                    nodes.push(rekey_branch(raw, &sep));
-                } else {
-                    nodes.push(raw.to_vec());
-                }
+        // Both pages' nodes as slices of copies (the rebuild overwrites them).
+        let mut lcopy = self.take_buf();
+        let mut rcopy = self.take_buf();
+        lcopy.copy_from_slice(self.page(lpg)?.bytes());
+        rcopy.copy_from_slice(self.page(rpg)?.bytes());
+        let r = self.merge_or_share(t, path, lvl, (li, ri), &sep, (&lcopy, &rcopy));
+        self.spare.push(lcopy);
+        self.spare.push(rcopy);
+        r
+    }
+
+    /// Rebalance step for siblings `li`, `ri` of the parent at `lvl - 1`
+    /// (copies of their bytes in `copies`, `sep` the right one's separator):
+    /// merge them if they fit in one page, else share their nodes evenly.
+    fn merge_or_share(
+        &mut self,
+        t: &mut Tree,
+        path: &Path,
+        lvl: usize,
+        (li, ri): (usize, usize),
+        sep: &[u8],
+        copies: (&[u8], &[u8]),
+    ) -> Result<()> {
+        let parent = path.pg[lvl - 1];
+        let lpg = self.page(parent)?.node(li)?.child();
+        let rpg = self.page(parent)?.node(ri)?.child();
+        let (l, r) = (Page::new(copies.0)?, Page::new(copies.1)?);
+        let (flags, branch, leaf2) = (l.flags(), l.is_branch(), l.is_leaf2());
+        let mut nodes: Vec<&[u8]> = Vec::with_capacity(l.len() + r.len());
+        for j in 0..l.len() {
+            nodes.push(l.raw_entry(j)?);
+        }
+        // The right page's keyless first branch node takes the separator.
+        let rekeyed = match branch && !r.is_empty() {
+            true => Some(rekey_branch(r.raw_entry(0)?, sep)),
+            false => None,
+        };
+        for j in 0..r.len() {
+            match &rekeyed {
+                Some(k) if j == 0 => nodes.push(k),
+                _ => nodes.push(r.raw_entry(j)?),
             }
         }
         let cap = self.env.psize - HDR;
         let total: usize = nodes.iter().map(|v| entry_cost(v, leaf2)).sum();
         if total <= cap {
             // Merge right into left and drop the right page.
-            let all: Vec<&[u8]> = nodes.iter().map(|v| v.as_slice()).collect();
-            if !rebuild_any(self.dirty.get_mut(&lpg).unwrap(), flags, leaf2, &all) {
+            if !rebuild_any(self.dirty.get_mut(&lpg).unwrap(), flags, leaf2, &nodes) {
                 return Err(Error::PageFull);
             }
             self.free_pages(rpg, 1);
@@ -802,17 +852,18 @@ impl<'env> RwTxn<'env> {
         // Redistribute the nodes evenly between the two pages.
         let s = split_point(&nodes, branch, leaf2, cap).ok_or(Error::PageFull)?;
         let new_sep = if leaf2 {
-            nodes[s].clone()
+            nodes[s].to_vec()
         } else {
-            raw_key(&nodes[s]).to_vec()
+            raw_key(nodes[s]).to_vec()
         };
+        let keyless;
         if branch {
-            nodes[s] = rekey_branch(&nodes[s], &[]);
+            keyless = rekey_branch(nodes[s], &[]);
+            nodes[s] = &keyless;
         }
-        let left: Vec<&[u8]> = nodes[..s].iter().map(|v| v.as_slice()).collect();
-        let right: Vec<&[u8]> = nodes[s..].iter().map(|v| v.as_slice()).collect();
-        if !rebuild_any(self.dirty.get_mut(&lpg).unwrap(), flags, leaf2, &left)
-            || !rebuild_any(self.dirty.get_mut(&rpg).unwrap(), flags, leaf2, &right)
+        let (left, right) = nodes.split_at(s);
+        if !rebuild_any(self.dirty.get_mut(&lpg).unwrap(), flags, leaf2, left)
+            || !rebuild_any(self.dirty.get_mut(&rpg).unwrap(), flags, leaf2, right)
         {
             return Err(Error::PageFull);
         }
@@ -999,7 +1050,7 @@ impl Hint {
 /// two pages by bytes. At the end of the whole tree (`rightmost`), branch
 /// pages also keep all but their last entries.
 fn split_at(
-    nodes: &[Vec<u8>],
+    nodes: &[&[u8]],
     i: usize,
     branch: bool,
     leaf2: bool,
@@ -1028,7 +1079,7 @@ fn split_at(
     split_point(nodes, branch, leaf2, cap)
 }
 
-fn split_point(nodes: &[Vec<u8>], branch: bool, leaf2: bool, cap: usize) -> Option<usize> {
+fn split_point(nodes: &[&[u8]], branch: bool, leaf2: bool, cap: usize) -> Option<usize> {
     let sizes: Vec<usize> = nodes.iter().map(|r| entry_cost(r, leaf2)).collect();
     let total: usize = sizes.iter().sum();
     let mut best: Option<(usize, usize)> = None;
