@@ -598,6 +598,27 @@ impl RwTxn<'_> {
             return Err(Error::Os(libc::EINVAL));
         }
         let dups = st.pos.dcmp.is_some();
+        if !dups {
+            // Delete at the position itself, no search from the root.
+            let key = match st.pos.current(&*self)? {
+                Some((k, _)) => k.to_vec(),
+                None => return Err(Error::NotFound),
+            };
+            match self.del_at(db, &st.pos.main.path)? {
+                Some(path) => st.pos.main.path = path,
+                None => {
+                    let rec = self.db(db)?;
+                    st.pos.seek(&*self, &rec, &key)?;
+                }
+            }
+            if !st.pos.unset() {
+                st.pos.just_deleted = true;
+            }
+            let cur = st.pos.current(&*self)?;
+            st.remember(cur, true);
+            st.gen = self.generation();
+            return Ok(());
+        }
         let (key, val) = match st.pos.current(&*self)? {
             Some((k, v)) => (k.to_vec(), if dups { v.to_vec() } else { Vec::new() }),
             None => return Err(Error::NotFound),

@@ -734,7 +734,16 @@ impl<'env> RwTxn<'env> {
         if !exact {
             return Ok(false);
         }
-        self.touch_path(t, &mut path)?;
+        self.remove_at(t, &mut path, i)?;
+        Ok(true)
+    }
+
+    /// Remove the item at leaf index `i` of `path` (a position in `t` as it
+    /// is now), then rebalance. Returns whether the tree kept its shape, so
+    /// that `path` (made dirty) still leads to the leaf, now with the
+    /// following item at `i`.
+    fn remove_at(&mut self, t: &mut Tree, path: &mut Path, i: usize) -> Result<bool> {
+        self.touch_path(t, path)?;
         let leaf = path.pg[path.leaf()];
         if self.page(leaf)?.is_leaf2() {
             edit::remove_leaf2(self.dirty.get_mut(&leaf).unwrap(), i);
@@ -747,8 +756,52 @@ impl<'env> RwTxn<'env> {
             edit::remove(self.dirty.get_mut(&leaf).unwrap(), i);
         }
         t.rec.entries -= 1;
-        self.rebalance(t, &path, path.leaf())?;
-        Ok(true)
+        if !self.needs_rebalance(path, path.leaf())? {
+            return Ok(true);
+        }
+        self.rebalance(t, path, path.leaf())?;
+        Ok(false)
+    }
+
+    /// Delete the item a cursor of a plain (not DUPSORT) database is on,
+    /// with no search from the root: `path` is its position in the tree as
+    /// it is now. Returns the position of the following item when it is on
+    /// the same leaf and the tree kept its shape (else the caller searches).
+    pub(crate) fn del_at(&mut self, db: Database, path: &Path) -> Result<Option<Path>> {
+        self.check_usable(db)?;
+        let mut t = self.tree(db)?;
+        if t.dups.is_some() || path.len == 0 || path.len != t.rec.depth as usize {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        let mut p = *path;
+        let i = p.ix[p.leaf()];
+        {
+            let leaf = self.page(p.pg[p.leaf()])?;
+            if i >= leaf.len() {
+                return Err(Error::NotFound);
+            }
+            if db == Database::MAIN && !leaf.is_leaf2() && leaf.node(i)?.flags() & F_SUBDATA != 0 {
+                // A named database's record goes with `delete_db` (see `del`).
+                return Err(Error::Incompatible);
+            }
+        }
+        let r = self.remove_at(&mut t, &mut p, i);
+        self.set_rec(db, t.rec);
+        let kept = self.fail_on_fatal(r)?;
+        let on_leaf = kept && i < self.page(p.pg[p.leaf()])?.len();
+        Ok(on_leaf.then_some(p))
+    }
+
+    /// Whether the page at `lvl` of `path` breaks the fill rules that
+    /// [`RwTxn::rebalance`] restores (if not, it would change nothing).
+    fn needs_rebalance(&self, path: &Path, lvl: usize) -> Result<bool> {
+        let p = self.page(path.pg[lvl])?;
+        let (len, branch) = (p.len(), p.is_branch());
+        if lvl == 0 {
+            return Ok(if branch { len == 1 } else { len == 0 });
+        }
+        let min_keys = if branch { 2 } else { 1 };
+        Ok(p.used() * 1000 < FILL_THRESHOLD * (self.env.psize - HDR) || len < min_keys)
     }
 
     /// Restore fill rules after a removal at level `lvl` of `path`.

@@ -178,3 +178,83 @@ fn positioning_on_a_large_value_does_not_touch_it() {
     w.cursor_del(&mut c, false).unwrap();
     assert_eq!(w.get(Database::MAIN, b"big").unwrap(), None);
 }
+
+/// Cursor deletes on a plain database (deleted where the cursor stands,
+/// no search from the root) interleaved with steps, against a BTreeMap:
+/// every step returns the model's next item, through merges and shares of
+/// leaves, and with overflow values.
+#[test]
+fn cursor_deletes_and_steps_match_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .map_size(256 << 20)
+        .open(dir.path())
+        .unwrap();
+    let m = Database::MAIN;
+    let mut model = BTreeMap::new();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut w = env.write_txn().unwrap();
+    for _ in 0..5000 {
+        let k = format!("{:08}", rnd() % 100_000).into_bytes();
+        let len = if rnd() % 50 == 0 {
+            5000
+        } else {
+            (rnd() % 200) as usize
+        };
+        let v = vec![b'v'; len];
+        w.put(m, &k, &v, WriteFlags::EMPTY).unwrap();
+        model.insert(k, v);
+    }
+    w.commit().unwrap();
+    for round in 0..4 {
+        let mut w = env.write_txn().unwrap();
+        let mut c = CursorState::new(&w, m).unwrap();
+        let start = format!("{:08}", rnd() % 100_000).into_bytes();
+        let mut at: Option<Vec<u8>> = c
+            .get(&w, CursorOp::SetRange(&start))
+            .unwrap()
+            .map(|(k, _)| k.to_vec());
+        assert_eq!(
+            at.as_ref(),
+            model.range(start.clone()..).next().map(|(k, _)| k)
+        );
+        while let Some(k) = at.clone() {
+            if rnd() % 4 != 0 {
+                w.cursor_del(&mut c, false).unwrap();
+                model.remove(&k);
+            }
+            let next = c
+                .get(&w, CursorOp::Next)
+                .unwrap()
+                .map(|(k, v)| (k.to_vec(), v.to_vec()));
+            let want = model
+                .range((
+                    std::ops::Bound::Excluded(k.clone()),
+                    std::ops::Bound::Unbounded,
+                ))
+                .next()
+                .map(|(k, v)| (k.clone(), v.clone()));
+            assert_eq!(next, want, "round {round} after {k:?}");
+            at = next.map(|(k, _)| k);
+        }
+        w.commit().unwrap();
+        let r = env.read_txn().unwrap();
+        let all: Vec<(Vec<u8>, Vec<u8>)> = r
+            .cursor(m)
+            .unwrap()
+            .iter()
+            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
+            .collect();
+        let want: Vec<(Vec<u8>, Vec<u8>)> =
+            model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(all, want, "round {round}");
+    }
+    let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+}
