@@ -70,7 +70,21 @@ fn sub_tree(t: &Tree, rec: DbRecord) -> Result<Tree> {
     })
 }
 
-/// Encode sorted values as a sub-page with no slack (packed for DUPFIXED).
+/// Bytes of the sub-page [`build_subpage`] makes.
+fn subpage_len(vals: &[&[u8]], fixed: bool, slack: usize) -> usize {
+    if fixed {
+        let size = vals[0].len();
+        let mut slots = vals.len() + slack;
+        slots += (slots * size) % 2;
+        HDR + slots * size
+    } else {
+        let used: usize = vals.iter().map(|v| 2 + footprint(v.len(), 0)).sum();
+        HDR + used + slack.next_multiple_of(2)
+    }
+}
+
+/// Encode sorted values as a sub-page with `slack` spare room: value slots
+/// for DUPFIXED (packed), bytes otherwise.
 fn build_subpage(vals: &[&[u8]], fixed: bool, slack: usize) -> Vec<u8> {
     if fixed {
         let size = vals[0].len();
@@ -138,16 +152,28 @@ impl NewDups {
                 (used / 4).max(2 * (2 + footprint(vals[n - 1].len(), 0)))
             }
         };
-        let roomy = build_subpage(vals, fixed, slack);
-        if fits(&roomy) {
-            return NewDups::SubPage(roomy);
+        // The room is capped by the node size limit (not dropped when the
+        // full room does not fit: near the limit every insert would then
+        // rebuild the sub-page).
+        let limit = node_max(psize).saturating_sub(NODE_HDR + ksize);
+        let tight_len = subpage_len(vals, fixed, 0);
+        if tight_len > limit {
+            return NewDups::SubDb(vals.iter().map(|v| v.to_vec()).collect());
         }
-        let tight = build_subpage(vals, fixed, 0);
-        if fits(&tight) {
-            NewDups::SubPage(tight)
+        let mut slack = if fixed {
+            slack.min((limit - tight_len) / vals[0].len().max(1))
         } else {
-            NewDups::SubDb(vals.iter().map(|v| v.to_vec()).collect())
+            slack.min(limit - tight_len) & !1
+        };
+        // A DUPFIXED sub-page may take one more slot to keep its size even.
+        while slack > 0 && subpage_len(vals, fixed, slack) > limit {
+            slack -= 1;
         }
+        let sp = build_subpage(vals, fixed, slack);
+        if !fits(&sp) {
+            return NewDups::SubDb(vals.iter().map(|v| v.to_vec()).collect());
+        }
+        NewDups::SubPage(sp)
     }
 }
 
