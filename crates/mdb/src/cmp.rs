@@ -26,6 +26,7 @@ pub struct CmpFn(Kind);
 impl std::fmt::Debug for CmpFn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self.0 {
+            Kind::Lexical => "CmpFn(lexical)",
             Kind::Rust(_) => "CmpFn(rust)",
             Kind::C(_) => "CmpFn(c)",
         })
@@ -34,6 +35,8 @@ impl std::fmt::Debug for CmpFn {
 
 #[derive(Clone, Copy)]
 enum Kind {
+    /// [`lexical`], known statically so searches can inline it.
+    Lexical,
     Rust(RustCmp),
     C(CCmp),
 }
@@ -53,10 +56,17 @@ impl CmpFn {
         CmpFn(Kind::C(f))
     }
 
+    /// Whether this is the default byte-wise order.
+    #[inline]
+    pub(crate) fn is_lexical(&self) -> bool {
+        matches!(self.0, Kind::Lexical)
+    }
+
     /// Compare `a` with `b`.
     #[inline]
     pub fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
         match self.0 {
+            Kind::Lexical => a.cmp(b),
             Kind::Rust(f) => f(a, b),
             Kind::C(f) => {
                 let (x, y) = (
@@ -101,24 +111,24 @@ pub fn integer(a: &[u8], b: &[u8]) -> Ordering {
 
 /// The key comparator LMDB derives from a database's flags.
 pub fn for_flags(flags: u16) -> CmpFn {
-    CmpFn::rust(if flags & crate::db::REVERSEKEY != 0 {
-        reverse
+    if flags & crate::db::REVERSEKEY != 0 {
+        CmpFn::rust(reverse)
     } else if flags & crate::db::INTEGERKEY != 0 {
-        integer
+        CmpFn::rust(integer)
     } else {
-        lexical
-    })
+        CmpFn(Kind::Lexical)
+    }
 }
 
 /// The duplicate-value comparator LMDB derives from a DUPSORT database's flags.
 pub fn dup_for_flags(flags: u16) -> CmpFn {
-    CmpFn::rust(if flags & crate::db::INTEGERDUP != 0 {
-        integer
+    if flags & crate::db::INTEGERDUP != 0 {
+        CmpFn::rust(integer)
     } else if flags & crate::db::REVERSEDUP != 0 {
-        reverse
+        CmpFn::rust(reverse)
     } else {
-        lexical
-    })
+        CmpFn(Kind::Lexical)
+    }
 }
 
 #[cfg(test)]

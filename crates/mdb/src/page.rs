@@ -203,6 +203,23 @@ impl<'a> Page<'a> {
         }
         Ok(self.node(i)?.key())
     }
+    /// Key of node `i` of a node page (not LEAF2), reading only what the
+    /// key needs: the search path.
+    #[inline]
+    pub(crate) fn node_key(&self, i: usize) -> Result<&'a [u8]> {
+        let lower = self.lower() as usize;
+        let at = HDR + 2 * i;
+        let off = match self.b.get(at..at + 2) {
+            Some(p) if at + 2 <= lower => u16::from_le_bytes([p[0], p[1]]) as usize,
+            _ => return Err(Error::Corrupted),
+        };
+        let k = off + NODE_HDR;
+        if off < lower || k > self.b.len() {
+            return Err(Error::Corrupted);
+        }
+        let ks = rd16(self.b, off + 6) as usize;
+        self.b.get(k..k + ks).ok_or(Error::Corrupted)
+    }
     /// The bytes of entry `i` as stored: a node, or a LEAF2 key.
     pub fn raw_entry(&self, i: usize) -> Result<&'a [u8]> {
         if self.is_leaf2() {
@@ -282,27 +299,38 @@ impl<'a> Node<'a> {
 /// for branch pages the child to descend into. `cmp` is the tree's comparator.
 #[inline]
 pub fn search(p: &Page<'_>, key: &[u8], cmp: crate::cmp::CmpFn) -> Result<(usize, bool)> {
+    // Dispatch once per page, not per probe: the default order inlines.
+    if p.is_leaf2() {
+        bisect(p, |i| Ok(cmp.compare(p.key(i)?, key)))
+    } else if cmp.is_lexical() {
+        bisect(p, |i| Ok(p.node_key(i)?.cmp(key)))
+    } else {
+        bisect(p, |i| Ok(cmp.compare(p.node_key(i)?, key)))
+    }
+}
+
+/// Binary search of `p` with `probe(i)` = entry `i` compared to the key.
+#[inline(always)]
+fn bisect(
+    p: &Page<'_>,
+    mut probe: impl FnMut(usize) -> Result<std::cmp::Ordering>,
+) -> Result<(usize, bool)> {
     use std::cmp::Ordering::*;
     let n = p.len();
+    let branch = p.is_branch();
     // Branch node 0 has the "minus infinity" key; search among 1..n.
-    let mut lo = if p.is_branch() { 1 } else { 0 };
+    let mut lo = usize::from(branch);
     let mut hi = n;
     while lo < hi {
         let mid = (lo + hi) / 2;
-        match cmp.compare(p.key(mid)?, key) {
+        match probe(mid)? {
             Less => lo = mid + 1,
             Greater => hi = mid,
-            Equal => {
-                return Ok((mid, true));
-            }
+            Equal => return Ok((mid, true)),
         }
     }
-    if p.is_branch() {
-        // The last child whose separator <= key.
-        Ok((lo - 1, false))
-    } else {
-        Ok((lo, false))
-    }
+    // Branch: the last child whose separator <= key.
+    Ok((if branch { lo - 1 } else { lo }, false))
 }
 
 /// What a new leaf node carries as data.
