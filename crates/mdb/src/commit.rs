@@ -4,8 +4,8 @@
 use crate::db::Database;
 use crate::env::EnvFlags;
 use crate::error::{Error, Result};
-use crate::meta::{Meta, META_WRITE_OFF};
-use crate::page::NodeData;
+use crate::format::meta::{Meta, META_WRITE_OFF};
+use crate::format::page::NodeData;
 use crate::txn::RwTxn;
 use crate::WriteFlags;
 
@@ -37,7 +37,7 @@ impl RwTxn<'_> {
     }
 
     fn commit_inner(&mut self) -> Result<()> {
-        let named: Vec<(Database, crate::meta::DbRecord)> = self
+        let named: Vec<(Database, crate::format::meta::DbRecord)> = self
             .dbs
             .borrow()
             .iter()

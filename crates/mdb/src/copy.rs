@@ -32,7 +32,7 @@
 
 use crate::env::{Env, EnvFlags};
 use crate::error::{Error, Result};
-use crate::meta::{Meta, META_LEN};
+use crate::format::meta::{Meta, META_LEN};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd};
@@ -582,7 +582,7 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
     }
 
     /// Pages in the free list plus the free DB's own pages, as LMDB counts them.
-    fn count_free(&self, free: &crate::meta::DbRecord) -> Result<u64> {
+    fn count_free(&self, free: &crate::format::meta::DbRecord) -> Result<u64> {
         let mut n = free
             .branch_pages
             .saturating_add(free.leaf_pages)

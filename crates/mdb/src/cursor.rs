@@ -3,7 +3,7 @@
 use crate::db::Database;
 use crate::dup::Position;
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
+use crate::format::meta::DbRecord;
 use crate::tree::Item;
 use crate::txn::sealed::Snapshot;
 use crate::txn::{RwTxn, Txn};
@@ -34,7 +34,7 @@ pub struct Cursor<'t, T: Txn> {
     /// The leaf under the position (plain databases): `next` steps along it
     /// without looking the page up again. The transaction is borrowed for
     /// `'t`, so no page can change under it.
-    leaf: Option<crate::page::Page<'t>>,
+    leaf: Option<crate::format::page::Page<'t>>,
 }
 
 impl<'t, T: Txn> Cursor<'t, T> {
@@ -225,7 +225,7 @@ pub struct Range<'c, 't, T: Txn> {
     cursor: &'c mut Cursor<'t, T>,
     pending: Option<Result<Option<Item<'t>>>>,
     end: Bound<Vec<u8>>,
-    cmp: crate::cmp::CmpFn,
+    cmp: crate::format::cmp::CmpFn,
 }
 
 impl<'t, T: Txn> Iterator for Range<'_, 't, T> {
@@ -654,7 +654,7 @@ fn apply<'t, T: Txn>(
     op: CursorOp<'_>,
 ) -> Result<Option<Item<'t>>> {
     let dups = pos.dcmp.is_some();
-    let fixed = dups && flags & crate::db::DUPFIXED != 0;
+    let fixed = dups && flags & crate::format::flags::DUPFIXED != 0;
     let need_pos = |p: &Position| {
         if p.unset() {
             Err(Error::Os(libc::EINVAL))

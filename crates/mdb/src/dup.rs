@@ -3,11 +3,11 @@
 //! sub-database whose keys are the values. Writing, deleting, and the cursor
 //! position that walks values in their own order.
 
-use crate::cmp::CmpFn;
-use crate::db::{DUPFIXED, INTEGERDUP};
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
-use crate::page::{
+use crate::format::cmp::CmpFn;
+use crate::format::flags::{DUPFIXED, INTEGERDUP};
+use crate::format::meta::DbRecord;
+use crate::format::page::{
     edit, footprint, node_max, search, Node, NodeData, Page, F_DUPDATA, F_SUBDATA, HDR, NODE_HDR,
     P_INVALID, P_LEAF, P_LEAF2,
 };
@@ -197,7 +197,7 @@ impl RwTxn<'_> {
         flags: WriteFlags,
     ) -> Result<()> {
         self.check_dup_value(t, val)?;
-        if t.rec.flags & crate::db::INTEGERKEY != 0 && key.len() != 4 && key.len() != 8 {
+        if t.rec.flags & crate::format::flags::INTEGERKEY != 0 && key.len() != 4 && key.len() != 8 {
             return Err(Error::BadValSize);
         }
         let dcmp = t.dups.ok_or(Error::Incompatible)?;

@@ -2,9 +2,9 @@
 
 use crate::db::{Database, Stat};
 use crate::error::{Error, Result};
+use crate::format::meta::{Meta, META_LEN};
 use crate::io::{DataFile, FaultInjector};
 use crate::lock::{LockFile, ReaderInfo};
-use crate::meta::{Meta, META_LEN};
 use crate::mmap::Map;
 use crate::txn::ThreadSlots;
 use std::fs::{File, OpenOptions};
@@ -194,9 +194,9 @@ pub(crate) struct DbiInfo {
     pub(crate) name: Option<Vec<u8>>,
     pub(crate) flags: u16,
     /// A user key comparator replacing the one the flags select.
-    pub(crate) cmp: Option<crate::cmp::CmpFn>,
+    pub(crate) cmp: Option<crate::format::cmp::CmpFn>,
     /// A user duplicate comparator (DUPSORT).
-    pub(crate) dcmp: Option<crate::cmp::CmpFn>,
+    pub(crate) dcmp: Option<crate::format::cmp::CmpFn>,
     /// Opened by the write transaction at this nesting level (0: the
     /// top-level one) and not committed yet: other transactions may not use
     /// it (LMDB: `EINVAL`), and it is closed if that level aborts.
@@ -615,9 +615,10 @@ impl Env {
         &self,
         db: Database,
         flags: u16,
-    ) -> (crate::cmp::CmpFn, Option<crate::cmp::CmpFn>) {
-        let mut k = crate::cmp::for_flags(flags);
-        let mut d = (flags & crate::db::DUPSORT != 0).then(|| crate::cmp::dup_for_flags(flags));
+    ) -> (crate::format::cmp::CmpFn, Option<crate::format::cmp::CmpFn>) {
+        let mut k = crate::format::cmp::for_flags(flags);
+        let mut d = (flags & crate::format::flags::DUPSORT != 0)
+            .then(|| crate::format::cmp::dup_for_flags(flags));
         // Only take the registry lock when some database has a user comparator.
         if self.custom_cmp.load(Ordering::Relaxed) && db.0 >= 1 {
             if let Some(info) = self.dbis.read().unwrap().get(db.0 as usize) {
@@ -652,18 +653,23 @@ impl Env {
     /// assert_eq!(keys, [&b"a"[..], b"bb", b"ccc"]);
     /// # Ok::<(), mdb::Error>(())
     /// ```
-    pub fn set_compare(&self, db: Database, cmp: crate::cmp::RustCmp) -> Result<()> {
-        self.set_cmp(db, Some(crate::cmp::CmpFn::rust(cmp)), None)
+    pub fn set_compare(&self, db: Database, cmp: crate::format::cmp::RustCmp) -> Result<()> {
+        self.set_cmp(db, Some(crate::format::cmp::CmpFn::rust(cmp)), None)
     }
 
     /// Order the duplicate values of DUPSORT `db` with `cmp` (`mdb_set_dupsort`).
-    pub fn set_dupsort(&self, db: Database, cmp: crate::cmp::RustCmp) -> Result<()> {
-        self.set_cmp(db, None, Some(crate::cmp::CmpFn::rust(cmp)))
+    pub fn set_dupsort(&self, db: Database, cmp: crate::format::cmp::RustCmp) -> Result<()> {
+        self.set_cmp(db, None, Some(crate::format::cmp::CmpFn::rust(cmp)))
     }
 
     /// Set key (`dup == false`) or duplicate comparator of `db` to any
-    /// [`crate::cmp::CmpFn`], including C callbacks (the C ABI uses this).
-    pub fn set_comparator(&self, db: Database, cmp: crate::cmp::CmpFn, dup: bool) -> Result<()> {
+    /// [`crate::format::cmp::CmpFn`], including C callbacks (the C ABI uses this).
+    pub fn set_comparator(
+        &self,
+        db: Database,
+        cmp: crate::format::cmp::CmpFn,
+        dup: bool,
+    ) -> Result<()> {
         if dup {
             self.set_cmp(db, None, Some(cmp))
         } else {
@@ -674,8 +680,8 @@ impl Env {
     fn set_cmp(
         &self,
         db: Database,
-        cmp: Option<crate::cmp::CmpFn>,
-        dcmp: Option<crate::cmp::CmpFn>,
+        cmp: Option<crate::format::cmp::CmpFn>,
+        dcmp: Option<crate::format::cmp::CmpFn>,
     ) -> Result<()> {
         let mut t = self.dbis.write().unwrap();
         let info = t
@@ -803,7 +809,7 @@ impl DataFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::META_WRITE_OFF;
+    use crate::format::meta::META_WRITE_OFF;
 
     /// A reader took `t` as the newest txn; before it copied meta `t`, `t + 1`
     /// committed and the writer of `t + 2` began rewriting that meta page.

@@ -9,7 +9,7 @@
 
 use crate::db::Database;
 use crate::error::{Error, Result};
-use crate::page::{rd64, wr64};
+use crate::format::page::{rd64, wr64};
 use crate::tree::CursorPos;
 use crate::txn::RwTxn;
 use crate::write::Value;
@@ -140,8 +140,8 @@ impl RwTxn<'_> {
         let ps = self.env.psize;
         let rec_pages = |ids: usize| {
             let len = 8 * (ids + ids / 8 + SLACK + 1);
-            if len + 16 > crate::page::node_max(ps) {
-                crate::page::ov_pages(ps, len)
+            if len + 16 > crate::format::page::node_max(ps) {
+                crate::format::page::ov_pages(ps, len)
             } else {
                 0
             }
@@ -169,7 +169,7 @@ impl RwTxn<'_> {
         }
         let rec = self.rec(Database::FREE)?;
         let mut pos = CursorPos::new();
-        let cmp = crate::cmp::for_flags(rec.flags);
+        let cmp = crate::format::cmp::for_flags(rec.flags);
         pos.seek(&*self, &rec, cmp, &(self.free.consumed + 1).to_le_bytes())?;
         let (key, pages) = match pos.current(&*self)? {
             None => {
@@ -205,7 +205,7 @@ impl RwTxn<'_> {
     /// Capacity in page ids of the free record `key`, if it exists.
     fn record_cap(&self, key: u64) -> Result<Option<usize>> {
         let rec = self.rec(Database::FREE)?;
-        let cmp = crate::cmp::for_flags(rec.flags);
+        let cmp = crate::format::cmp::for_flags(rec.flags);
         Ok(crate::tree::get_node(self, &rec, cmp, &key.to_le_bytes())?
             .map(|n| (n.dsize() / 8).saturating_sub(1)))
     }

@@ -15,7 +15,6 @@
 #![deny(missing_docs)]
 
 pub mod check;
-pub mod cmp;
 mod commit;
 mod copy;
 mod cursor;
@@ -23,12 +22,11 @@ mod db;
 mod dup;
 mod env;
 pub mod error;
+pub mod format;
 mod freelist;
 pub mod io;
 pub(crate) mod lock;
-pub mod meta;
 mod mmap;
-pub mod page;
 mod tree;
 mod txn;
 mod write;
@@ -42,9 +40,12 @@ pub const VERSION_STRING: &str = concat!(
 
 pub use copy::{CopyProgress, CopyStats, ProgressFn};
 pub use cursor::{Cursor, CursorOp, CursorState, Iter, Range, RwCursor};
-pub use db::{Database, DbFlags, Stat};
+pub use db::{Database, Stat};
 pub use env::{Env, EnvFlags, EnvInfo, EnvOptions, MAX_KEY_SIZE};
 pub use error::{Error, Result};
+pub use format::flags::DbFlags;
+/// Former paths of the format modules, kept for callers.
+pub use format::{cmp, meta, page};
 pub use lock::ReaderInfo;
 pub use tree::Item;
 pub use txn::{NestedTxn, RoTxn, RwTxn, Txn};

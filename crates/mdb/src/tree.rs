@@ -1,10 +1,10 @@
 //! B+tree reads: descending to a key, and the cursor stack shared by read
 //! and write cursors. No allocation on any of these paths.
 
-use crate::cmp::CmpFn;
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
-use crate::page::{search, Node, Page, F_BIGDATA, F_DUPDATA, P_INVALID};
+use crate::format::cmp::CmpFn;
+use crate::format::meta::DbRecord;
+use crate::format::page::{search, Node, Page, F_BIGDATA, F_DUPDATA, P_INVALID};
 use crate::txn::sealed::Snapshot;
 
 /// Deepest tree a cursor can walk (LMDB's CURSOR_STACK).

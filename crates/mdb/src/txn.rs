@@ -7,13 +7,14 @@
 //! pages, syncs, and flips the meta page (see `commit.rs`).
 
 use crate::cursor::Cursor;
-use crate::db::{Database, Stat, DUPSORT, INTEGERKEY, PERSISTENT, SUPPORTED};
+use crate::db::{Database, Stat};
 use crate::env::{pick_meta, Env, EnvFlags};
 use crate::error::{Error, Result};
+use crate::format::flags::{DUPSORT, INTEGERKEY, PERSISTENT, SUPPORTED};
+use crate::format::meta::{DbRecord, Meta};
+use crate::format::page::{Page, F_DUPDATA, F_SUBDATA, P_OVERFLOW};
 use crate::freelist::FreeState;
 use crate::lock::LockFile;
-use crate::meta::{DbRecord, Meta};
-use crate::page::{Page, F_DUPDATA, F_SUBDATA, P_OVERFLOW};
 use crate::tree;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -449,7 +450,7 @@ impl Snapshot for RoTxn<'_> {
     }
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         let ps = self.env.psize;
-        let need = crate::page::ov_pages(ps, len) as u64;
+        let need = crate::format::page::ov_pages(ps, len) as u64;
         let b = self.bound.get();
         if pgno < 2 || pgno >= b || need > b - pgno {
             reach(self.env, &self.bound, self.meta.last_pgno, pgno, need)?;
@@ -457,11 +458,11 @@ impl Snapshot for RoTxn<'_> {
         let b = self
             .env
             .map
-            .slice(pgno as usize * ps, crate::page::HDR + len)?;
-        if crate::page::rd16(b, 10) & P_OVERFLOW == 0 {
+            .slice(pgno as usize * ps, crate::format::page::HDR + len)?;
+        if crate::format::page::rd16(b, 10) & P_OVERFLOW == 0 {
             return Err(Error::Corrupted);
         }
-        Ok(&b[crate::page::HDR..])
+        Ok(&b[crate::format::page::HDR..])
     }
     #[inline]
     fn db(&self, db: Database) -> Result<DbRecord> {
@@ -759,7 +760,7 @@ impl<'env> RwTxn<'env> {
                 let r = self.tree_put(
                     &mut m,
                     name,
-                    crate::page::NodeData::SubDb(&rec.encode()),
+                    crate::format::page::NodeData::SubDb(&rec.encode()),
                     crate::WriteFlags::NO_OVERWRITE,
                 );
                 self.set_rec(Database::MAIN, m.rec);
@@ -938,12 +939,12 @@ impl Snapshot for RwTxn<'_> {
         Page::new(self.committed(pgno, self.env.psize)?)
     }
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
-        let h = crate::page::HDR;
+        let h = crate::format::page::HDR;
         if let Some(b) = self.dirty.get(&pgno) {
             return b.get(h..h + len).ok_or(Error::Corrupted);
         }
         let b = self.committed(pgno, h + len)?;
-        if crate::page::rd16(b, 10) & P_OVERFLOW == 0 {
+        if crate::format::page::rd16(b, 10) & P_OVERFLOW == 0 {
             return Err(Error::Corrupted);
         }
         Ok(&b[h..])

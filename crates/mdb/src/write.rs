@@ -1,12 +1,12 @@
 //! B+tree updates inside the write transaction: copy-on-write of the path,
 //! insertion with page splits, deletion with rebalancing and merging.
 
-use crate::cmp::CmpFn;
 use crate::cursor::check_key;
 use crate::db::Database;
 use crate::error::{Error, Result};
-use crate::meta::DbRecord;
-use crate::page::{
+use crate::format::cmp::CmpFn;
+use crate::format::meta::DbRecord;
+use crate::format::page::{
     self, edit, encode_branch, footprint, node_max, ov_pages, raw_key, rekey_branch, NodeData,
     Page, F_BIGDATA, F_SUBDATA, HDR, P_BRANCH, P_INVALID, P_LEAF, P_LEAF2, P_OVERFLOW,
 };
@@ -208,7 +208,7 @@ impl<'env> RwTxn<'env> {
         if len > u32::MAX as usize {
             return Err(Error::BadValSize);
         }
-        if t.rec.flags & crate::db::INTEGERKEY != 0 && key.len() != 4 && key.len() != 8 {
+        if t.rec.flags & crate::format::flags::INTEGERKEY != 0 && key.len() != 4 && key.len() != 8 {
             return Err(Error::BadValSize);
         }
         let ps = self.env.psize;
@@ -693,7 +693,7 @@ impl<'env> RwTxn<'env> {
         flags: WriteFlags,
     ) -> Result<usize> {
         let rec = self.check_usable(db)?;
-        if rec.flags & crate::db::DUPFIXED == 0 {
+        if rec.flags & crate::format::flags::DUPFIXED == 0 {
             return Err(Error::Incompatible);
         }
         if size == 0 || !vals.len().is_multiple_of(size) {

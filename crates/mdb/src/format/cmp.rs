@@ -111,9 +111,9 @@ pub fn integer(a: &[u8], b: &[u8]) -> Ordering {
 
 /// The key comparator LMDB derives from a database's flags.
 pub fn for_flags(flags: u16) -> CmpFn {
-    if flags & crate::db::REVERSEKEY != 0 {
+    if flags & crate::format::flags::REVERSEKEY != 0 {
         CmpFn::rust(reverse)
-    } else if flags & crate::db::INTEGERKEY != 0 {
+    } else if flags & crate::format::flags::INTEGERKEY != 0 {
         CmpFn::rust(integer)
     } else {
         CmpFn(Kind::Lexical)
@@ -122,9 +122,9 @@ pub fn for_flags(flags: u16) -> CmpFn {
 
 /// The duplicate-value comparator LMDB derives from a DUPSORT database's flags.
 pub fn dup_for_flags(flags: u16) -> CmpFn {
-    if flags & crate::db::INTEGERDUP != 0 {
+    if flags & crate::format::flags::INTEGERDUP != 0 {
         CmpFn::rust(integer)
-    } else if flags & crate::db::REVERSEDUP != 0 {
+    } else if flags & crate::format::flags::REVERSEDUP != 0 {
         CmpFn::rust(reverse)
     } else {
         CmpFn(Kind::Lexical)

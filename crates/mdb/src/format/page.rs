@@ -298,7 +298,7 @@ impl<'a> Node<'a> {
 /// Returns `(index, exact)`: the first node whose key is >= `key` (leaf), or
 /// for branch pages the child to descend into. `cmp` is the tree's comparator.
 #[inline]
-pub fn search(p: &Page<'_>, key: &[u8], cmp: crate::cmp::CmpFn) -> Result<(usize, bool)> {
+pub fn search(p: &Page<'_>, key: &[u8], cmp: crate::format::cmp::CmpFn) -> Result<(usize, bool)> {
     // Dispatch once per page, not per probe: the default order inlines.
     if p.is_leaf2() {
         bisect(p, |i| Ok(cmp.compare(p.key(i)?, key)))
@@ -637,15 +637,15 @@ mod tests {
         assert_eq!(p.lower(), 22);
         assert_eq!(p.node(1).unwrap().data(), b"yellow!");
         assert_eq!(
-            search(&p, b"banana", crate::cmp::CmpFn::rust(cmp)).unwrap(),
+            search(&p, b"banana", crate::format::cmp::CmpFn::rust(cmp)).unwrap(),
             (1, true)
         );
         assert_eq!(
-            search(&p, b"b", crate::cmp::CmpFn::rust(cmp)).unwrap(),
+            search(&p, b"b", crate::format::cmp::CmpFn::rust(cmp)).unwrap(),
             (1, false)
         );
         assert_eq!(
-            search(&p, b"z", crate::cmp::CmpFn::rust(cmp)).unwrap(),
+            search(&p, b"z", crate::format::cmp::CmpFn::rust(cmp)).unwrap(),
             (3, false)
         );
         edit::remove(&mut b, 0);

@@ -1,7 +1,7 @@
 //! Meta pages and database records (lmdb-format.md §3, §4).
 
 use crate::error::{Error, Result};
-use crate::page::{rd16, rd32, rd64, wr16, wr32, wr64, P_INVALID, P_META};
+use crate::format::page::{rd16, rd32, rd64, wr16, wr32, wr64, P_INVALID, P_META};
 
 /// Magic number at meta page offset 16.
 pub const MAGIC: u32 = 0xBEEF_C0DE;

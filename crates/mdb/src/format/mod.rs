@@ -1,0 +1,13 @@
+//! The on-disk layout (lmdb-format.md): constants, page and node views,
+//! meta pages, database records and flags, and the key orders LMDB derives
+//! from those flags.
+//!
+//! This layer is pure: it works on byte slices, has no `unsafe`, and never
+//! panics on corrupt input: a view that does not fit its page is
+//! [`Error::Corrupted`](crate::Error::Corrupted). Everything above reads the
+//! file through it (the engine, `check` and `copy`).
+
+pub mod cmp;
+pub mod flags;
+pub mod meta;
+pub mod page;
