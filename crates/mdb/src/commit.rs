@@ -46,7 +46,7 @@ impl RwTxn<'_> {
             .filter_map(|(i, d)| d.filter(|d| d.dirty).map(|d| (Database(i as u32), d.rec)))
             .collect();
         let any_db = self.dbs.borrow().iter().flatten().any(|d| d.dirty);
-        if self.dirty.is_empty() && !any_db && self.free.freed.is_empty() {
+        if self.pg.dirty.is_empty() && !any_db && self.pg.free.freed.is_empty() {
             return Ok(());
         }
         for (db, rec) in named {
@@ -66,60 +66,35 @@ impl RwTxn<'_> {
         let env = self.env;
         let ps = env.psize;
         let meta = Meta {
-            address: self.base.address,
-            mapsize: self.base.mapsize.max(env.map.len() as u64),
+            address: self.pg.base.address,
+            mapsize: self.pg.base.mapsize.max(env.map.len() as u64),
             free: self.rec(Database::FREE)?,
             main: self.rec(Database::MAIN)?,
-            last_pgno: self.next_pgno - 1,
-            txnid: self.txnid,
+            last_pgno: self.pg.next_pgno - 1,
+            txnid: self.pg.txnid,
         };
-        let mut pgs: Vec<u64> = self.dirty.keys().copied().collect();
+        let mut pgs: Vec<u64> = self.pg.dirty.keys().copied().collect();
         pgs.sort_unstable();
         let flags = env.flags();
-        let meta_off = (self.txnid & 1) as usize * ps;
+        let meta_off = (self.pg.txnid & 1) * ps as u64 + META_WRITE_OFF as u64;
         let upd = meta.encode_update();
-        if flags.contains(EnvFlags::WRITE_MAP) {
-            let runs: Vec<(u64, &[u8])> = pgs
-                .iter()
-                .map(|pg| (*pg * ps as u64, &self.dirty[pg][..]))
-                .collect();
-            env.file.write_pages_mapped(&env.map, &runs)?;
-            let sync = !flags.contains(EnvFlags::MAP_ASYNC);
-            if !flags.contains(EnvFlags::NO_SYNC) {
-                env.file.sync_mapped(&env.map, 0, env.map.len(), sync)?;
-            }
-            let off = (meta_off + META_WRITE_OFF) as u64;
-            if let Err(e) = env.file.write_meta_mapped(&env.map, off, &upd) {
-                // The meta page may be half written: only a reopen can tell.
-                env.panicked
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-                return Err(e);
-            }
-            if !flags.contains(EnvFlags::NO_SYNC) && !flags.contains(EnvFlags::NO_META_SYNC) {
-                env.file.sync_mapped(&env.map, meta_off, ps, sync)?;
-            }
-        } else {
-            let runs: Vec<(u64, &[u8])> = pgs
-                .iter()
-                .map(|pg| (*pg * ps as u64, &self.dirty[pg][..]))
-                .collect();
-            env.file.write_pages(&runs)?;
-            if !flags.contains(EnvFlags::NO_SYNC) {
-                env.file.sync_data()?;
-            }
-            let durable =
-                !flags.contains(EnvFlags::NO_SYNC) && !flags.contains(EnvFlags::NO_META_SYNC);
-            if let Err(e) = env
-                .file
-                .write_meta((meta_off + META_WRITE_OFF) as u64, &upd, durable)
-            {
-                // The meta page may be half written: only a reopen can tell.
-                env.panicked
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-                return Err(e);
-            }
+        let runs: Vec<(u64, &[u8])> = pgs
+            .iter()
+            .map(|pg| (*pg * ps as u64, &self.pg.dirty[pg][..]))
+            .collect();
+        let sink = env.sink();
+        sink.write_pages(&runs)?;
+        if !flags.contains(EnvFlags::NO_SYNC) {
+            sink.sync_pages(false)?;
         }
-        env.lock.set_txnid(self.txnid);
+        let durable = !flags.contains(EnvFlags::NO_SYNC) && !flags.contains(EnvFlags::NO_META_SYNC);
+        if let Err(e) = sink.write_meta(meta_off, &upd, durable) {
+            // The meta page may be half written: only a reopen can tell.
+            env.panicked
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            return Err(e);
+        }
+        env.lock.set_txnid(self.pg.txnid);
         Ok(())
     }
 }

@@ -11,6 +11,7 @@ use crate::format::page::{
     edit, footprint, node_max, search, Node, NodeData, Page, F_DUPDATA, F_SUBDATA, HDR, NODE_HDR,
     P_INVALID, P_LEAF, P_LEAF2,
 };
+use crate::pager::PageRead;
 use crate::tree::{descend, node_value, CursorPos, Item, Path};
 use crate::txn::sealed::Snapshot;
 use crate::txn::RwTxn;
@@ -274,7 +275,7 @@ impl RwTxn<'_> {
                 if room {
                     // In place: the sub-page has spare room.
                     self.touch_path(t, &mut path)?;
-                    let buf = self.dirty.get_mut(&path.pg[path.leaf()]).unwrap();
+                    let buf = self.pg.dirty.get_mut(&path.pg[path.leaf()]).unwrap();
                     let sp = edit::data_mut(buf, i);
                     let ok = if fixed {
                         edit::insert_leaf2(sp, at, val)
@@ -320,7 +321,7 @@ impl RwTxn<'_> {
     }
 
     fn write_subdb_record(&mut self, path: &Path, i: usize, rec: &DbRecord) {
-        let buf = self.dirty.get_mut(&path.pg[path.leaf()]).unwrap();
+        let buf = self.pg.dirty.get_mut(&path.pg[path.leaf()]).unwrap();
         edit::data_mut(buf, i).copy_from_slice(&rec.encode());
     }
 

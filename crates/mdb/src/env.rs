@@ -3,7 +3,7 @@
 use crate::db::{Database, Stat};
 use crate::error::{Error, Result};
 use crate::format::meta::{Meta, META_LEN};
-use crate::io::{DataFile, FaultInjector};
+use crate::io::{CommitSink, DataFile, FaultInjector, FileSink, MapSink};
 use crate::lock::{LockFile, ReaderInfo};
 use crate::mmap::Map;
 use crate::txn::ThreadSlots;
@@ -576,11 +576,22 @@ impl Env {
         if !force && f.contains(EnvFlags::NO_SYNC) {
             return Ok(());
         }
+        self.sink().sync_pages(force)
+    }
+
+    /// Where commits write: the data file, or the map under WRITEMAP.
+    pub(crate) fn sink(&self) -> Box<dyn CommitSink + '_> {
+        let f = self.flags();
         if f.contains(EnvFlags::WRITE_MAP) {
-            let sync = force || !f.contains(EnvFlags::MAP_ASYNC);
-            return self.file.sync_mapped(&self.map, 0, self.map.len(), sync);
+            Box::new(MapSink {
+                file: &self.file,
+                map: &self.map,
+                map_async: f.contains(EnvFlags::MAP_ASYNC),
+                psize: self.psize,
+            })
+        } else {
+            Box::new(FileSink(&self.file))
         }
-        self.file.sync_data()
     }
 
     /// The lock file; `None` under NO_LOCK, whose in-memory table LMDB

@@ -1,11 +1,4 @@
 //! Page allocation and the free-page database (lmdb-format.md §8).
-//!
-//! A page freed by this transaction that an older snapshot can still see
-//! goes to `freed` and is saved under this transaction's id. A page this
-//! transaction allocated and freed again is "loose" and reused at once.
-//! Pages of free records older than every reader (`key < oldest`) are
-//! "reclaimed" into an in-memory list; what is left unused at commit is
-//! filed back under the consumed keys, so nothing is ever lost.
 
 use crate::db::Database;
 use crate::error::{Error, Result};
@@ -15,91 +8,35 @@ use crate::txn::RwTxn;
 use crate::write::Value;
 use crate::WriteFlags;
 
-/// Free-list state of one write transaction.
-#[derive(Clone)]
-pub(crate) struct FreeState {
-    /// Pages from committed snapshots freed by this transaction.
-    pub(crate) freed: Vec<u64>,
-    /// Pages allocated and freed again in this transaction.
-    pub(crate) loose: Vec<u64>,
-    /// Reusable pages taken from free records, sorted descending.
-    pub(crate) reclaimed: Vec<u64>,
-    /// Largest free-record key consumed so far.
-    pub(crate) consumed: u64,
-    /// Records with keys below this are invisible to every reader.
-    pub(crate) oldest: u64,
-    /// No further record can be consumed in this transaction.
-    exhausted: bool,
-    /// Saving the free list: allocation must not consume further records.
-    saving: bool,
-}
-
-impl FreeState {
-    pub(crate) fn new(oldest: u64) -> FreeState {
-        FreeState {
-            freed: Vec::new(),
-            loose: Vec::new(),
-            reclaimed: Vec::new(),
-            consumed: 0,
-            oldest,
-            exhausted: false,
-            saving: false,
-        }
-    }
-
-    /// Take `n` consecutive reclaimed pages, preferring the lowest numbers.
-    fn take_run(&mut self, n: usize) -> Option<u64> {
-        let r = &mut self.reclaimed;
-        if r.len() < n {
-            return None;
-        }
-        if n == 1 {
-            return r.pop();
-        }
-        // Descending list: a run is r[i-n+1..=i] with r[j] == r[j+1] + 1.
-        let mut i = r.len() - 1;
-        while i + 1 >= n {
-            let lo = i + 1 - n;
-            if r[lo] == r[i] + (n as u64 - 1) {
-                let first = r[i];
-                r.drain(lo..=i);
-                return Some(first);
-            }
-            i -= 1;
-        }
-        None
-    }
-}
-
 /// Largest number of page ids in one free record we reserve at once, beyond need.
 const SLACK: usize = 8;
 
 impl RwTxn<'_> {
     /// Allocate `n` consecutive pages.
     pub(crate) fn alloc(&mut self, n: usize) -> Result<u64> {
-        if !self.free.saving {
+        if !self.pg.free.saving {
             self.keep_commit_room(n)?;
         }
         if n == 1 {
-            if let Some(p) = self.free.loose.pop() {
+            if let Some(p) = self.pg.free.loose.pop() {
                 return Ok(p);
             }
         }
         loop {
-            if let Some(p) = self.free.take_run(n) {
+            if let Some(p) = self.pg.free.take_run(n) {
                 return Ok(p);
             }
-            if self.free.saving || !self.consume_record()? {
+            if self.pg.free.saving || !self.consume_record()? {
                 break;
             }
         }
         // As LMDB: the map's last page is never used, so files we write
         // always fit a map of the same size in LMDB.
-        if self.next_pgno + n as u64 >= self.max_pgno {
+        if self.pg.next_pgno + n as u64 >= self.pg.max_pgno {
             return Err(Error::MapFull);
         }
-        let p = self.next_pgno;
-        self.next_pgno += n as u64;
+        let p = self.pg.next_pgno;
+        self.pg.next_pgno += n as u64;
         Ok(p)
     }
 
@@ -110,9 +47,9 @@ impl RwTxn<'_> {
     /// not cover both.
     fn keep_commit_room(&mut self, n: usize) -> Result<()> {
         // Pages left before the map's last page (never used, as in LMDB).
-        let eof = self.max_pgno.saturating_sub(self.next_pgno + 1) as usize;
+        let eof = self.pg.max_pgno.saturating_sub(self.pg.next_pgno + 1) as usize;
         loop {
-            let have = eof + self.free.reclaimed.len() + self.free.loose.len();
+            let have = eof + self.pg.free.reclaimed.len() + self.pg.free.loose.len();
             if have >= n + self.commit_need()? {
                 return Ok(());
             }
@@ -127,12 +64,12 @@ impl RwTxn<'_> {
     /// records themselves when they no longer fit in a node. A deeper
     /// cascade of splits fails the commit with MAP_FULL, as in LMDB.
     fn commit_need(&self) -> Result<usize> {
-        let f = &self.free;
+        let f = &self.pg.free;
         if f.freed.is_empty() && f.loose.is_empty() && f.consumed == 0 {
             return Ok(0);
         }
         let rec = self.rec(Database::FREE)?;
-        let copies = if self.dirty.contains_key(&rec.root) {
+        let copies = if self.pg.dirty.contains_key(&rec.root) {
             0
         } else {
             rec.depth as usize
@@ -150,30 +87,23 @@ impl RwTxn<'_> {
         Ok(copies + 1 + rec_pages(nf) + rec_pages(f.reclaimed.len() + f.loose.len()))
     }
 
-    /// Free `n` pages starting at `pg`.
-    pub(crate) fn free_pages(&mut self, pg: u64, n: usize) {
-        if let Some(buf) = self.dirty.remove(&pg) {
-            if buf.len() == self.env.psize {
-                self.spare.push(buf);
-            }
-            self.free.loose.extend(pg..pg + n as u64);
-        } else {
-            self.free.freed.extend(pg..pg + n as u64);
-        }
-    }
-
     /// Move the next free record old enough into the reclaimed list.
     fn consume_record(&mut self) -> Result<bool> {
-        if self.free.exhausted {
+        if self.pg.free.exhausted {
             return Ok(false);
         }
         let rec = self.rec(Database::FREE)?;
         let mut pos = CursorPos::new();
         let cmp = crate::format::cmp::for_flags(rec.flags);
-        pos.seek(&*self, &rec, cmp, &(self.free.consumed + 1).to_le_bytes())?;
+        pos.seek(
+            &*self,
+            &rec,
+            cmp,
+            &(self.pg.free.consumed + 1).to_le_bytes(),
+        )?;
         let (key, pages) = match pos.current(&*self)? {
             None => {
-                self.free.exhausted = true;
+                self.pg.free.exhausted = true;
                 return Ok(false);
             }
             Some((k, v)) => {
@@ -181,8 +111,8 @@ impl RwTxn<'_> {
                     return Err(Error::Corrupted);
                 }
                 let key = rd64(k, 0);
-                if key >= self.free.oldest {
-                    self.free.exhausted = true;
+                if key >= self.pg.free.oldest {
+                    self.pg.free.exhausted = true;
                     return Ok(false);
                 }
                 let n = rd64(v, 0) as usize;
@@ -193,12 +123,12 @@ impl RwTxn<'_> {
                 (key, pages)
             }
         };
-        if pages.iter().any(|&p| p < 2 || p >= self.next_pgno) {
+        if pages.iter().any(|&p| p < 2 || p >= self.pg.next_pgno) {
             return Err(Error::Corrupted);
         }
-        self.free.reclaimed.extend_from_slice(&pages);
-        self.free.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
-        self.free.consumed = key;
+        self.pg.free.reclaimed.extend_from_slice(&pages);
+        self.pg.free.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+        self.pg.free.consumed = key;
         Ok(true)
     }
 
@@ -218,7 +148,7 @@ impl RwTxn<'_> {
             Value::Reserve(8 * (ids + 1)),
             WriteFlags::EMPTY,
         );
-        self.set_rec(Database::FREE, t.rec);
+        self.pg.free_db = t.rec;
         r
     }
 
@@ -238,7 +168,7 @@ impl RwTxn<'_> {
     /// are at hand for the free database's own updates. Called between
     /// updates of the free database, never during one: consuming reads it.
     fn top_up(&mut self, need: usize) -> Result<()> {
-        while self.free.reclaimed.len() + self.free.loose.len() < need {
+        while self.pg.free.reclaimed.len() + self.pg.free.loose.len() < need {
             if !self.consume_record()? {
                 break;
             }
@@ -261,14 +191,14 @@ impl RwTxn<'_> {
     /// them from the end of the file instead would grow it by a few pages
     /// at every commit, and small transactions would never catch up.
     pub(crate) fn save_freelist(&mut self) -> Result<()> {
-        self.free.saving = true;
-        let txnid = self.txnid;
+        self.pg.free.saving = true;
+        let txnid = self.pg.txnid;
         // Key of the record reserved for unused reclaimed pages, once reserved.
         let mut left_key: Option<u64> = None;
         for _ in 0..10_000 {
             let need = self.save_need()?;
             self.top_up(need)?;
-            let consumed = self.free.consumed;
+            let consumed = self.pg.free.consumed;
             // Records consumed by this transaction go away (all but our own
             // leftover record, filed under the newest consumed key).
             if consumed > 0 {
@@ -297,7 +227,7 @@ impl RwTxn<'_> {
                 if let Some(key) = stale {
                     let mut t = self.tree(Database::FREE)?;
                     let r = self.tree_del(&mut t, &key.to_le_bytes());
-                    self.set_rec(Database::FREE, t.rec);
+                    self.pg.free_db = t.rec;
                     r?;
                     if left_key == Some(key) {
                         left_key = None;
@@ -305,17 +235,17 @@ impl RwTxn<'_> {
                     continue;
                 }
             }
-            if consumed == 0 && !self.free.loose.is_empty() {
+            if consumed == 0 && !self.pg.free.loose.is_empty() {
                 // No consumed key to re-file under: loose pages join this txn's record.
-                let l = std::mem::take(&mut self.free.loose);
-                self.free.freed.extend(l);
+                let l = std::mem::take(&mut self.pg.free.loose);
+                self.pg.free.freed.extend(l);
             }
-            let nf = self.free.freed.len();
+            let nf = self.pg.free.freed.len();
             if nf > 0 && self.record_cap(txnid)?.is_none_or(|c| c < nf) {
                 self.reserve_record(txnid, nf + nf / 8 + SLACK)?;
                 continue;
             }
-            let nl = self.free.reclaimed.len() + self.free.loose.len();
+            let nl = self.pg.free.reclaimed.len() + self.pg.free.loose.len();
             if nl > 0
                 && (left_key != Some(consumed) || self.record_cap(consumed)?.is_none_or(|c| c < nl))
             {
@@ -323,18 +253,18 @@ impl RwTxn<'_> {
                 left_key = Some(consumed);
                 continue;
             }
-            if consumed == 0 && !self.free.loose.is_empty() {
+            if consumed == 0 && !self.pg.free.loose.is_empty() {
                 continue;
             }
             // Stable: fill in place (no allocation from here on).
-            let mut freed = std::mem::take(&mut self.free.freed);
+            let mut freed = std::mem::take(&mut self.pg.free.freed);
             if !freed.is_empty() {
                 freed.sort_unstable_by(|a, b| b.cmp(a));
                 freed.dedup();
                 self.fill_record(txnid, &freed)?;
             }
-            let mut left = std::mem::take(&mut self.free.reclaimed);
-            left.append(&mut self.free.loose);
+            let mut left = std::mem::take(&mut self.pg.free.reclaimed);
+            left.append(&mut self.pg.free.loose);
             if !left.is_empty() || left_key == Some(consumed) {
                 // A record reserved and emptied since keeps a count of zero.
                 left.sort_unstable_by(|a, b| b.cmp(a));
@@ -343,20 +273,5 @@ impl RwTxn<'_> {
             return Ok(());
         }
         Err(Error::PageFull)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn take_run_prefers_low_pages() {
-        let mut f = FreeState::new(0);
-        f.reclaimed = vec![20, 12, 11, 10, 5, 3];
-        assert_eq!(f.take_run(1), Some(3));
-        assert_eq!(f.take_run(3), Some(10));
-        assert_eq!(f.reclaimed, vec![20, 5]);
-        assert_eq!(f.take_run(2), None);
     }
 }

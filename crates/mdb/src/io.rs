@@ -267,3 +267,61 @@ fn map_write(act: IoAction, map: &Map, offset: u64, b: &[u8]) -> Result<()> {
         }
     }
 }
+
+/// Where the bytes of a commit go. Every write and sync of a commit goes
+/// through one (and `Env::sync` too), in this order: the dirty pages, a sync
+/// of them, then the meta update. The data file and the writable map are
+/// the sinks today; a write-ahead log is another.
+pub(crate) trait CommitSink {
+    /// Write page runs `(file offset, bytes)`, sorted by offset.
+    fn write_pages(&self, runs: &[(u64, &[u8])]) -> Result<()>;
+    /// Make the pages written so far durable; `force` overrides an
+    /// asynchronous mode.
+    fn sync_pages(&self, force: bool) -> Result<()>;
+    /// Write the meta update at file offset `offset`, durable before it
+    /// returns when `durable`. An error here leaves the meta page unknown.
+    fn write_meta(&self, offset: u64, bytes: &[u8], durable: bool) -> Result<()>;
+}
+
+/// Commits written with `pwrite` to the data file.
+pub(crate) struct FileSink<'a>(pub(crate) &'a DataFile);
+
+impl CommitSink for FileSink<'_> {
+    fn write_pages(&self, runs: &[(u64, &[u8])]) -> Result<()> {
+        self.0.write_pages(runs)
+    }
+    fn sync_pages(&self, _force: bool) -> Result<()> {
+        self.0.sync_data()
+    }
+    fn write_meta(&self, offset: u64, bytes: &[u8], durable: bool) -> Result<()> {
+        self.0.write_meta(offset, bytes, durable)
+    }
+}
+
+/// Commits copied into the writable map (WRITEMAP) and `msync`ed.
+pub(crate) struct MapSink<'a> {
+    pub(crate) file: &'a DataFile,
+    pub(crate) map: &'a Map,
+    /// MAPASYNC: start the write-back without waiting for it.
+    pub(crate) map_async: bool,
+    pub(crate) psize: usize,
+}
+
+impl CommitSink for MapSink<'_> {
+    fn write_pages(&self, runs: &[(u64, &[u8])]) -> Result<()> {
+        self.file.write_pages_mapped(self.map, runs)
+    }
+    fn sync_pages(&self, force: bool) -> Result<()> {
+        let wait = force || !self.map_async;
+        self.file.sync_mapped(self.map, 0, self.map.len(), wait)
+    }
+    fn write_meta(&self, offset: u64, bytes: &[u8], durable: bool) -> Result<()> {
+        self.file.write_meta_mapped(self.map, offset, bytes)?;
+        if durable {
+            let page = offset as usize / self.psize * self.psize;
+            self.file
+                .sync_mapped(self.map, page, self.psize, !self.map_async)?;
+        }
+        Ok(())
+    }
+}

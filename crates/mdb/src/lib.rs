@@ -27,6 +27,7 @@ mod freelist;
 pub mod io;
 pub(crate) mod lock;
 mod mmap;
+mod pager;
 mod tree;
 mod txn;
 mod write;

@@ -12,26 +12,22 @@ use crate::env::{pick_meta, Env, EnvFlags};
 use crate::error::{Error, Result};
 use crate::format::flags::{DUPSORT, INTEGERKEY, PERSISTENT, SUPPORTED};
 use crate::format::meta::{DbRecord, Meta};
-use crate::format::page::{Page, F_DUPDATA, F_SUBDATA, P_OVERFLOW};
-use crate::freelist::FreeState;
+use crate::format::page::{Page, F_DUPDATA, F_SUBDATA};
 use crate::lock::LockFile;
+use crate::pager::{MapView, PageRead, Pager};
 use crate::tree;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, Weak};
 
 pub(crate) mod sealed {
     use super::*;
+    use crate::pager::PageRead;
 
     /// Page access shared by read and write transactions.
-    pub trait Snapshot {
+    pub trait Snapshot: PageRead {
         /// The environment.
         fn env(&self) -> &Env;
-        /// A tree page.
-        fn page(&self, pgno: u64) -> Result<Page<'_>>;
-        /// `len` value bytes stored in the overflow run starting at `pgno`.
-        fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]>;
         /// The current record of a database.
         fn db(&self, db: Database) -> Result<DbRecord>;
         /// Transaction id.
@@ -234,8 +230,8 @@ pub struct RoTxn<'env> {
     /// it is its thread's.
     own_slot: bool,
     meta: Meta,
-    /// Pages below this may be read without a check (see [`Env::snapshot_bound`]).
-    bound: Cell<u64>,
+    /// The snapshot's pages in the map.
+    view: MapView<'env>,
     dbs: RefCell<Vec<Option<DbRecord>>>,
     /// Bound to the thread, as LMDB's default reader slots are.
     _not_send: PhantomData<*const ()>,
@@ -269,13 +265,18 @@ impl Env {
             own_slot,
             // A placeholder until the snapshot is read.
             meta: Meta::new_env(self.psize as u32, 0, 0),
-            bound: Cell::new(0),
+            view: MapView {
+                env: self,
+                bound: Cell::new(0),
+                last: 0,
+            },
             dbs: RefCell::new(Vec::new()),
             _not_send: PhantomData,
         };
         // On error, dropping `txn` gives the slot back.
         txn.meta = self.snapshot_into(slot)?;
-        txn.bound.set(self.snapshot_bound(&txn.meta));
+        txn.view.bound.set(self.snapshot_bound(&txn.meta));
+        txn.view.last = txn.meta.last_pgno;
         Ok(txn)
     }
 
@@ -396,7 +397,8 @@ impl RoTxn<'_> {
     pub fn renew(&mut self) -> Result<()> {
         self.dbs.borrow_mut().clear();
         self.meta = self.env.snapshot_into(self.slot)?;
-        self.bound.set(self.env.snapshot_bound(&self.meta));
+        self.view.bound.set(self.env.snapshot_bound(&self.meta));
+        self.view.last = self.meta.last_pgno;
         Ok(())
     }
 }
@@ -436,33 +438,20 @@ fn load_named<S: Snapshot>(s: &S, env: &Env, db: Database) -> Result<DbRecord> {
     Ok(rec)
 }
 
+impl PageRead for RoTxn<'_> {
+    #[inline]
+    fn page(&self, pgno: u64) -> Result<Page<'_>> {
+        self.view.page(pgno)
+    }
+    #[inline]
+    fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
+        self.view.overflow(pgno, len)
+    }
+}
+
 impl Snapshot for RoTxn<'_> {
     fn env(&self) -> &Env {
         self.env
-    }
-    #[inline]
-    fn page(&self, pgno: u64) -> Result<Page<'_>> {
-        if pgno >= self.bound.get() || pgno < 2 {
-            reach(self.env, &self.bound, self.meta.last_pgno, pgno, 1)?;
-        }
-        let ps = self.env.psize;
-        Page::new(self.env.map.slice(pgno as usize * ps, ps)?)
-    }
-    fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
-        let ps = self.env.psize;
-        let need = crate::format::page::ov_pages(ps, len) as u64;
-        let b = self.bound.get();
-        if pgno < 2 || pgno >= b || need > b - pgno {
-            reach(self.env, &self.bound, self.meta.last_pgno, pgno, need)?;
-        }
-        let b = self
-            .env
-            .map
-            .slice(pgno as usize * ps, crate::format::page::HDR + len)?;
-        if crate::format::page::rd16(b, 10) & P_OVERFLOW == 0 {
-            return Err(Error::Corrupted);
-        }
-        Ok(&b[crate::format::page::HDR..])
     }
     #[inline]
     fn db(&self, db: Database) -> Result<DbRecord> {
@@ -499,25 +488,6 @@ impl Snapshot for RoTxn<'_> {
 
 impl Txn for RoTxn<'_> {}
 
-/// The slow path of a page access at or past `bound`: `PageNotFound` unless
-/// pages `pgno..pgno + n` are in `2..=last`; `Corrupted` if they are not
-/// all in the data file, whose length is re-read first (another process's
-/// writer may have extended it). Raises `bound` to what the file now holds.
-#[cold]
-#[inline(never)]
-fn reach(env: &Env, bound: &Cell<u64>, last: u64, pgno: u64, n: u64) -> Result<()> {
-    let end = pgno.checked_add(n).ok_or(Error::PageNotFound)?;
-    if pgno < 2 || end > last.saturating_add(1) {
-        return Err(Error::PageNotFound);
-    }
-    let b = env.refresh_file_pages()?.min(last.saturating_add(1));
-    bound.set(b);
-    if end > b {
-        return Err(Error::Corrupted);
-    }
-    Ok(())
-}
-
 /// Per-database state inside a write transaction.
 #[derive(Clone, Copy)]
 pub(crate) struct TxnDb {
@@ -526,48 +496,17 @@ pub(crate) struct TxnDb {
     pub(crate) dirty: bool,
 }
 
-/// A fast hasher for page numbers (they are already well spread).
-#[derive(Default, Clone, Copy)]
-pub(crate) struct PgnoHasher(u64);
-
-impl std::hash::Hasher for PgnoHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-pub(crate) type PgnoMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<PgnoHasher>>;
-
 /// The write transaction. Only one exists at a time across all processes;
 /// dropping it without [`RwTxn::commit`] aborts it.
 pub struct RwTxn<'env> {
     pub(crate) env: &'env Env,
-    pub(crate) txnid: u64,
-    pub(crate) base: Meta,
-    /// Pages written in this transaction, by page number (runs under their first page).
-    pub(crate) dirty: PgnoMap<Box<[u8]>>,
-    /// Committed pages below this may be read without a check (see [`Env::snapshot_bound`]).
-    bound: Cell<u64>,
-    pub(crate) next_pgno: u64,
-    pub(crate) max_pgno: u64,
+    /// Pages: dirty table, allocation, free pages.
+    pub(crate) pg: Pager<'env>,
     pub(crate) dbs: RefCell<Vec<Option<TxnDb>>>,
-    pub(crate) free: FreeState,
-    pub(crate) spare: Vec<Box<[u8]>>,
     /// Set when an operation failed midway: the transaction can only abort.
     pub(crate) broken: Cell<bool>,
     /// Count of modifications, for detached cursors (see `CursorState`).
     pub(crate) gen: Cell<u64>,
-    /// Leaf page and index of the last insert: the next one right after it
-    /// is taken as part of an ascending run when choosing a split point.
-    pub(crate) last_insert: (u64, usize),
     /// Holds the writer lock: not finished yet.
     active: bool,
     /// Set by a successful commit, just before `finish`.
@@ -630,31 +569,19 @@ impl Env {
             .checked_add(if base.txnid & 1 == slot as u64 { 1 } else { 2 })
             .ok_or(Error::Corrupted)
             .map_err(unlock)?;
-        let max_pgno = (self.map.len() / self.psize) as u64;
         let oldest = l.oldest_reader(base.txnid);
         Ok(RwTxn {
             env: self,
-            txnid,
-            base,
-            bound: Cell::new(self.snapshot_bound(&base)),
-            dirty: PgnoMap::default(),
-            next_pgno: base.last_pgno + 1,
-            max_pgno,
+            pg: Pager::new(self, txnid, base, self.snapshot_bound(&base), oldest),
             dbs: RefCell::new(vec![
-                Some(TxnDb {
-                    rec: base.free,
-                    dirty: false,
-                }),
+                None,
                 Some(TxnDb {
                     rec: base.main,
                     dirty: false,
                 }),
             ]),
-            free: FreeState::new(oldest),
-            spare: std::mem::take(&mut *self.page_pool.lock().unwrap()),
             broken: Cell::new(false),
             gen: Cell::new(1),
-            last_insert: (0, usize::MAX),
             active: true,
             committed: false,
             depth: 0,
@@ -678,11 +605,7 @@ impl<'env> RwTxn<'env> {
         }
         // Keep page buffers for the next writer: no allocation or page
         // faults for them next time.
-        let ps = self.env.psize;
-        let mut pool = std::mem::take(&mut self.spare);
-        pool.extend(self.dirty.drain().map(|(_, b)| b).filter(|b| b.len() == ps));
-        pool.truncate(PAGE_POOL_MAX);
-        *self.env.page_pool.lock().unwrap() = pool;
+        self.pg.release_buffers();
         // Handles first opened in this transaction die with it unless kept.
         self.env.end_new_dbis(0, self.committed);
         self.env.lock.unlock_writer();
@@ -692,6 +615,9 @@ impl<'env> RwTxn<'env> {
 
     /// Record of `db`, loading named records on first use.
     pub(crate) fn rec(&self, db: Database) -> Result<DbRecord> {
+        if db == Database::FREE {
+            return Ok(self.pg.free_db);
+        }
         let i = db.0 as usize;
         if let Some(Some(d)) = self.dbs.borrow().get(i) {
             return Ok(d.rec);
@@ -711,6 +637,10 @@ impl<'env> RwTxn<'env> {
 
     /// Replace the record of `db` (marks it for write-back).
     pub(crate) fn set_rec(&self, db: Database, rec: DbRecord) {
+        debug_assert!(
+            db != Database::FREE,
+            "the pager holds the free database's record"
+        );
         self.set_loaded(db.0 as usize, rec, true);
     }
 
@@ -787,9 +717,6 @@ impl<'env> RwTxn<'env> {
     }
 }
 
-/// Page buffers kept between write transactions (16 MiB of 4 KiB pages).
-const PAGE_POOL_MAX: usize = 4096;
-
 /// A nested (child) write transaction: it sees its parent's changes, and
 /// its own become part of the parent on [`NestedTxn::commit`] or vanish on
 /// abort (drop). The parent is borrowed for the child's life, so it cannot be
@@ -822,10 +749,8 @@ pub struct NestedTxn<'p, 'env> {
 
 /// The parent's state when a child began: what an abort restores.
 struct Saved {
-    dirty: PgnoMap<Box<[u8]>>,
-    next_pgno: u64,
+    pages: crate::pager::Saved,
     dbs: Vec<Option<TxnDb>>,
-    free: FreeState,
     broken: bool,
 }
 
@@ -837,10 +762,8 @@ impl<'env> RwTxn<'env> {
             return Err(Error::BadTxn);
         }
         let saved = Saved {
-            dirty: self.dirty.clone(),
-            next_pgno: self.next_pgno,
+            pages: self.pg.save(),
             dbs: self.dbs.borrow().clone(),
-            free: self.free.clone(),
             broken: self.broken.get(),
         };
         self.depth += 1;
@@ -875,10 +798,8 @@ impl NestedTxn<'_, '_> {
 
 fn restore(p: &mut RwTxn<'_>, s: Saved) {
     p.env.end_new_dbis(p.depth, false);
-    p.dirty = s.dirty;
-    p.next_pgno = s.next_pgno;
+    p.pg.restore(s.pages);
     *p.dbs.borrow_mut() = s.dbs;
-    p.free = s.free;
     p.broken.set(s.broken);
     p.gen.set(p.gen.get() + 1);
 }
@@ -911,19 +832,14 @@ impl Drop for RwTxn<'_> {
     }
 }
 
-impl RwTxn<'_> {
-    /// `len` bytes of the committed page run at `pgno`, straight from the
-    /// map: never past the end of the data file.
+impl PageRead for RwTxn<'_> {
     #[inline]
-    pub(crate) fn committed(&self, pgno: u64, len: usize) -> Result<&[u8]> {
-        let ps = self.env.psize;
-        let b = self.bound.get();
-        // (No division for the usual one-page read.)
-        if pgno < 2 || pgno >= b || (len > ps && len.div_ceil(ps) as u64 > b - pgno) {
-            let n = len.div_ceil(ps).max(1) as u64;
-            reach(self.env, &self.bound, self.next_pgno - 1, pgno, n)?;
-        }
-        self.env.map.slice(pgno as usize * ps, len)
+    fn page(&self, pgno: u64) -> Result<Page<'_>> {
+        self.pg.page(pgno)
+    }
+    #[inline]
+    fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
+        self.pg.overflow(pgno, len)
     }
 }
 
@@ -931,29 +847,11 @@ impl Snapshot for RwTxn<'_> {
     fn env(&self) -> &Env {
         self.env
     }
-    #[inline]
-    fn page(&self, pgno: u64) -> Result<Page<'_>> {
-        if let Some(b) = self.dirty.get(&pgno) {
-            return Page::new(b);
-        }
-        Page::new(self.committed(pgno, self.env.psize)?)
-    }
-    fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
-        let h = crate::format::page::HDR;
-        if let Some(b) = self.dirty.get(&pgno) {
-            return b.get(h..h + len).ok_or(Error::Corrupted);
-        }
-        let b = self.committed(pgno, h + len)?;
-        if crate::format::page::rd16(b, 10) & P_OVERFLOW == 0 {
-            return Err(Error::Corrupted);
-        }
-        Ok(&b[h..])
-    }
     fn db(&self, db: Database) -> Result<DbRecord> {
         self.rec(db)
     }
     fn txn_id(&self) -> u64 {
-        self.txnid
+        self.pg.txnid
     }
     fn generation(&self) -> u64 {
         self.gen.get()
@@ -962,6 +860,9 @@ impl Snapshot for RwTxn<'_> {
         Some(self.depth)
     }
     fn cache_db(&self, db: Database, rec: DbRecord) {
+        if db == Database::FREE {
+            return;
+        }
         // Keep a modified record of this transaction; replace a stale one.
         let fresh = match self.dbs.borrow().get(db.0 as usize) {
             Some(Some(d)) => !d.dirty,

@@ -10,8 +10,8 @@ use crate::format::page::{
     self, edit, encode_branch, footprint, node_max, ov_pages, raw_key, rekey_branch, NodeData,
     Page, F_BIGDATA, F_SUBDATA, HDR, P_BRANCH, P_INVALID, P_LEAF, P_LEAF2, P_OVERFLOW,
 };
+use crate::pager::PageRead;
 use crate::tree::{descend, Path};
-use crate::txn::sealed::Snapshot;
 use crate::txn::RwTxn;
 use std::cmp::Ordering;
 
@@ -166,10 +166,10 @@ impl<'env> RwTxn<'env> {
         let n = self.page(leaf)?.node(i)?;
         if n.flags() & F_BIGDATA != 0 {
             let (pg, len) = (n.ov_pgno(), n.dsize());
-            let run = self.dirty.get_mut(&pg).ok_or(Error::Corrupted)?;
+            let run = self.pg.dirty.get_mut(&pg).ok_or(Error::Corrupted)?;
             return Ok(&mut run[HDR..HDR + len]);
         }
-        let buf = self.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+        let buf = self.pg.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
         Ok(edit::data_mut(buf, i))
     }
 
@@ -224,7 +224,7 @@ impl<'env> RwTxn<'env> {
             if let Value::Bytes(v) = val {
                 run[HDR..HDR + len].copy_from_slice(v);
             }
-            self.dirty.insert(pg, run);
+            self.pg.dirty.insert(pg, run);
             t.rec.overflow_pages += n as u64;
             NodeData::Overflow(pg, len)
         } else {
@@ -296,7 +296,7 @@ impl<'env> RwTxn<'env> {
     ) -> Result<()> {
         if t.rec.root == P_INVALID {
             let pg = self.new_page(P_LEAF)?;
-            let buf = self.dirty.get_mut(&pg).unwrap();
+            let buf = self.pg.dirty.get_mut(&pg).unwrap();
             if t.fixed > 0 {
                 edit::init_leaf2(buf, pg, P_LEAF | P_LEAF2, t.fixed);
                 if !edit::insert_leaf2(buf, 0, key) {
@@ -332,8 +332,8 @@ impl<'env> RwTxn<'env> {
             self.touch_path(t, &mut path)?;
             let leaf = path.pg[path.leaf()];
             t.rec.entries += 1;
-            if edit::insert_leaf2(self.dirty.get_mut(&leaf).unwrap(), i, key) {
-                self.last_insert = (leaf, i);
+            if edit::insert_leaf2(self.pg.dirty.get_mut(&leaf).unwrap(), i, key) {
+                self.pg.last_insert = (leaf, i);
                 return Ok(());
             }
             let rightmost = append || self.is_append(&path, i, false)?;
@@ -374,7 +374,7 @@ impl<'env> RwTxn<'env> {
             let new_fp = footprint(key.len(), data.stored());
             let same_kind = !old_big && matches!(data, NodeData::Inline(_) | NodeData::Reserve(_));
             if same_kind && new_fp == old_fp && old_dsize == data.stored() {
-                let buf = self.dirty.get_mut(&leaf).unwrap();
+                let buf = self.pg.dirty.get_mut(&leaf).unwrap();
                 let d = edit::data_mut(buf, i);
                 match data {
                     NodeData::Inline(v) => d.copy_from_slice(v),
@@ -384,18 +384,18 @@ impl<'env> RwTxn<'env> {
                 return Ok(());
             }
             if let NodeData::SubDb(r) = data {
-                let buf = self.dirty.get_mut(&leaf).unwrap();
+                let buf = self.pg.dirty.get_mut(&leaf).unwrap();
                 edit::data_mut(buf, i).copy_from_slice(r);
                 return Ok(());
             }
-            edit::remove(self.dirty.get_mut(&leaf).unwrap(), i);
+            edit::remove(self.pg.dirty.get_mut(&leaf).unwrap(), i);
         } else {
             t.rec.entries += 1;
         }
         // Common case: the node fits, no encoding or allocation needed.
-        let buf = self.dirty.get_mut(&leaf).unwrap();
+        let buf = self.pg.dirty.get_mut(&leaf).unwrap();
         if edit::insert_leaf(buf, i, key, data) {
-            self.last_insert = (leaf, i);
+            self.pg.last_insert = (leaf, i);
             return Ok(());
         }
         let rightmost = append || (!exact && self.is_append(&path, i, false)?);
@@ -450,8 +450,8 @@ impl<'env> RwTxn<'env> {
     /// Whether an insert at index `i` of `leaf` continues an ascending run
     /// (the previous insert went to `i - 1` of the same page); records it.
     fn ascending(&mut self, leaf: u64, i: usize) -> bool {
-        let seq = self.last_insert == (leaf, i.wrapping_sub(1));
-        self.last_insert = (leaf, i);
+        let seq = self.pg.last_insert == (leaf, i.wrapping_sub(1));
+        self.pg.last_insert = (leaf, i);
         seq
     }
 
@@ -465,7 +465,7 @@ impl<'env> RwTxn<'env> {
         data: NodeData<'_>,
     ) -> Result<()> {
         let leaf = path.pg[path.leaf()];
-        let buf = self.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+        let buf = self.pg.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
         edit::remove(buf, i);
         if edit::insert_leaf(buf, i, key, data) {
             return Ok(());
@@ -489,7 +489,7 @@ impl<'env> RwTxn<'env> {
             .overflow_pages
             .checked_sub(n as u64)
             .ok_or(Error::Corrupted)?;
-        self.free_pages(pg, n);
+        self.pg.free_pages(pg, n);
         Ok(())
     }
 
@@ -497,42 +497,35 @@ impl<'env> RwTxn<'env> {
     pub(crate) fn touch_path(&mut self, t: &mut Tree, path: &mut Path) -> Result<()> {
         for l in 0..path.len {
             let old = path.pg[l];
-            if self.dirty.contains_key(&old) {
+            if self.pg.dirty.contains_key(&old) {
                 continue;
             }
             let new = self.alloc(1)?;
-            let mut buf = self.take_buf();
+            let mut buf = self.pg.take_buf();
             let ps = self.env.psize;
-            buf.copy_from_slice(self.committed(old, ps)?);
+            buf.copy_from_slice(self.pg.committed(old, ps)?);
             edit::set_pgno(&mut buf, new);
-            self.dirty.insert(new, buf);
-            self.free_pages(old, 1);
+            self.pg.dirty.insert(new, buf);
+            self.pg.free_pages(old, 1);
             path.pg[l] = new;
             if l == 0 {
                 t.rec.root = new;
             } else {
-                let parent = self.dirty.get_mut(&path.pg[l - 1]).unwrap();
+                let parent = self.pg.dirty.get_mut(&path.pg[l - 1]).unwrap();
                 edit::set_child(parent, path.ix[l - 1], new);
             }
         }
         Ok(())
     }
 
-    pub(crate) fn take_buf(&mut self) -> Box<[u8]> {
-        match self.spare.pop() {
-            Some(b) => b,
-            None => vec![0u8; self.env.psize].into_boxed_slice(),
-        }
-    }
-
     /// Allocate and initialise an empty page.
     pub(crate) fn new_page(&mut self, flags: u16) -> Result<u64> {
         let pg = self.alloc(1)?;
-        let mut buf = self.take_buf();
+        let mut buf = self.pg.take_buf();
         // A recycled buffer holds an old page: never let it reach the file.
         buf.fill(0);
         edit::init(&mut buf, pg, flags);
-        self.dirty.insert(pg, buf);
+        self.pg.dirty.insert(pg, buf);
         Ok(pg)
     }
 
@@ -548,7 +541,7 @@ impl<'env> RwTxn<'env> {
         hint: Hint,
     ) -> Result<()> {
         let pg = path.pg[lvl];
-        let buf = self.dirty.get_mut(&pg).unwrap();
+        let buf = self.pg.dirty.get_mut(&pg).unwrap();
         let fits = if Page::new(buf)?.is_leaf2() {
             edit::insert_leaf2(buf, i, raw)
         } else {
@@ -559,10 +552,10 @@ impl<'env> RwTxn<'env> {
         }
         // Split: the entries, with the new one in place, as slices of a
         // copy of the page (the rebuild overwrites the page itself).
-        let mut copy = self.take_buf();
+        let mut copy = self.pg.take_buf();
         copy.copy_from_slice(self.page(pg)?.bytes());
         let r = self.split(t, path, lvl, i, raw, hint, &copy);
-        self.spare.push(copy);
+        self.pg.spare.push(copy);
         r
     }
 
@@ -612,12 +605,12 @@ impl<'env> RwTxn<'env> {
         {
             let (left, rnodes) = nodes.split_at(s);
             let ok = if leaf2 {
-                edit::init_leaf2(self.dirty.get_mut(&right).unwrap(), right, flags, pad);
-                edit::rebuild_leaf2(self.dirty.get_mut(&pg).unwrap(), flags, left)
-                    && edit::rebuild_leaf2(self.dirty.get_mut(&right).unwrap(), flags, rnodes)
+                edit::init_leaf2(self.pg.dirty.get_mut(&right).unwrap(), right, flags, pad);
+                edit::rebuild_leaf2(self.pg.dirty.get_mut(&pg).unwrap(), flags, left)
+                    && edit::rebuild_leaf2(self.pg.dirty.get_mut(&right).unwrap(), flags, rnodes)
             } else {
-                edit::rebuild(self.dirty.get_mut(&pg).unwrap(), flags, left)
-                    && edit::rebuild(self.dirty.get_mut(&right).unwrap(), flags, rnodes)
+                edit::rebuild(self.pg.dirty.get_mut(&pg).unwrap(), flags, left)
+                    && edit::rebuild(self.pg.dirty.get_mut(&right).unwrap(), flags, rnodes)
             };
             if !ok {
                 return Err(Error::PageFull);
@@ -630,7 +623,7 @@ impl<'env> RwTxn<'env> {
         }
         if lvl == 0 {
             let root = self.new_page(P_BRANCH)?;
-            let b = self.dirty.get_mut(&root).unwrap();
+            let b = self.pg.dirty.get_mut(&root).unwrap();
             edit::insert_branch(b, 0, &[], pg);
             edit::insert_branch(b, 1, &sep, right);
             t.rec.root = root;
@@ -746,14 +739,14 @@ impl<'env> RwTxn<'env> {
         self.touch_path(t, path)?;
         let leaf = path.pg[path.leaf()];
         if self.page(leaf)?.is_leaf2() {
-            edit::remove_leaf2(self.dirty.get_mut(&leaf).unwrap(), i);
+            edit::remove_leaf2(self.pg.dirty.get_mut(&leaf).unwrap(), i);
         } else {
             let n = self.page(leaf)?.node(i)?;
             if n.flags() & F_BIGDATA != 0 {
                 let pg = n.ov_pgno();
                 self.free_overflow(t, pg)?;
             }
-            edit::remove(self.dirty.get_mut(&leaf).unwrap(), i);
+            edit::remove(self.pg.dirty.get_mut(&leaf).unwrap(), i);
         }
         t.rec.entries -= 1;
         if !self.needs_rebalance(path, path.leaf())? {
@@ -813,13 +806,13 @@ impl<'env> RwTxn<'env> {
         };
         if lvl == 0 {
             if !branch && len == 0 {
-                self.free_pages(pg, 1);
+                self.pg.free_pages(pg, 1);
                 t.rec.root = P_INVALID;
                 t.rec.depth = 0;
                 t.rec.leaf_pages = 0;
             } else if branch && len == 1 {
                 let child = self.page(pg)?.node(0)?.child();
-                self.free_pages(pg, 1);
+                self.pg.free_pages(pg, 1);
                 t.rec.root = child;
                 t.rec.depth -= 1;
                 t.rec.branch_pages -= 1;
@@ -844,13 +837,13 @@ impl<'env> RwTxn<'env> {
         let rpg = self.page(parent)?.node(ri)?.child();
         let sep = self.page(parent)?.key(ri)?.to_vec();
         // Both pages' nodes as slices of copies (the rebuild overwrites them).
-        let mut lcopy = self.take_buf();
-        let mut rcopy = self.take_buf();
+        let mut lcopy = self.pg.take_buf();
+        let mut rcopy = self.pg.take_buf();
         lcopy.copy_from_slice(self.page(lpg)?.bytes());
         rcopy.copy_from_slice(self.page(rpg)?.bytes());
         let r = self.merge_or_share(t, path, lvl, (li, ri), &sep, (&lcopy, &rcopy));
-        self.spare.push(lcopy);
-        self.spare.push(rcopy);
+        self.pg.spare.push(lcopy);
+        self.pg.spare.push(rcopy);
         r
     }
 
@@ -890,16 +883,16 @@ impl<'env> RwTxn<'env> {
         let total: usize = nodes.iter().map(|v| entry_cost(v, leaf2)).sum();
         if total <= cap {
             // Merge right into left and drop the right page.
-            if !rebuild_any(self.dirty.get_mut(&lpg).unwrap(), flags, leaf2, &nodes) {
+            if !rebuild_any(self.pg.dirty.get_mut(&lpg).unwrap(), flags, leaf2, &nodes) {
                 return Err(Error::PageFull);
             }
-            self.free_pages(rpg, 1);
+            self.pg.free_pages(rpg, 1);
             if branch {
                 t.rec.branch_pages -= 1;
             } else {
                 t.rec.leaf_pages -= 1;
             }
-            edit::remove(self.dirty.get_mut(&parent).unwrap(), ri);
+            edit::remove(self.pg.dirty.get_mut(&parent).unwrap(), ri);
             return self.rebalance(t, path, lvl - 1);
         }
         // Redistribute the nodes evenly between the two pages.
@@ -915,14 +908,14 @@ impl<'env> RwTxn<'env> {
             nodes[s] = &keyless;
         }
         let (left, right) = nodes.split_at(s);
-        if !rebuild_any(self.dirty.get_mut(&lpg).unwrap(), flags, leaf2, left)
-            || !rebuild_any(self.dirty.get_mut(&rpg).unwrap(), flags, leaf2, right)
+        if !rebuild_any(self.pg.dirty.get_mut(&lpg).unwrap(), flags, leaf2, left)
+            || !rebuild_any(self.pg.dirty.get_mut(&rpg).unwrap(), flags, leaf2, right)
         {
             return Err(Error::PageFull);
         }
         if new_sep != sep {
             // Replace the separator; a longer key may split the parent.
-            edit::remove(self.dirty.get_mut(&parent).unwrap(), ri);
+            edit::remove(self.pg.dirty.get_mut(&parent).unwrap(), ri);
             let node = encode_branch(&new_sep, rpg);
             self.insert(t, path, lvl - 1, ri, &node, Hint::NONE)?;
         }
@@ -932,17 +925,17 @@ impl<'env> RwTxn<'env> {
     /// Copy-on-write the child `i` of dirty branch `parent`.
     fn touch_child(&mut self, parent: u64, i: usize) -> Result<u64> {
         let old = self.page(parent)?.node(i)?.child();
-        if self.dirty.contains_key(&old) {
+        if self.pg.dirty.contains_key(&old) {
             return Ok(old);
         }
         let new = self.alloc(1)?;
-        let mut buf = self.take_buf();
+        let mut buf = self.pg.take_buf();
         let ps = self.env.psize;
-        buf.copy_from_slice(self.committed(old, ps)?);
+        buf.copy_from_slice(self.pg.committed(old, ps)?);
         edit::set_pgno(&mut buf, new);
-        self.dirty.insert(new, buf);
-        self.free_pages(old, 1);
-        edit::set_child(self.dirty.get_mut(&parent).unwrap(), i, new);
+        self.pg.dirty.insert(new, buf);
+        self.pg.free_pages(old, 1);
+        edit::set_child(self.pg.dirty.get_mut(&parent).unwrap(), i, new);
         Ok(new)
     }
 
@@ -1006,9 +999,9 @@ impl<'env> RwTxn<'env> {
                 }
                 for r in runs {
                     let len = self.run_len(r)?;
-                    self.free_pages(r, len);
+                    self.pg.free_pages(r, len);
                 }
-                self.free_pages(pg, 1);
+                self.pg.free_pages(pg, 1);
             }
         }
         let mut empty = DbRecord::empty(t.rec.flags);
@@ -1019,9 +1012,9 @@ impl<'env> RwTxn<'env> {
 
     /// Length in pages of the overflow run starting at `pg`.
     fn run_len(&self, pg: u64) -> Result<usize> {
-        let b = match self.dirty.get(&pg) {
+        let b = match self.pg.dirty.get(&pg) {
             Some(b) => &b[..HDR],
-            None => self.committed(pg, HDR)?,
+            None => self.pg.committed(pg, HDR)?,
         };
         if page::rd16(b, 10) & P_OVERFLOW == 0 {
             return Err(Error::Corrupted);

@@ -1,0 +1,248 @@
+//! The page store of a write transaction: committed pages read from the
+//! map (bounded by the data file), the dirty-page table, page buffers kept
+//! across transactions, the free pages held in memory, and the commit sink
+//! through which every write and sync of a commit goes.
+//!
+//! The pager knows pages, not trees: choosing which free records to consume
+//! and writing the free list back are the tree layer's work, since the free
+//! list is itself a B-tree.
+
+mod free;
+
+pub(crate) use free::FreeState;
+
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::format::meta::{DbRecord, Meta};
+use crate::format::page::{ov_pages, rd16, Page, HDR, P_OVERFLOW};
+use std::cell::Cell;
+use std::collections::HashMap;
+
+/// Read access to the pages of one snapshot: all the tree layer needs to
+/// search and walk a tree. (Public in a private module: a supertrait of the
+/// sealed `Snapshot`, never nameable outside the crate.)
+pub trait PageRead {
+    /// A tree page (branch or leaf), its header checked.
+    fn page(&self, pgno: u64) -> Result<Page<'_>>;
+    /// `len` value bytes stored in the overflow run starting at `pgno`.
+    fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]>;
+}
+
+/// A fast hasher for page numbers (they are already well spread).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct PgnoHasher(u64);
+
+impl std::hash::Hasher for PgnoHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Map keyed by page number.
+pub(crate) type PgnoMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<PgnoHasher>>;
+
+/// Page buffers kept for the next writer, at most (16 MiB of 4 KiB pages).
+const PAGE_POOL_MAX: usize = 4096;
+
+/// The pages of one write transaction.
+pub(crate) struct Pager<'env> {
+    pub(crate) env: &'env Env,
+    /// Id the transaction commits as.
+    pub(crate) txnid: u64,
+    /// The meta page the transaction started from.
+    pub(crate) base: Meta,
+    /// Pages written in this transaction, by page number (runs under their first page).
+    pub(crate) dirty: PgnoMap<Box<[u8]>>,
+    /// Committed pages below this may be read without a check (see `Env::snapshot_bound`).
+    bound: Cell<u64>,
+    /// First page past the used part of the file.
+    pub(crate) next_pgno: u64,
+    /// Pages in the map.
+    pub(crate) max_pgno: u64,
+    /// Free pages held in memory.
+    pub(crate) free: FreeState,
+    /// Record of the free database as this transaction left it.
+    pub(crate) free_db: DbRecord,
+    /// Page buffers to reuse.
+    pub(crate) spare: Vec<Box<[u8]>>,
+    /// Leaf page and index of the last insert: the next one right after it
+    /// is taken as part of an ascending run when choosing a split point.
+    pub(crate) last_insert: (u64, usize),
+}
+
+impl<'env> Pager<'env> {
+    /// A pager for transaction `txnid` on top of `base`; readers may still
+    /// see snapshots from `oldest` on.
+    pub(crate) fn new(env: &'env Env, txnid: u64, base: Meta, bound: u64, oldest: u64) -> Self {
+        Pager {
+            env,
+            txnid,
+            base,
+            dirty: PgnoMap::default(),
+            bound: Cell::new(bound),
+            next_pgno: base.last_pgno + 1,
+            max_pgno: (env.map.len() / env.psize) as u64,
+            free: FreeState::new(oldest),
+            free_db: base.free,
+            spare: std::mem::take(&mut *env.page_pool.lock().unwrap()),
+            last_insert: (0, usize::MAX),
+        }
+    }
+
+    /// Page size.
+    #[inline]
+    #[allow(dead_code)]
+    pub(crate) fn psize(&self) -> usize {
+        self.env.psize
+    }
+
+    /// `len` bytes of the committed page run at `pgno`, straight from the
+    /// map: never past the end of the data file.
+    #[inline]
+    pub(crate) fn committed(&self, pgno: u64, len: usize) -> Result<&[u8]> {
+        let ps = self.env.psize;
+        let b = self.bound.get();
+        // (No division for the usual one-page read.)
+        if pgno < 2 || pgno >= b || (len > ps && len.div_ceil(ps) as u64 > b - pgno) {
+            let n = len.div_ceil(ps).max(1) as u64;
+            reach(self.env, &self.bound, self.next_pgno - 1, pgno, n)?;
+        }
+        self.env.map.slice(pgno as usize * ps, len)
+    }
+
+    /// A page buffer (contents undefined).
+    pub(crate) fn take_buf(&mut self) -> Box<[u8]> {
+        match self.spare.pop() {
+            Some(b) => b,
+            None => vec![0u8; self.env.psize].into_boxed_slice(),
+        }
+    }
+
+    /// Free `n` pages starting at `pg`.
+    pub(crate) fn free_pages(&mut self, pg: u64, n: usize) {
+        if let Some(buf) = self.dirty.remove(&pg) {
+            if buf.len() == self.env.psize {
+                self.spare.push(buf);
+            }
+            self.free.loose.extend(pg..pg + n as u64);
+        } else {
+            self.free.freed.extend(pg..pg + n as u64);
+        }
+    }
+
+    /// End of the transaction: keep page buffers for the next writer, so it
+    /// allocates and faults in none of them.
+    pub(crate) fn release_buffers(&mut self) {
+        let ps = self.env.psize;
+        let mut pool = std::mem::take(&mut self.spare);
+        pool.extend(self.dirty.drain().map(|(_, b)| b).filter(|b| b.len() == ps));
+        pool.truncate(PAGE_POOL_MAX);
+        *self.env.page_pool.lock().unwrap() = pool;
+    }
+
+    /// What a nested transaction's abort restores.
+    pub(crate) fn save(&self) -> Saved {
+        Saved {
+            dirty: self.dirty.clone(),
+            next_pgno: self.next_pgno,
+            free: self.free.clone(),
+            free_db: self.free_db,
+        }
+    }
+
+    /// Go back to `s`.
+    pub(crate) fn restore(&mut self, s: Saved) {
+        self.dirty = s.dirty;
+        self.next_pgno = s.next_pgno;
+        self.free = s.free;
+        self.free_db = s.free_db;
+    }
+}
+
+/// The pager's state when a nested transaction began.
+pub(crate) struct Saved {
+    dirty: PgnoMap<Box<[u8]>>,
+    next_pgno: u64,
+    free: FreeState,
+    free_db: DbRecord,
+}
+
+impl PageRead for Pager<'_> {
+    #[inline]
+    fn page(&self, pgno: u64) -> Result<Page<'_>> {
+        if let Some(b) = self.dirty.get(&pgno) {
+            return Page::new(b);
+        }
+        Page::new(self.committed(pgno, self.env.psize)?)
+    }
+    fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
+        if let Some(b) = self.dirty.get(&pgno) {
+            return b.get(HDR..HDR + len).ok_or(Error::Corrupted);
+        }
+        let b = self.committed(pgno, HDR + len)?;
+        if rd16(b, 10) & P_OVERFLOW == 0 {
+            return Err(Error::Corrupted);
+        }
+        Ok(&b[HDR..])
+    }
+}
+
+/// Committed pages of a read snapshot at `meta`, bounded by the data file.
+pub(crate) struct MapView<'env> {
+    pub(crate) env: &'env Env,
+    /// Pages below this may be read without a check.
+    pub(crate) bound: Cell<u64>,
+    /// Last page of the snapshot.
+    pub(crate) last: u64,
+}
+
+impl PageRead for MapView<'_> {
+    #[inline]
+    fn page(&self, pgno: u64) -> Result<Page<'_>> {
+        if pgno >= self.bound.get() || pgno < 2 {
+            reach(self.env, &self.bound, self.last, pgno, 1)?;
+        }
+        let ps = self.env.psize;
+        Page::new(self.env.map.slice(pgno as usize * ps, ps)?)
+    }
+    fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
+        let ps = self.env.psize;
+        let need = ov_pages(ps, len) as u64;
+        let b = self.bound.get();
+        if pgno < 2 || pgno >= b || need > b - pgno {
+            reach(self.env, &self.bound, self.last, pgno, need)?;
+        }
+        let b = self.env.map.slice(pgno as usize * ps, HDR + len)?;
+        if rd16(b, 10) & P_OVERFLOW == 0 {
+            return Err(Error::Corrupted);
+        }
+        Ok(&b[HDR..])
+    }
+}
+
+/// The slow path of a page access at or past `bound`: `PageNotFound` unless
+/// pages `pgno..pgno + n` are in `2..=last`; `Corrupted` if they are not
+/// all in the data file, whose length is re-read first (another process's
+/// writer may have extended it). Raises `bound` to what the file now holds.
+#[cold]
+#[inline(never)]
+fn reach(env: &Env, bound: &Cell<u64>, last: u64, pgno: u64, n: u64) -> Result<()> {
+    let end = pgno.checked_add(n).ok_or(Error::PageNotFound)?;
+    if pgno < 2 || end > last.saturating_add(1) {
+        return Err(Error::PageNotFound);
+    }
+    let b = env.refresh_file_pages()?.min(last.saturating_add(1));
+    bound.set(b);
+    if end > b {
+        return Err(Error::Corrupted);
+    }
+    Ok(())
+}
