@@ -6,6 +6,7 @@ use crate::env::EnvFlags;
 use crate::error::{Error, Result};
 use crate::format::meta::{Meta, META_WRITE_OFF};
 use crate::format::page::NodeData;
+use crate::tree;
 use crate::txn::RwTxn;
 use crate::WriteFlags;
 
@@ -52,7 +53,8 @@ impl RwTxn<'_> {
         for (db, rec) in named {
             let name = self.env.dbi_info(db)?.name.ok_or(Error::BadDbi)?;
             let mut m = self.tree(Database::MAIN)?;
-            let r = self.tree_put(
+            let r = tree::tree_put(
+                &mut self.pg,
                 &mut m,
                 &name,
                 NodeData::SubDb(&rec.encode()),
@@ -61,7 +63,7 @@ impl RwTxn<'_> {
             self.set_rec(Database::MAIN, m.rec);
             r?;
         }
-        self.save_freelist()?;
+        tree::save_freelist(&mut self.pg)?;
 
         let env = self.env;
         let ps = env.psize;

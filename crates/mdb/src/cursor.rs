@@ -1,9 +1,9 @@
 //! Cursors: ordered navigation over one database, and iterators over ranges.
 
 use crate::db::Database;
-use crate::dup::Position;
 use crate::error::{Error, Result};
 use crate::format::meta::DbRecord;
+use crate::position::Position;
 use crate::tree::Item;
 use crate::txn::sealed::Snapshot;
 use crate::txn::{RwTxn, Txn};

@@ -687,7 +687,8 @@ impl<'env> RwTxn<'env> {
                 self.set_rec(db, rec);
                 // Store the record now so the main tree holds it from here on.
                 let mut m = self.tree(Database::MAIN)?;
-                let r = self.tree_put(
+                let r = crate::tree::tree_put(
+                    &mut self.pg,
                     &mut m,
                     name,
                     crate::format::page::NodeData::SubDb(&rec.encode()),

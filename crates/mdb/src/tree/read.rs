@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::format::cmp::CmpFn;
 use crate::format::meta::DbRecord;
 use crate::format::page::{search, Node, Page, F_BIGDATA, F_DUPDATA, P_INVALID};
-use crate::txn::sealed::Snapshot;
+use crate::pager::PageRead;
 
 /// Deepest tree a cursor can walk (LMDB's CURSOR_STACK).
 pub const MAX_DEPTH: usize = 32;
@@ -35,7 +35,7 @@ impl Path {
 
 /// Walk from the root to the leaf that holds (or would hold) `key`.
 /// Returns the leaf index and whether the key matched exactly.
-pub(crate) fn descend<S: Snapshot>(
+pub(crate) fn descend<S: PageRead>(
     s: &S,
     rec: &DbRecord,
     cmp: CmpFn,
@@ -70,7 +70,7 @@ pub(crate) fn descend<S: Snapshot>(
 }
 
 /// The leaf node for `key`, if present.
-pub(crate) fn get_node<'a, S: Snapshot>(
+pub(crate) fn get_node<'a, S: PageRead>(
     s: &'a S,
     rec: &DbRecord,
     cmp: CmpFn,
@@ -96,17 +96,17 @@ pub(crate) fn get_node<'a, S: Snapshot>(
 }
 
 /// Whether `key` is in the tree (works on LEAF2 leaves too).
-pub(crate) fn contains<S: Snapshot>(s: &S, rec: &DbRecord, cmp: CmpFn, key: &[u8]) -> Result<bool> {
+pub(crate) fn contains<S: PageRead>(s: &S, rec: &DbRecord, cmp: CmpFn, key: &[u8]) -> Result<bool> {
     let mut path = Path::new();
     Ok(descend(s, rec, cmp, key, &mut path)?.1)
 }
 
 /// The value of a leaf node, following an overflow reference.
 #[inline]
-pub(crate) fn node_value<'a, S: Snapshot>(s: &'a S, n: Node<'a>) -> Result<&'a [u8]> {
+pub(crate) fn node_value<'a, S: PageRead>(s: &'a S, n: Node<'a>) -> Result<&'a [u8]> {
     let f = n.flags();
     if f & F_DUPDATA != 0 {
-        return crate::dup::first_dup(s, n);
+        return crate::tree::dups::first_dup(s, n);
     }
     if f & F_BIGDATA != 0 {
         if n.data().len() < 8 {
@@ -120,7 +120,7 @@ pub(crate) fn node_value<'a, S: Snapshot>(s: &'a S, n: Node<'a>) -> Result<&'a [
 
 /// Look up `key` and return its value.
 #[inline]
-pub(crate) fn get<'a, S: Snapshot>(
+pub(crate) fn get<'a, S: PageRead>(
     s: &'a S,
     rec: &DbRecord,
     cmp: CmpFn,
@@ -152,12 +152,12 @@ impl CursorPos {
         }
     }
 
-    fn leaf<'a, S: Snapshot>(&self, s: &'a S) -> Result<Page<'a>> {
+    fn leaf<'a, S: PageRead>(&self, s: &'a S) -> Result<Page<'a>> {
         s.page(self.path.pg[self.path.leaf()])
     }
 
     /// The item at the position, or None if past the end / unset.
-    pub(crate) fn current<'a, S: Snapshot>(&self, s: &'a S) -> Result<Option<Item<'a>>> {
+    pub(crate) fn current<'a, S: PageRead>(&self, s: &'a S) -> Result<Option<Item<'a>>> {
         if self.unset || self.path.len == 0 {
             return Ok(None);
         }
@@ -171,7 +171,7 @@ impl CursorPos {
     }
 
     /// The key at the position (works on LEAF2 pages too).
-    pub(crate) fn current_key<'a, S: Snapshot>(&self, s: &'a S) -> Result<Option<&'a [u8]>> {
+    pub(crate) fn current_key<'a, S: PageRead>(&self, s: &'a S) -> Result<Option<&'a [u8]>> {
         if self.unset || self.path.len == 0 {
             return Ok(None);
         }
@@ -184,7 +184,7 @@ impl CursorPos {
     }
 
     /// The leaf page and index at the position, if on an item.
-    pub(crate) fn leaf_node<'a, S: Snapshot>(&self, s: &'a S) -> Result<Option<(Page<'a>, usize)>> {
+    pub(crate) fn leaf_node<'a, S: PageRead>(&self, s: &'a S) -> Result<Option<(Page<'a>, usize)>> {
         if self.unset || self.path.len == 0 {
             return Ok(None);
         }
@@ -197,7 +197,7 @@ impl CursorPos {
     }
 
     /// Descend from `level`'s current child to the leftmost (or rightmost) leaf.
-    fn descend_edge<S: Snapshot>(&mut self, s: &S, rec: &DbRecord, right: bool) -> Result<()> {
+    fn descend_edge<S: PageRead>(&mut self, s: &S, rec: &DbRecord, right: bool) -> Result<()> {
         loop {
             let lvl = self.path.len - 1;
             let p = s.page(self.path.pg[lvl])?;
@@ -227,7 +227,7 @@ impl CursorPos {
 
     /// Move to the first (or last) item; false if the tree is empty. On an
     /// error the cursor is left unpositioned.
-    pub(crate) fn move_edge<S: Snapshot>(
+    pub(crate) fn move_edge<S: PageRead>(
         &mut self,
         s: &S,
         rec: &DbRecord,
@@ -239,7 +239,7 @@ impl CursorPos {
         }
     }
 
-    fn try_move_edge<S: Snapshot>(&mut self, s: &S, rec: &DbRecord, right: bool) -> Result<bool> {
+    fn try_move_edge<S: PageRead>(&mut self, s: &S, rec: &DbRecord, right: bool) -> Result<bool> {
         if rec.root == P_INVALID {
             self.unset = true;
             self.path.len = 0;
@@ -258,7 +258,7 @@ impl CursorPos {
         Ok(true)
     }
 
-    pub(crate) fn first<'a, S: Snapshot>(
+    pub(crate) fn first<'a, S: PageRead>(
         &mut self,
         s: &'a S,
         rec: &DbRecord,
@@ -269,7 +269,7 @@ impl CursorPos {
 
     /// Move to the next leaf's first item; false (position kept) at the end.
     /// On an error the position is kept too.
-    fn step_leaf<S: Snapshot>(&mut self, s: &S, rec: &DbRecord, fwd: bool) -> Result<bool> {
+    fn step_leaf<S: PageRead>(&mut self, s: &S, rec: &DbRecord, fwd: bool) -> Result<bool> {
         let save = self.path;
         let r = self.try_step_leaf(s, rec, fwd);
         if !matches!(r, Ok(true)) {
@@ -278,7 +278,7 @@ impl CursorPos {
         r
     }
 
-    fn try_step_leaf<S: Snapshot>(&mut self, s: &S, rec: &DbRecord, fwd: bool) -> Result<bool> {
+    fn try_step_leaf<S: PageRead>(&mut self, s: &S, rec: &DbRecord, fwd: bool) -> Result<bool> {
         let mut lvl = self.path.leaf();
         loop {
             if lvl == 0 {
@@ -298,7 +298,7 @@ impl CursorPos {
     }
 
     /// Move to the next item (the first if unset); false, position kept, at the end.
-    pub(crate) fn move_next<S: Snapshot>(&mut self, s: &S, rec: &DbRecord) -> Result<bool> {
+    pub(crate) fn move_next<S: PageRead>(&mut self, s: &S, rec: &DbRecord) -> Result<bool> {
         if self.unset {
             return self.move_edge(s, rec, false);
         }
@@ -317,7 +317,7 @@ impl CursorPos {
     }
 
     /// Move to the previous item (the last if unset); false at the start.
-    pub(crate) fn move_prev<S: Snapshot>(&mut self, s: &S, rec: &DbRecord) -> Result<bool> {
+    pub(crate) fn move_prev<S: PageRead>(&mut self, s: &S, rec: &DbRecord) -> Result<bool> {
         if self.unset {
             return self.move_edge(s, rec, true);
         }
@@ -334,7 +334,7 @@ impl CursorPos {
     /// Position at the first key >= `key`; returns whether it matched exactly.
     /// Past the end when every key is smaller. On an error the cursor is
     /// left unpositioned.
-    pub(crate) fn seek<S: Snapshot>(
+    pub(crate) fn seek<S: PageRead>(
         &mut self,
         s: &S,
         rec: &DbRecord,
@@ -347,7 +347,7 @@ impl CursorPos {
         }
     }
 
-    fn try_seek<S: Snapshot>(
+    fn try_seek<S: PageRead>(
         &mut self,
         s: &S,
         rec: &DbRecord,

@@ -1,0 +1,126 @@
+//! Page allocation: loose pages first, then pages of free records no reader
+//! can see (consumed from the free database in key order), then the end of
+//! the file, always keeping room for the commit to save the free list.
+
+use crate::error::{Error, Result};
+use crate::format::page::rd64;
+use crate::pager::Pager;
+use crate::tree::*;
+
+/// Largest number of page ids in one free record we reserve at once, beyond need.
+pub(crate) const SLACK: usize = 8;
+
+/// Allocate `n` consecutive pages.
+pub(crate) fn alloc(pager: &mut Pager<'_>, n: usize) -> Result<u64> {
+    if !pager.free.saving {
+        keep_commit_room(pager, n)?;
+    }
+    if n == 1 {
+        if let Some(p) = pager.free.loose.pop() {
+            return Ok(p);
+        }
+    }
+    loop {
+        if let Some(p) = pager.free.take_run(n) {
+            return Ok(p);
+        }
+        if pager.free.saving || !consume_record(pager)? {
+            break;
+        }
+    }
+    // As LMDB: the map's last page is never used, so files we write
+    // always fit a map of the same size in LMDB.
+    if pager.next_pgno + n as u64 >= pager.max_pgno {
+        return Err(Error::MapFull);
+    }
+    let p = pager.next_pgno;
+    pager.next_pgno += n as u64;
+    Ok(p)
+}
+
+/// Refuse (MAP_FULL) an allocation that would leave too few pages for
+/// this transaction's commit to save the free list: the put fails, and
+/// the transaction can still commit what it holds. Free records are
+/// consumed first when the pages at hand and at the end of the map do
+/// not cover both.
+pub(crate) fn keep_commit_room(pager: &mut Pager<'_>, n: usize) -> Result<()> {
+    // Pages left before the map's last page (never used, as in LMDB).
+    let eof = pager.max_pgno.saturating_sub(pager.next_pgno + 1) as usize;
+    loop {
+        let have = eof + pager.free.reclaimed.len() + pager.free.loose.len();
+        if have >= n + commit_need(pager)? {
+            return Ok(());
+        }
+        if !consume_record(pager)? {
+            return Err(Error::MapFull);
+        }
+    }
+}
+
+/// Pages the commit may need to save the free list: a copy of the free
+/// database's path (none once its root is ours), one split, and the
+/// records themselves when they no longer fit in a node. A deeper
+/// cascade of splits fails the commit with MAP_FULL, as in LMDB.
+pub(crate) fn commit_need(pager: &Pager<'_>) -> Result<usize> {
+    let f = &pager.free;
+    if f.freed.is_empty() && f.loose.is_empty() && f.consumed == 0 {
+        return Ok(0);
+    }
+    let rec = pager.free_db;
+    let copies = if pager.dirty.contains_key(&rec.root) {
+        0
+    } else {
+        rec.depth as usize
+    };
+    let ps = pager.psize();
+    let rec_pages = |ids: usize| {
+        let len = 8 * (ids + ids / 8 + SLACK + 1);
+        if len + 16 > crate::format::page::node_max(ps) {
+            crate::format::page::ov_pages(ps, len)
+        } else {
+            0
+        }
+    };
+    let nf = f.freed.len() + f.loose.len();
+    Ok(copies + 1 + rec_pages(nf) + rec_pages(f.reclaimed.len() + f.loose.len()))
+}
+
+/// Move the next free record old enough into the reclaimed list.
+pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
+    if pager.free.exhausted {
+        return Ok(false);
+    }
+    let rec = pager.free_db;
+    let mut pos = CursorPos::new();
+    let cmp = crate::format::cmp::for_flags(rec.flags);
+    pos.seek(&*pager, &rec, cmp, &(pager.free.consumed + 1).to_le_bytes())?;
+    let (key, pages) = match pos.current(&*pager)? {
+        None => {
+            pager.free.exhausted = true;
+            return Ok(false);
+        }
+        Some((k, v)) => {
+            if k.len() != 8 || v.len() < 8 {
+                return Err(Error::Corrupted);
+            }
+            let key = rd64(k, 0);
+            if key >= pager.free.oldest {
+                pager.free.exhausted = true;
+                return Ok(false);
+            }
+            let n = rd64(v, 0) as usize;
+            if n > (v.len() - 8) / 8 {
+                return Err(Error::Corrupted);
+            }
+            let pages: Vec<u64> = (0..n).map(|i| rd64(v, 8 + 8 * i)).collect();
+            (key, pages)
+        }
+    };
+    if pages.iter().any(|&p| p < 2 || p >= pager.next_pgno) {
+        return Err(Error::Corrupted);
+    }
+    pager.free.reclaimed.extend_from_slice(&pages);
+    pager.free.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+    pager.free.consumed = key;
+    Ok(true)
+}

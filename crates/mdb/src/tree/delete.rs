@@ -1,0 +1,274 @@
+//! Deletion: removing items, rebalancing and merging pages, freeing overflow
+//! runs, and dropping whole trees.
+
+use crate::error::{Error, Result};
+use crate::format::meta::DbRecord;
+use crate::format::page::{
+    self, edit, encode_branch, raw_key, rekey_branch, Page, F_BIGDATA, F_SUBDATA, HDR, P_INVALID,
+    P_OVERFLOW,
+};
+use crate::pager::{PageRead, Pager};
+use crate::tree::*;
+/// Below this many used bytes (per mille of the page) a page is rebalanced.
+pub(crate) const FILL_THRESHOLD: usize = 250;
+
+/// Free the overflow run at `pg`, adjusting the count of `db`.
+pub(crate) fn free_overflow(pager: &mut Pager<'_>, t: &mut Tree, pg: u64) -> Result<()> {
+    let n = run_len(pager, pg)?;
+    t.rec.overflow_pages = t
+        .rec
+        .overflow_pages
+        .checked_sub(n as u64)
+        .ok_or(Error::Corrupted)?;
+    pager.free_pages(pg, n);
+    Ok(())
+}
+
+pub(crate) fn tree_del(pager: &mut Pager<'_>, t: &mut Tree, key: &[u8]) -> Result<bool> {
+    let mut path = Path::new();
+    let (i, exact) = descend(&*pager, &t.rec, t.cmp, key, &mut path)?;
+    if !exact {
+        return Ok(false);
+    }
+    remove_at(pager, t, &mut path, i)?;
+    Ok(true)
+}
+
+/// Remove the item at leaf index `i` of `path` (a position in `t` as it
+/// is now), then rebalance. Returns whether the tree kept its shape, so
+/// that `path` (made dirty) still leads to the leaf, now with the
+/// following item at `i`.
+pub(crate) fn remove_at(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    path: &mut Path,
+    i: usize,
+) -> Result<bool> {
+    touch_path(pager, t, path)?;
+    let leaf = path.pg[path.leaf()];
+    if pager.page(leaf)?.is_leaf2() {
+        edit::remove_leaf2(pager.dirty.get_mut(&leaf).unwrap(), i);
+    } else {
+        let n = pager.page(leaf)?.node(i)?;
+        if n.flags() & F_BIGDATA != 0 {
+            let pg = n.ov_pgno();
+            free_overflow(pager, t, pg)?;
+        }
+        edit::remove(pager.dirty.get_mut(&leaf).unwrap(), i);
+    }
+    t.rec.entries -= 1;
+    if !needs_rebalance(pager, path, path.leaf())? {
+        return Ok(true);
+    }
+    rebalance(pager, t, path, path.leaf())?;
+    Ok(false)
+}
+
+/// Whether the page at `lvl` of `path` breaks the fill rules that
+/// [`RwTxn::rebalance`] restores (if not, it would change nothing).
+pub(crate) fn needs_rebalance(pager: &Pager<'_>, path: &Path, lvl: usize) -> Result<bool> {
+    let p = pager.page(path.pg[lvl])?;
+    let (len, branch) = (p.len(), p.is_branch());
+    if lvl == 0 {
+        return Ok(if branch { len == 1 } else { len == 0 });
+    }
+    let min_keys = if branch { 2 } else { 1 };
+    Ok(p.used() * 1000 < FILL_THRESHOLD * (pager.psize() - HDR) || len < min_keys)
+}
+
+/// Restore fill rules after a removal at level `lvl` of `path`.
+pub(crate) fn rebalance(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    path: &Path,
+    lvl: usize,
+) -> Result<()> {
+    let pg = path.pg[lvl];
+    let (len, used, branch) = {
+        let p = pager.page(pg)?;
+        (p.len(), p.used(), p.is_branch())
+    };
+    if lvl == 0 {
+        if !branch && len == 0 {
+            pager.free_pages(pg, 1);
+            t.rec.root = P_INVALID;
+            t.rec.depth = 0;
+            t.rec.leaf_pages = 0;
+        } else if branch && len == 1 {
+            let child = pager.page(pg)?.node(0)?.child();
+            pager.free_pages(pg, 1);
+            t.rec.root = child;
+            t.rec.depth -= 1;
+            t.rec.branch_pages -= 1;
+        }
+        return Ok(());
+    }
+    let min_keys = if branch { 2 } else { 1 };
+    if used * 1000 >= FILL_THRESHOLD * (pager.psize() - HDR) && len >= min_keys {
+        return Ok(());
+    }
+    let parent = path.pg[lvl - 1];
+    let pi = path.ix[lvl - 1];
+    let plen = pager.page(parent)?.len();
+    if plen < 2 {
+        // A lone child under a non-root branch: let the parent level handle it.
+        return rebalance(pager, t, path, lvl - 1);
+    }
+    // Pair the page with a sibling: (left index, right index) in the parent.
+    let (li, ri) = if pi > 0 { (pi - 1, pi) } else { (0, 1) };
+    touch_child(pager, parent, if pi > 0 { pi - 1 } else { 1 })?;
+    let lpg = pager.page(parent)?.node(li)?.child();
+    let rpg = pager.page(parent)?.node(ri)?.child();
+    let sep = pager.page(parent)?.key(ri)?.to_vec();
+    // Both pages' nodes as slices of copies (the rebuild overwrites them).
+    let mut lcopy = pager.take_buf();
+    let mut rcopy = pager.take_buf();
+    lcopy.copy_from_slice(pager.page(lpg)?.bytes());
+    rcopy.copy_from_slice(pager.page(rpg)?.bytes());
+    let r = merge_or_share(pager, t, path, lvl, (li, ri), &sep, (&lcopy, &rcopy));
+    pager.spare.push(lcopy);
+    pager.spare.push(rcopy);
+    r
+}
+
+/// Rebalance step for siblings `li`, `ri` of the parent at `lvl - 1`
+/// (copies of their bytes in `copies`, `sep` the right one's separator):
+/// merge them if they fit in one page, else share their nodes evenly.
+pub(crate) fn merge_or_share(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    path: &Path,
+    lvl: usize,
+    (li, ri): (usize, usize),
+    sep: &[u8],
+    copies: (&[u8], &[u8]),
+) -> Result<()> {
+    let parent = path.pg[lvl - 1];
+    let lpg = pager.page(parent)?.node(li)?.child();
+    let rpg = pager.page(parent)?.node(ri)?.child();
+    let (l, r) = (Page::new(copies.0)?, Page::new(copies.1)?);
+    let (flags, branch, leaf2) = (l.flags(), l.is_branch(), l.is_leaf2());
+    let mut nodes: Vec<&[u8]> = Vec::with_capacity(l.len() + r.len());
+    for j in 0..l.len() {
+        nodes.push(l.raw_entry(j)?);
+    }
+    // The right page's keyless first branch node takes the separator.
+    let rekeyed = match branch && !r.is_empty() {
+        true => Some(rekey_branch(r.raw_entry(0)?, sep)),
+        false => None,
+    };
+    for j in 0..r.len() {
+        match &rekeyed {
+            Some(k) if j == 0 => nodes.push(k),
+            _ => nodes.push(r.raw_entry(j)?),
+        }
+    }
+    let cap = pager.psize() - HDR;
+    let total: usize = nodes.iter().map(|v| entry_cost(v, leaf2)).sum();
+    if total <= cap {
+        // Merge right into left and drop the right page.
+        if !rebuild_any(pager.dirty.get_mut(&lpg).unwrap(), flags, leaf2, &nodes) {
+            return Err(Error::PageFull);
+        }
+        pager.free_pages(rpg, 1);
+        if branch {
+            t.rec.branch_pages -= 1;
+        } else {
+            t.rec.leaf_pages -= 1;
+        }
+        edit::remove(pager.dirty.get_mut(&parent).unwrap(), ri);
+        return rebalance(pager, t, path, lvl - 1);
+    }
+    // Redistribute the nodes evenly between the two pages.
+    let s = split_point(&nodes, branch, leaf2, cap).ok_or(Error::PageFull)?;
+    let new_sep = if leaf2 {
+        nodes[s].to_vec()
+    } else {
+        raw_key(nodes[s]).to_vec()
+    };
+    let keyless;
+    if branch {
+        keyless = rekey_branch(nodes[s], &[]);
+        nodes[s] = &keyless;
+    }
+    let (left, right) = nodes.split_at(s);
+    if !rebuild_any(pager.dirty.get_mut(&lpg).unwrap(), flags, leaf2, left)
+        || !rebuild_any(pager.dirty.get_mut(&rpg).unwrap(), flags, leaf2, right)
+    {
+        return Err(Error::PageFull);
+    }
+    if new_sep != sep {
+        // Replace the separator; a longer key may split the parent.
+        edit::remove(pager.dirty.get_mut(&parent).unwrap(), ri);
+        let node = encode_branch(&new_sep, rpg);
+        insert(pager, t, path, lvl - 1, ri, &node, Hint::NONE)?;
+    }
+    Ok(())
+}
+
+/// Copy-on-write the child `i` of dirty branch `parent`.
+pub(crate) fn touch_child(pager: &mut Pager<'_>, parent: u64, i: usize) -> Result<u64> {
+    let old = pager.page(parent)?.node(i)?.child();
+    if pager.dirty.contains_key(&old) {
+        return Ok(old);
+    }
+    let new = alloc(pager, 1)?;
+    let mut buf = pager.take_buf();
+    let ps = pager.psize();
+    buf.copy_from_slice(pager.committed(old, ps)?);
+    edit::set_pgno(&mut buf, new);
+    pager.dirty.insert(new, buf);
+    pager.free_pages(old, 1);
+    edit::set_child(pager.dirty.get_mut(&parent).unwrap(), i, new);
+    Ok(new)
+}
+
+/// Free every page of `db`'s tree (and of named trees it holds) and reset its record.
+pub(crate) fn drop_tree(pager: &mut Pager<'_>, t: &mut Tree) -> Result<()> {
+    let mut trees = vec![(t.rec.root, t.rec.depth)];
+    while let Some((root, depth)) = trees.pop() {
+        if root == P_INVALID {
+            continue;
+        }
+        let mut stack = vec![(root, 1u16)];
+        while let Some((pg, d)) = stack.pop() {
+            if d > depth || stack.len() > 1 << 24 {
+                return Err(Error::Corrupted);
+            }
+            let p = pager.page(pg)?;
+            let mut runs = Vec::new();
+            for j in 0..if p.is_leaf2() { 0 } else { p.len() } {
+                let n = p.node(j)?;
+                if p.is_branch() {
+                    stack.push((n.child(), d + 1));
+                } else if n.flags() & F_BIGDATA != 0 {
+                    runs.push(n.ov_pgno());
+                } else if n.flags() & F_SUBDATA != 0 && n.dsize() == 48 {
+                    let r = DbRecord::decode(n.data());
+                    trees.push((r.root, r.depth));
+                }
+            }
+            for r in runs {
+                let len = run_len(pager, r)?;
+                pager.free_pages(r, len);
+            }
+            pager.free_pages(pg, 1);
+        }
+    }
+    let mut empty = DbRecord::empty(t.rec.flags);
+    empty.pad = t.rec.pad;
+    t.rec = empty;
+    Ok(())
+}
+
+/// Length in pages of the overflow run starting at `pg`.
+pub(crate) fn run_len(pager: &Pager<'_>, pg: u64) -> Result<usize> {
+    let b = match pager.dirty.get(&pg) {
+        Some(b) => &b[..HDR],
+        None => pager.committed(pg, HDR)?,
+    };
+    if page::rd16(b, 10) & P_OVERFLOW == 0 {
+        return Err(Error::Corrupted);
+    }
+    Ok(page::rd32(b, 12) as usize)
+}

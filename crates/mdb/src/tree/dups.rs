@@ -1,0 +1,431 @@
+//! Sorted duplicates (DUPSORT, lmdb-format.md §6): a key's values live in the
+//! leaf node itself (one value), in a sub-page embedded in the node, or in a
+//! sub-database whose keys are the values. Reading and writing them; the
+//! cursor position that walks them is `cursor::position`.
+
+use crate::error::{Error, Result};
+use crate::format::flags::{DUPFIXED, INTEGERDUP};
+use crate::format::meta::DbRecord;
+use crate::format::page::{
+    edit, footprint, node_max, search, Node, NodeData, Page, F_DUPDATA, F_SUBDATA, HDR, NODE_HDR,
+    P_INVALID, P_LEAF, P_LEAF2,
+};
+use crate::pager::{PageRead, Pager};
+use crate::tree::*;
+use std::cmp::Ordering;
+
+/// Sub-page header flags: LEAF | DIRTY | SUBP. LMDB only edits sub-pages in
+/// place when DIRTY is set, so it must be present.
+pub(crate) const SUBPAGE_FLAGS: u16 = P_LEAF | 0x10 | 0x40;
+
+/// How a key's values are stored.
+pub(crate) enum Dups<'a> {
+    Single(&'a [u8]),
+    SubPage(Page<'a>),
+    SubDb(DbRecord),
+}
+
+pub(crate) fn dups_of<'a, S: PageRead>(s: &'a S, n: Node<'a>) -> Result<Dups<'a>> {
+    let f = n.flags();
+    if f & F_DUPDATA == 0 {
+        return Ok(Dups::Single(node_value(s, n)?));
+    }
+    if f & F_SUBDATA != 0 {
+        if n.dsize() != 48 || n.data().len() != 48 {
+            return Err(Error::Corrupted);
+        }
+        return Ok(Dups::SubDb(DbRecord::decode(n.data())));
+    }
+    Ok(Dups::SubPage(Page::new(n.data())?))
+}
+
+/// The first (smallest) value of a DUPSORT node.
+pub(crate) fn first_dup<'a, S: PageRead>(s: &'a S, n: Node<'a>) -> Result<&'a [u8]> {
+    match dups_of(s, n)? {
+        Dups::Single(v) => Ok(v),
+        Dups::SubPage(p) => p.key(0),
+        Dups::SubDb(rec) => {
+            let mut pos = CursorPos::new();
+            pos.move_edge(s, &rec, false)?;
+            pos.current_key(s)?.ok_or(Error::Corrupted)
+        }
+    }
+}
+
+/// The tree of a key's duplicates sub-database.
+pub(crate) fn sub_tree(t: &Tree, rec: DbRecord) -> Result<Tree> {
+    Ok(Tree {
+        rec,
+        cmp: t.dups.ok_or(Error::Incompatible)?,
+        dups: None,
+        fixed: if rec.flags & DUPFIXED != 0 {
+            rec.pad as usize
+        } else {
+            0
+        },
+    })
+}
+
+/// Bytes of the sub-page [`build_subpage`] makes.
+pub(crate) fn subpage_len(vals: &[&[u8]], fixed: bool, slack: usize) -> usize {
+    if fixed {
+        let size = vals[0].len();
+        let mut slots = vals.len() + slack;
+        slots += (slots * size) % 2;
+        HDR + slots * size
+    } else {
+        let used: usize = vals.iter().map(|v| 2 + footprint(v.len(), 0)).sum();
+        HDR + used + slack.next_multiple_of(2)
+    }
+}
+
+/// Encode sorted values as a sub-page with `slack` spare room: value slots
+/// for DUPFIXED (packed), bytes otherwise.
+pub(crate) fn build_subpage(vals: &[&[u8]], fixed: bool, slack: usize) -> Vec<u8> {
+    if fixed {
+        let size = vals[0].len();
+        // Keep the sub-page size even (a spare slot when odd): LMDB edits
+        // sub-pages in place and shifts the page by the size difference, so
+        // an odd size would leave its nodes at odd offsets.
+        let mut slots = vals.len() + slack;
+        slots += (slots * size) % 2;
+        let mut b = vec![0u8; HDR + slots * size];
+        edit::init_leaf2(&mut b, 0, SUBPAGE_FLAGS | P_LEAF2, size);
+        for (i, v) in vals.iter().enumerate() {
+            let ok = edit::insert_leaf2(&mut b, i, v);
+            debug_assert!(ok);
+        }
+        return b;
+    }
+    let used: usize = vals.iter().map(|v| 2 + footprint(v.len(), 0)).sum();
+    let mut b = vec![0u8; HDR + used + slack.next_multiple_of(2)];
+    edit::init(&mut b, 0, SUBPAGE_FLAGS);
+    for (i, v) in vals.iter().enumerate() {
+        let ok = edit::insert_leaf(&mut b, i, v, NodeData::Inline(&[]));
+        debug_assert!(ok);
+    }
+    b
+}
+
+/// The packed values of a LEAF2 page or DUPFIXED sub-page.
+pub(crate) fn packed<'a>(p: &Page<'a>) -> Result<&'a [u8]> {
+    if !p.is_leaf2() {
+        return Err(Error::Incompatible);
+    }
+    p.bytes()
+        .get(HDR..HDR + p.len() * p.pad())
+        .ok_or(Error::Corrupted)
+}
+
+pub(crate) fn page_values<'a>(p: &Page<'a>) -> Result<Vec<&'a [u8]>> {
+    (0..p.len()).map(|i| p.key(i)).collect()
+}
+
+/// A key's new set of values, built while the old ones are still borrowed
+/// from the page: the sub-page bytes, or (too big for a node) owned values
+/// for a new sub-database.
+pub(crate) enum NewDups {
+    SubPage(Vec<u8>),
+    SubDb(Vec<Vec<u8>>),
+}
+
+impl NewDups {
+    /// Values after an insert: a sub-page with room to grow (about a quarter
+    /// more, so later inserts go in place as in LMDB), or without the room
+    /// if that is what fits in a node, or else a sub-database. Keys with a
+    /// few variable-size values (most keys of a typical index) get no room:
+    /// it would make their leaves up to twice as many.
+    fn build(vals: &[&[u8]], fixed: bool, ksize: usize, psize: usize) -> NewDups {
+        let fits = |sp: &Vec<u8>| NODE_HDR + ksize + sp.len() <= node_max(psize);
+        let n = vals.len();
+        let slack = if fixed {
+            (n / 4).max(2)
+        } else {
+            let used: usize = vals.iter().map(|v| 2 + footprint(v.len(), 0)).sum();
+            if n <= 4 {
+                0
+            } else {
+                (used / 4).max(2 * (2 + footprint(vals[n - 1].len(), 0)))
+            }
+        };
+        // The room is capped by the node size limit (not dropped when the
+        // full room does not fit: near the limit every insert would then
+        // rebuild the sub-page).
+        let limit = node_max(psize).saturating_sub(NODE_HDR + ksize);
+        let tight_len = subpage_len(vals, fixed, 0);
+        if tight_len > limit {
+            return NewDups::SubDb(vals.iter().map(|v| v.to_vec()).collect());
+        }
+        let mut slack = if fixed {
+            slack.min((limit - tight_len) / vals[0].len().max(1))
+        } else {
+            slack.min(limit - tight_len) & !1
+        };
+        // A DUPFIXED sub-page may take one more slot to keep its size even.
+        while slack > 0 && subpage_len(vals, fixed, slack) > limit {
+            slack -= 1;
+        }
+        let sp = build_subpage(vals, fixed, slack);
+        if !fits(&sp) {
+            return NewDups::SubDb(vals.iter().map(|v| v.to_vec()).collect());
+        }
+        NewDups::SubPage(sp)
+    }
+}
+
+fn check_dup_value(t: &Tree, val: &[u8]) -> Result<()> {
+    if val.len() > crate::env::MAX_KEY_SIZE {
+        return Err(Error::BadValSize);
+    }
+    if t.rec.flags & INTEGERDUP != 0 && val.len() != 4 && val.len() != 8 {
+        return Err(Error::BadValSize);
+    }
+    Ok(())
+}
+
+/// Add `val` to the values of `key` in a DUPSORT tree.
+pub(crate) fn dup_put(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    key: &[u8],
+    val: &[u8],
+    flags: WriteFlags,
+) -> Result<()> {
+    check_dup_value(t, val)?;
+    if t.rec.flags & crate::format::flags::INTEGERKEY != 0 && key.len() != 4 && key.len() != 8 {
+        return Err(Error::BadValSize);
+    }
+    let dcmp = t.dups.ok_or(Error::Incompatible)?;
+    let mut path = Path::new();
+    let (i, exact) = descend(&*pager, &t.rec, t.cmp, key, &mut path)?;
+    if !exact {
+        // An empty value alone under its key is stored as LMDB stores it.
+        let f = WriteFlags(flags.0 & (WriteFlags::NO_OVERWRITE.0 | WriteFlags::APPEND.0));
+        return tree_put(pager, t, key, NodeData::Inline(val), f);
+    }
+    if flags.contains(WriteFlags::NO_OVERWRITE) || flags.contains(WriteFlags::APPEND) {
+        return Err(Error::KeyExist);
+    }
+    let no_dup = flags.contains(WriteFlags::NO_DUP_DATA);
+    let fixed = t.rec.flags & DUPFIXED != 0;
+    let append = flags.contains(WriteFlags::APPEND_DUP);
+    let leaf = path.pg[path.leaf()];
+    let node = pager.page(leaf)?.node(i)?;
+    let dups = dups_of(&*pager, node)?;
+    // An empty value beside other values: LMDB refuses one way round and
+    // silently drops the empty value the other way; refuse both.
+    let lone_empty = matches!(dups, Dups::Single(v) if v.is_empty());
+    if val.is_empty() != lone_empty {
+        return Err(Error::BadValSize);
+    }
+    if t.rec.flags & DUPFIXED != 0 {
+        let size = match &dups {
+            Dups::Single(v) => v.len(),
+            Dups::SubPage(p) => p.key(0)?.len(),
+            Dups::SubDb(r) => r.pad as usize,
+        };
+        if val.len() != size {
+            return Err(Error::BadValSize);
+        }
+    }
+    match dups {
+        Dups::Single(old) => {
+            let c = dcmp.compare(val, old);
+            if c == Ordering::Equal {
+                return if no_dup || append {
+                    Err(Error::KeyExist)
+                } else {
+                    Ok(())
+                };
+            }
+            if append && c == Ordering::Less {
+                return Err(Error::KeyExist);
+            }
+            let vals = if c == Ordering::Less {
+                [val, old]
+            } else {
+                [old, val]
+            };
+            let new = NewDups::build(&vals, fixed, key.len(), pager.psize());
+            set_dup_values(pager, t, &mut path, i, key, new)?;
+        }
+        Dups::SubPage(p) => {
+            let (at, found) = search(&p, val, dcmp)?;
+            if found {
+                return if no_dup || append {
+                    Err(Error::KeyExist)
+                } else {
+                    Ok(())
+                };
+            }
+            if append && at != p.len() {
+                return Err(Error::KeyExist);
+            }
+            let room = if fixed {
+                HDR + (p.len() + 1) * p.pad() <= p.bytes().len()
+            } else {
+                p.free() >= 2 + footprint(val.len(), 0)
+            };
+            if room {
+                // In place: the sub-page has spare room.
+                touch_path(pager, t, &mut path)?;
+                let buf = pager.dirty.get_mut(&path.pg[path.leaf()]).unwrap();
+                let sp = edit::data_mut(buf, i);
+                let ok = if fixed {
+                    edit::insert_leaf2(sp, at, val)
+                } else {
+                    edit::insert_leaf(sp, at, val, NodeData::Inline(&[]))
+                };
+                if !ok {
+                    return Err(Error::Corrupted);
+                }
+                t.rec.entries += 1;
+                return Ok(());
+            }
+            let mut vals = page_values(&p)?;
+            vals.insert(at, val);
+            let new = NewDups::build(&vals, fixed, key.len(), pager.psize());
+            set_dup_values(pager, t, &mut path, i, key, new)?;
+        }
+        Dups::SubDb(rec) => {
+            let mut st = sub_tree(t, rec)?;
+            if crate::tree::contains(&*pager, &st.rec, dcmp, val)? {
+                return if no_dup || append {
+                    Err(Error::KeyExist)
+                } else {
+                    Ok(())
+                };
+            }
+            if append {
+                let mut pos = CursorPos::new();
+                pos.move_edge(&*pager, &st.rec, true)?;
+                if let Some(last) = pos.current_key(&*pager)? {
+                    if dcmp.compare(val, last) != Ordering::Greater {
+                        return Err(Error::KeyExist);
+                    }
+                }
+            }
+            touch_path(pager, t, &mut path)?;
+            tree_put(
+                pager,
+                &mut st,
+                val,
+                NodeData::Inline(&[]),
+                WriteFlags::EMPTY,
+            )?;
+            write_subdb_record(pager, &path, i, &st.rec);
+        }
+    }
+    t.rec.entries += 1;
+    Ok(())
+}
+
+pub(crate) fn write_subdb_record(pager: &mut Pager<'_>, path: &Path, i: usize, rec: &DbRecord) {
+    let buf = pager.dirty.get_mut(&path.pg[path.leaf()]).unwrap();
+    edit::data_mut(buf, i).copy_from_slice(&rec.encode());
+}
+
+/// Store a key's new values in leaf node `i`: a sub-page while it fits
+/// in a node, a sub-database beyond.
+pub(crate) fn set_dup_values(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    path: &mut Path,
+    i: usize,
+    key: &[u8],
+    new: NewDups,
+) -> Result<()> {
+    touch_path(pager, t, path)?;
+    let vals = match new {
+        NewDups::SubPage(sp) => {
+            return replace_node(pager, t, path, i, key, NodeData::SubPage(&sp));
+        }
+        NewDups::SubDb(vals) => vals,
+    };
+    let mut rec = DbRecord::empty(0);
+    if t.rec.flags & DUPFIXED != 0 {
+        // LMDB's DUPFIXED sub-DB record: DUPFIXED, INTEGERKEY for INTEGERDUP, pad = size.
+        rec.flags = 0x10
+            | if t.rec.flags & INTEGERDUP != 0 {
+                0x08
+            } else {
+                0
+            };
+        rec.pad = vals[0].len() as u32;
+    }
+    let mut st = sub_tree(t, rec)?;
+    for v in &vals {
+        tree_put(pager, &mut st, v, NodeData::Inline(&[]), WriteFlags::APPEND)?;
+    }
+    replace_node(pager, t, path, i, key, NodeData::DupDb(&st.rec.encode()))
+}
+
+/// Delete `val` from `key`'s values, or all of them with `None`.
+pub(crate) fn dup_del(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    key: &[u8],
+    val: Option<&[u8]>,
+) -> Result<bool> {
+    let dcmp = t.dups.ok_or(Error::Incompatible)?;
+    let mut path = Path::new();
+    let (i, exact) = descend(&*pager, &t.rec, t.cmp, key, &mut path)?;
+    if !exact {
+        return Ok(false);
+    }
+    let leaf = path.pg[path.leaf()];
+    let node = pager.page(leaf)?.node(i)?;
+    let dups = dups_of(&*pager, node)?;
+    let Some(val) = val else {
+        let count = match &dups {
+            Dups::Single(_) => 1,
+            Dups::SubPage(p) => p.len() as u64,
+            Dups::SubDb(rec) => rec.entries,
+        };
+        if let Dups::SubDb(rec) = dups {
+            let mut st = sub_tree(t, rec)?;
+            drop_tree(pager, &mut st)?;
+        }
+        tree_del(pager, t, key)?;
+        t.rec.entries = t.rec.entries.saturating_sub(count - 1);
+        return Ok(true);
+    };
+    match dups {
+        Dups::Single(old) => {
+            if dcmp.compare(val, old) != Ordering::Equal {
+                return Ok(false);
+            }
+            tree_del(pager, t, key)
+        }
+        Dups::SubPage(p) => {
+            let (at, found) = search(&p, val, dcmp)?;
+            if !found {
+                return Ok(false);
+            }
+            if p.len() == 1 {
+                return tree_del(pager, t, key);
+            }
+            let mut vals = page_values(&p)?;
+            vals.remove(at);
+            let sp = build_subpage(&vals, t.rec.flags & DUPFIXED != 0, 0);
+            touch_path(pager, t, &mut path)?;
+            replace_node(pager, t, &path, i, key, NodeData::SubPage(&sp))?;
+            t.rec.entries -= 1;
+            Ok(true)
+        }
+        Dups::SubDb(rec) => {
+            let mut st = sub_tree(t, rec)?;
+            if !crate::tree::contains(&*pager, &st.rec, dcmp, val)? {
+                return Ok(false);
+            }
+            touch_path(pager, t, &mut path)?;
+            tree_del(pager, &mut st, val)?;
+            if st.rec.root == P_INVALID {
+                return tree_del(pager, t, key);
+            }
+            write_subdb_record(pager, &path, i, &st.rec);
+            t.rec.entries -= 1;
+            Ok(true)
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! B+trees over the pager: search and cursor stacks (`read`), insertion
+//! with splits (`insert`), deletion with rebalancing (`delete`), sorted
+//! duplicates (`dups`), page allocation from the free list (`alloc`), and
+//! saving the free list at commit (`freedb`). Every database is a tree: the
+//! main and free databases, named databases, DUPSORT sub-databases.
+//!
+//! Functions here take the [`Pager`] and a [`Tree`]; they know nothing of
+//! transactions, handles or cursors above them.
+
+pub(crate) mod alloc;
+pub(crate) mod delete;
+pub(crate) mod dups;
+pub(crate) mod freedb;
+pub(crate) mod insert;
+pub(crate) mod read;
+
+pub(crate) use alloc::alloc;
+pub(crate) use delete::*;
+pub(crate) use dups::{dup_del, dup_put};
+pub(crate) use freedb::save_freelist;
+pub(crate) use insert::*;
+pub use read::Item;
+pub(crate) use read::{contains, descend, get, get_node, node_value, CursorPos, Path, MAX_DEPTH};
+
+use crate::format::cmp::{for_flags, CmpFn};
+use crate::format::meta::DbRecord;
+use crate::pager::Pager;
+
+/// Flags of a put (LMDB's `MDB_*` write flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct WriteFlags(pub u32);
+
+impl WriteFlags {
+    /// Insert or replace.
+    pub const EMPTY: WriteFlags = WriteFlags(0);
+    /// `MDB_NOOVERWRITE`: fail with `KeyExist` if the key exists.
+    pub const NO_OVERWRITE: WriteFlags = WriteFlags(0x10);
+    /// `MDB_NODUPDATA`: (DUPSORT only) fail if the pair exists.
+    pub const NO_DUP_DATA: WriteFlags = WriteFlags(0x20);
+    /// `MDB_CURRENT`: replace the item at the cursor.
+    pub const CURRENT: WriteFlags = WriteFlags(0x40);
+    /// `MDB_RESERVE`: reserve space for the value (see [`RwTxn::reserve`]).
+    pub const RESERVE: WriteFlags = WriteFlags(0x10000);
+    /// `MDB_APPEND`: the key is greater than every key (fast path, no split copying);
+    /// `KeyExist` otherwise.
+    pub const APPEND: WriteFlags = WriteFlags(0x20000);
+    /// `MDB_APPENDDUP`: (DUPSORT only) append a duplicate.
+    pub const APPEND_DUP: WriteFlags = WriteFlags(0x40000);
+
+    /// Whether every flag of `o` is set.
+    pub fn contains(self, o: WriteFlags) -> bool {
+        self.0 & o.0 == o.0
+    }
+}
+
+impl std::ops::BitOr for WriteFlags {
+    type Output = WriteFlags;
+    fn bitor(self, o: WriteFlags) -> WriteFlags {
+        WriteFlags(self.0 | o.0)
+    }
+}
+
+/// A B+tree being modified: its record and how its keys compare. Named
+/// databases, the main and free databases, and DUPSORT sub-databases are all
+/// trees; the caller stores `rec` back where it came from.
+#[derive(Clone, Copy)]
+pub(crate) struct Tree {
+    pub(crate) rec: DbRecord,
+    pub(crate) cmp: CmpFn,
+    /// For DUPSORT databases: how duplicate values compare.
+    pub(crate) dups: Option<CmpFn>,
+    /// Key size of a tree with LEAF2 leaves (DUPFIXED sub-databases), else 0.
+    pub(crate) fixed: usize,
+}
+
+/// The free database's tree as the pager holds it.
+pub(crate) fn free_tree(pager: &Pager<'_>) -> Tree {
+    Tree {
+        rec: pager.free_db,
+        cmp: for_flags(pager.free_db.flags),
+        dups: None,
+        fixed: 0,
+    }
+}
