@@ -4,10 +4,10 @@ use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::format::meta::DbRecord;
 use crate::position::Position;
+use crate::snapshot::Snapshot;
+use crate::tree::check_key;
 use crate::tree::Item;
-use crate::txn::sealed::Snapshot;
-use crate::txn::{RwTxn, Txn};
-use crate::WriteFlags;
+
 use std::ops::{Bound, RangeBounds};
 
 /// A read cursor. Items borrow from the transaction, not from the cursor,
@@ -27,7 +27,7 @@ use std::ops::{Bound, RangeBounds};
 /// assert_eq!(keys, [b"a", b"b", b"c"]);
 /// # Ok::<(), mdb::Error>(())
 /// ```
-pub struct Cursor<'t, T: Txn> {
+pub struct Cursor<'t, T: Snapshot> {
     txn: &'t T,
     rec: DbRecord,
     pos: Position,
@@ -37,7 +37,7 @@ pub struct Cursor<'t, T: Txn> {
     leaf: Option<crate::format::page::Page<'t>>,
 }
 
-impl<'t, T: Txn> Cursor<'t, T> {
+impl<'t, T: Snapshot> Cursor<'t, T> {
     pub(crate) fn new(txn: &'t T, db: Database) -> Result<Self> {
         let rec = txn.db(db)?;
         let (k, d) = txn.env().comparators(db, rec.flags);
@@ -194,7 +194,7 @@ impl<'t, T: Txn> Cursor<'t, T> {
 }
 
 /// Walking a cursor as an iterator yields every following item.
-impl<'t, T: Txn> IntoIterator for Cursor<'t, T> {
+impl<'t, T: Snapshot> IntoIterator for Cursor<'t, T> {
     type Item = Result<Item<'t>>;
     type IntoIter = Iter<'t, T>;
     fn into_iter(self) -> Iter<'t, T> {
@@ -204,16 +204,16 @@ impl<'t, T: Txn> IntoIterator for Cursor<'t, T> {
 
 /// Iterator over the items following a cursor's position (all items for a
 /// fresh cursor), every duplicate included.
-pub struct Iter<'t, T: Txn>(Cursor<'t, T>);
+pub struct Iter<'t, T: Snapshot>(Cursor<'t, T>);
 
-impl<'t, T: Txn> Iterator for Iter<'t, T> {
+impl<'t, T: Snapshot> Iterator for Iter<'t, T> {
     type Item = Result<Item<'t>>;
     fn next(&mut self) -> Option<Self::Item> {
         self.0.next().transpose()
     }
 }
 
-impl<'t, T: Txn> Cursor<'t, T> {
+impl<'t, T: Snapshot> Cursor<'t, T> {
     /// Iterate from the current position on (from the first item if fresh).
     pub fn iter(self) -> Iter<'t, T> {
         Iter(self)
@@ -221,14 +221,14 @@ impl<'t, T: Txn> Cursor<'t, T> {
 }
 
 /// Iterator over a key range (see [`Cursor::range`]).
-pub struct Range<'c, 't, T: Txn> {
+pub struct Range<'c, 't, T: Snapshot> {
     cursor: &'c mut Cursor<'t, T>,
     pending: Option<Result<Option<Item<'t>>>>,
     end: Bound<Vec<u8>>,
     cmp: crate::format::cmp::CmpFn,
 }
 
-impl<'t, T: Txn> Iterator for Range<'_, 't, T> {
+impl<'t, T: Snapshot> Iterator for Range<'_, 't, T> {
     type Item = Result<Item<'t>>;
     fn next(&mut self) -> Option<Self::Item> {
         let r = match self.pending.take() {
@@ -256,95 +256,6 @@ impl<'t, T: Txn> Iterator for Range<'_, 't, T> {
             }
             Err(e) => Some(Err(e)),
         }
-    }
-}
-
-pub(crate) fn check_key(key: &[u8]) -> Result<()> {
-    if key.is_empty() || key.len() > crate::env::MAX_KEY_SIZE {
-        return Err(Error::BadValSize);
-    }
-    Ok(())
-}
-
-/// A cursor of the write transaction that can also put and delete.
-/// Items it returns borrow the cursor, so they end at the next change.
-pub struct RwCursor<'t, 'env> {
-    txn: &'t mut RwTxn<'env>,
-    st: CursorState,
-}
-
-impl<'env> RwTxn<'env> {
-    /// A cursor that can modify `db`.
-    pub fn write_cursor(&mut self, db: Database) -> Result<RwCursor<'_, 'env>> {
-        if db == Database::FREE {
-            return Err(Error::Os(libc::EINVAL));
-        }
-        let st = CursorState::new(&*self, db)?;
-        Ok(RwCursor { txn: self, st })
-    }
-}
-
-impl RwCursor<'_, '_> {
-    /// Perform any cursor operation (LMDB's `mdb_cursor_get`).
-    pub fn op(&mut self, op: CursorOp<'_>) -> Result<Option<Item<'_>>> {
-        self.st.get(&*self.txn, op)
-    }
-    /// First item.
-    pub fn first(&mut self) -> Result<Option<Item<'_>>> {
-        self.op(CursorOp::First)
-    }
-    /// Last item.
-    pub fn last(&mut self) -> Result<Option<Item<'_>>> {
-        self.op(CursorOp::Last)
-    }
-    /// Next item; after a delete, the item that followed the deleted one.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Result<Option<Item<'_>>> {
-        self.op(CursorOp::Next)
-    }
-    /// Previous item.
-    pub fn prev(&mut self) -> Result<Option<Item<'_>>> {
-        self.op(CursorOp::Prev)
-    }
-    /// Next value of the current key.
-    pub fn next_dup(&mut self) -> Result<Option<Item<'_>>> {
-        self.op(CursorOp::NextDup)
-    }
-    /// First value of the next key.
-    pub fn next_nodup(&mut self) -> Result<Option<Item<'_>>> {
-        self.op(CursorOp::NextNodup)
-    }
-    /// The item at the cursor.
-    pub fn get_current(&mut self) -> Result<Option<Item<'_>>> {
-        self.op(CursorOp::GetCurrent)
-    }
-    /// Position at exactly `key`.
-    pub fn set_key(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
-        self.op(CursorOp::SetKey(key))
-    }
-    /// Position at the first key >= `key`.
-    pub fn set_range(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
-        self.op(CursorOp::SetRange(key))
-    }
-    /// Position at exactly `key` and value `val` (DUPSORT).
-    pub fn get_both(&mut self, key: &[u8], val: &[u8]) -> Result<Option<Item<'_>>> {
-        self.op(CursorOp::GetBoth(key, val))
-    }
-    /// Number of values of the current key.
-    pub fn count(&mut self) -> Result<u64> {
-        self.st.count(&*self.txn)
-    }
-    /// Store `key`/`val` and leave the cursor on it. With
-    /// [`WriteFlags::CURRENT`] the current item is replaced; its key must
-    /// equal `key` (`EINVAL` otherwise, where LMDB would corrupt the order).
-    pub fn put(&mut self, key: &[u8], val: &[u8], flags: WriteFlags) -> Result<()> {
-        self.txn.cursor_put(&mut self.st, key, val, flags)
-    }
-    /// Delete the item at the cursor (with `all_dups`, every value of its
-    /// key). The cursor then sits on the following item, which the next
-    /// [`RwCursor::next`] returns.
-    pub fn del(&mut self, all_dups: bool) -> Result<()> {
-        self.txn.cursor_del(&mut self.st, all_dups)
     }
 }
 
@@ -411,18 +322,18 @@ pub enum CursorOp<'k> {
 /// # Ok::<(), mdb::Error>(())
 /// ```
 pub struct CursorState {
-    db: Database,
-    flags: u16,
-    pos: Position,
-    gen: u64,
-    key: Vec<u8>,
-    val: Vec<u8>,
-    saved: bool,
+    pub(crate) db: Database,
+    pub(crate) flags: u16,
+    pub(crate) pos: Position,
+    pub(crate) gen: u64,
+    pub(crate) key: Vec<u8>,
+    pub(crate) val: Vec<u8>,
+    pub(crate) saved: bool,
 }
 
 impl CursorState {
     /// An unpositioned cursor over `db` of `txn`.
-    pub fn new<T: Txn>(txn: &T, db: Database) -> Result<CursorState> {
+    pub fn new<T: Snapshot>(txn: &T, db: Database) -> Result<CursorState> {
         let rec = txn.db(db)?;
         let (k, d) = txn.env().comparators(db, rec.flags);
         Ok(CursorState {
@@ -449,7 +360,7 @@ impl CursorState {
     }
 
     /// Re-find the saved item after changes made through other handles.
-    fn resync<T: Txn>(&mut self, txn: &T, rec: &DbRecord) -> Result<()> {
+    pub(crate) fn resync<T: Snapshot>(&mut self, txn: &T, rec: &DbRecord) -> Result<()> {
         let g = txn.generation();
         if g == self.gen {
             return Ok(());
@@ -481,7 +392,7 @@ impl CursorState {
         Ok(())
     }
 
-    fn remember(&mut self, item: Option<Item<'_>>, write: bool) {
+    pub(crate) fn remember(&mut self, item: Option<Item<'_>>, write: bool) {
         if !write {
             return;
         }
@@ -503,7 +414,11 @@ impl CursorState {
 
     /// Perform `op`; returns the item (key, value) the cursor lands on, or
     /// `None` for LMDB's `MDB_NOTFOUND`.
-    pub fn get<'t, T: Txn>(&mut self, txn: &'t T, op: CursorOp<'_>) -> Result<Option<Item<'t>>> {
+    pub fn get<'t, T: Snapshot>(
+        &mut self,
+        txn: &'t T,
+        op: CursorOp<'_>,
+    ) -> Result<Option<Item<'t>>> {
         // A scan step on a plain database that stays on the leaf: nothing
         // changed since the last call, so no record or re-sync is needed.
         if let CursorOp::Next = op {
@@ -528,7 +443,7 @@ impl CursorState {
     }
 
     /// Number of values of the current key (DUPSORT only).
-    pub fn count<T: Txn>(&mut self, txn: &T) -> Result<u64> {
+    pub fn count<T: Snapshot>(&mut self, txn: &T) -> Result<u64> {
         let rec = txn.db(self.db)?;
         self.resync(txn, &rec)?;
         count(&self.pos, txn)
@@ -540,113 +455,9 @@ impl CursorState {
     }
 }
 
-impl RwTxn<'_> {
-    /// Put through a detached cursor (`mdb_cursor_put`), leaving it on the
-    /// stored item. With [`WriteFlags::CURRENT`] the item at the cursor is
-    /// replaced; `key` must be its key (`EINVAL` otherwise).
-    pub fn cursor_put(
-        &mut self,
-        st: &mut CursorState,
-        key: &[u8],
-        val: &[u8],
-        flags: WriteFlags,
-    ) -> Result<()> {
-        let db = st.db;
-        let rec = self.db(db)?;
-        st.resync(&*self, &rec)?;
-        if flags.contains(WriteFlags::CURRENT) {
-            if st.pos.unset() {
-                return Err(Error::Os(libc::EINVAL));
-            }
-            let dups = st.pos.dcmp.is_some();
-            // A plain value is not needed (and may be huge): copy dups only.
-            let (ck, cv) = match st.pos.current(&*self)? {
-                Some((k, v)) => (k.to_vec(), if dups { v.to_vec() } else { Vec::new() }),
-                None => return Err(Error::NotFound),
-            };
-            if ck != key {
-                return Err(Error::Os(libc::EINVAL));
-            }
-            if dups && cv != val {
-                self.del_dup(db, key, &cv)?;
-            }
-        }
-        let plain = WriteFlags(flags.0 & !WriteFlags::CURRENT.0);
-        let r = self.put(db, key, val, plain);
-        if r.is_ok() || r == Err(Error::KeyExist) {
-            let rec = self.db(db)?;
-            if st.pos.dcmp.is_some() && r.is_ok() {
-                st.pos.seek_both(&*self, &rec, key, val, true)?;
-            } else {
-                st.pos.seek(&*self, &rec, key)?;
-            }
-            let cur = st.pos.current(&*self)?;
-            st.remember(cur, true);
-            st.gen = self.generation();
-        }
-        r
-    }
-
-    /// Delete the item at a detached cursor (`mdb_cursor_del`); with
-    /// `all_dups` every value of its key. The cursor then sits on the
-    /// following item, which the next `Next` returns.
-    pub fn cursor_del(&mut self, st: &mut CursorState, all_dups: bool) -> Result<()> {
-        let db = st.db;
-        let rec = self.db(db)?;
-        st.resync(&*self, &rec)?;
-        if st.pos.unset() {
-            return Err(Error::Os(libc::EINVAL));
-        }
-        let dups = st.pos.dcmp.is_some();
-        if !dups {
-            // Delete at the position itself, no search from the root.
-            let key = match st.pos.current(&*self)? {
-                Some((k, _)) => k.to_vec(),
-                None => return Err(Error::NotFound),
-            };
-            match self.del_at(db, &st.pos.main.path)? {
-                Some(path) => st.pos.main.path = path,
-                None => {
-                    let rec = self.db(db)?;
-                    st.pos.seek(&*self, &rec, &key)?;
-                }
-            }
-            if !st.pos.unset() {
-                st.pos.just_deleted = true;
-            }
-            let cur = st.pos.current(&*self)?;
-            st.remember(cur, true);
-            st.gen = self.generation();
-            return Ok(());
-        }
-        let (key, val) = match st.pos.current(&*self)? {
-            Some((k, v)) => (k.to_vec(), if dups { v.to_vec() } else { Vec::new() }),
-            None => return Err(Error::NotFound),
-        };
-        if dups && !all_dups {
-            self.del_dup(db, &key, &val)?;
-        } else {
-            self.del(db, &key)?;
-        }
-        let rec = self.db(db)?;
-        let still =
-            dups && !all_dups && st.pos.seek_both(&*self, &rec, &key, &val, false)?.is_some();
-        if !still && st.pos.seek(&*self, &rec, &key)? && dups && !all_dups {
-            st.pos.next_nodup(&*self, &rec)?;
-        }
-        if !st.pos.unset() {
-            st.pos.just_deleted = true;
-        }
-        let cur = st.pos.current(&*self)?;
-        st.remember(cur, true);
-        st.gen = self.generation();
-        Ok(())
-    }
-}
-
 /// One cursor operation on a position: the single place where LMDB's cursor
 /// op rules live (used by [`Cursor`], [`RwCursor`] and [`CursorState`]).
-fn apply<'t, T: Txn>(
+fn apply<'t, T: Snapshot>(
     pos: &mut Position,
     txn: &'t T,
     rec: &DbRecord,
@@ -742,7 +553,7 @@ fn apply<'t, T: Txn>(
 }
 
 /// `mdb_cursor_count`: values of the current key.
-fn count<T: Txn>(pos: &Position, txn: &T) -> Result<u64> {
+fn count<T: Snapshot>(pos: &Position, txn: &T) -> Result<u64> {
     if pos.dcmp.is_none() {
         return Err(Error::Incompatible);
     }

@@ -4,9 +4,9 @@ use crate::db::{Database, Stat};
 use crate::error::{Error, Result};
 use crate::format::meta::{Meta, META_LEN};
 use crate::io::{CommitSink, DataFile, FaultInjector, FileSink, MapSink};
+use crate::lock::ThreadSlots;
 use crate::lock::{LockFile, ReaderInfo};
 use crate::mmap::Map;
-use crate::txn::ThreadSlots;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -84,8 +84,7 @@ pub struct EnvInfo {
 
 /// Default map size: LMDB's 1 MiB.
 pub const DEFAULT_MAPSIZE: usize = 1 << 20;
-/// Longest key (and DB name) accepted.
-pub const MAX_KEY_SIZE: usize = 511;
+pub use crate::format::page::MAX_KEY_SIZE;
 
 /// Builder for opening an [`Env`].
 ///

@@ -15,7 +15,6 @@
 #![deny(missing_docs)]
 
 pub mod check;
-mod commit;
 mod copy;
 mod cursor;
 mod db;
@@ -27,9 +26,9 @@ pub(crate) mod lock;
 mod mmap;
 mod pager;
 mod position;
+mod snapshot;
 mod tree;
 mod txn;
-mod write;
 
 /// Version string printed by the tools' `-V`.
 pub const VERSION_STRING: &str = concat!(
@@ -39,7 +38,7 @@ pub const VERSION_STRING: &str = concat!(
 );
 
 pub use copy::{CopyProgress, CopyStats, ProgressFn};
-pub use cursor::{Cursor, CursorOp, CursorState, Iter, Range, RwCursor};
+pub use cursor::{Cursor, CursorOp, CursorState, Iter, Range};
 pub use db::{Database, Stat};
 pub use env::{Env, EnvFlags, EnvInfo, EnvOptions, MAX_KEY_SIZE};
 pub use error::{Error, Result};
@@ -49,4 +48,4 @@ pub use format::{cmp, meta, page};
 pub use lock::ReaderInfo;
 pub use tree::Item;
 pub use tree::WriteFlags;
-pub use txn::{NestedTxn, RoTxn, RwTxn, Txn};
+pub use txn::{NestedTxn, RoTxn, RwCursor, RwTxn, Txn};

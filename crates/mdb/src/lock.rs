@@ -749,6 +749,40 @@ impl Drop for LockFile {
     }
 }
 
+/// The reader slots owned by the threads of one `Env`. As in LMDB, without
+/// NO_TLS a thread takes a slot on its first read transaction and keeps it
+/// until it exits or the `Env` closes, whichever comes first.
+pub(crate) struct ThreadSlots {
+    lock: Arc<LockFile>,
+    pub(crate) held: Mutex<Vec<usize>>,
+}
+
+impl ThreadSlots {
+    pub(crate) fn new(lock: Arc<LockFile>) -> ThreadSlots {
+        ThreadSlots {
+            lock,
+            held: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Free `slot` unless the `Env` closed (and freed it) already.
+    pub(crate) fn release(&self, slot: usize) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = held.iter().position(|&s| s == slot) {
+            held.swap_remove(i);
+            self.lock.release_slot(slot);
+        }
+    }
+
+    /// Free every slot (the `Env` closes).
+    pub(crate) fn release_all(&self) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        for s in held.drain(..) {
+            self.lock.release_slot(s);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

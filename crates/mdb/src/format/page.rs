@@ -6,6 +6,9 @@
 
 use crate::error::{Error, Result};
 
+/// Longest key (and DB name) accepted.
+pub const MAX_KEY_SIZE: usize = 511;
+
 /// Size of the page header.
 pub const HDR: usize = 16;
 /// Size of a node header.

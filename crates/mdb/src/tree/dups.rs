@@ -174,7 +174,7 @@ impl NewDups {
 }
 
 fn check_dup_value(t: &Tree, val: &[u8]) -> Result<()> {
-    if val.len() > crate::env::MAX_KEY_SIZE {
+    if val.len() > crate::format::page::MAX_KEY_SIZE {
         return Err(Error::BadValSize);
     }
     if t.rec.flags & INTEGERDUP != 0 && val.len() != 4 && val.len() != 8 {

@@ -1,7 +1,6 @@
 //! Insertion: copy-on-write of the path, placing large values in overflow
 //! runs, and page splits (the split point chosen as the inserts run).
 
-use crate::cursor::check_key;
 use crate::error::{Error, Result};
 use crate::format::page::{
     self, edit, encode_branch, footprint, node_max, ov_pages, raw_key, rekey_branch, NodeData,

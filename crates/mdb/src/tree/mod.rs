@@ -22,8 +22,10 @@ pub(crate) use insert::*;
 pub use read::Item;
 pub(crate) use read::{contains, descend, get, get_node, node_value, CursorPos, Path, MAX_DEPTH};
 
+use crate::error::{Error, Result};
 use crate::format::cmp::{for_flags, CmpFn};
 use crate::format::meta::DbRecord;
+use crate::format::page::MAX_KEY_SIZE;
 use crate::pager::Pager;
 
 /// Flags of a put (LMDB's `MDB_*` write flags).
@@ -39,7 +41,7 @@ impl WriteFlags {
     pub const NO_DUP_DATA: WriteFlags = WriteFlags(0x20);
     /// `MDB_CURRENT`: replace the item at the cursor.
     pub const CURRENT: WriteFlags = WriteFlags(0x40);
-    /// `MDB_RESERVE`: reserve space for the value (see [`RwTxn::reserve`]).
+    /// `MDB_RESERVE`: reserve space for the value (see [`RwTxn::reserve`](crate::RwTxn::reserve)).
     pub const RESERVE: WriteFlags = WriteFlags(0x10000);
     /// `MDB_APPEND`: the key is greater than every key (fast path, no split copying);
     /// `KeyExist` otherwise.
@@ -81,4 +83,12 @@ pub(crate) fn free_tree(pager: &Pager<'_>) -> Tree {
         dups: None,
         fixed: 0,
     }
+}
+
+/// Keys are 1 to [`MAX_KEY_SIZE`] bytes.
+pub(crate) fn check_key(key: &[u8]) -> Result<()> {
+    if key.is_empty() || key.len() > MAX_KEY_SIZE {
+        return Err(Error::BadValSize);
+    }
+    Ok(())
 }

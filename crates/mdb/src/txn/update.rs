@@ -2,12 +2,12 @@
 //! Each checks its arguments and the handle, then works on the database's
 //! tree through the tree layer and stores the changed record back.
 
-use crate::cursor::check_key;
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::format::meta::DbRecord;
 use crate::format::page::F_SUBDATA;
 use crate::pager::PageRead;
+use crate::tree::check_key;
 use crate::tree::{self, Path, Tree, Value, WriteFlags};
 use crate::txn::RwTxn;
 

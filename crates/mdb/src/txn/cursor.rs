@@ -1,0 +1,192 @@
+//! Writes through cursors: [`RwCursor`], and puts and deletes at a
+//! detached [`CursorState`] (what the C API's cursors use).
+
+use super::*;
+use crate::cursor::{CursorOp, CursorState};
+use crate::tree::{Item, WriteFlags};
+
+/// A cursor of the write transaction that can also put and delete.
+/// Items it returns borrow the cursor, so they end at the next change.
+pub struct RwCursor<'t, 'env> {
+    txn: &'t mut RwTxn<'env>,
+    st: CursorState,
+}
+
+impl<'env> RwTxn<'env> {
+    /// A cursor that can modify `db`.
+    pub fn write_cursor(&mut self, db: Database) -> Result<RwCursor<'_, 'env>> {
+        if db == Database::FREE {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        let st = CursorState::new(&*self, db)?;
+        Ok(RwCursor { txn: self, st })
+    }
+}
+
+impl RwCursor<'_, '_> {
+    /// Perform any cursor operation (LMDB's `mdb_cursor_get`).
+    pub fn op(&mut self, op: CursorOp<'_>) -> Result<Option<Item<'_>>> {
+        self.st.get(&*self.txn, op)
+    }
+    /// First item.
+    pub fn first(&mut self) -> Result<Option<Item<'_>>> {
+        self.op(CursorOp::First)
+    }
+    /// Last item.
+    pub fn last(&mut self) -> Result<Option<Item<'_>>> {
+        self.op(CursorOp::Last)
+    }
+    /// Next item; after a delete, the item that followed the deleted one.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<Item<'_>>> {
+        self.op(CursorOp::Next)
+    }
+    /// Previous item.
+    pub fn prev(&mut self) -> Result<Option<Item<'_>>> {
+        self.op(CursorOp::Prev)
+    }
+    /// Next value of the current key.
+    pub fn next_dup(&mut self) -> Result<Option<Item<'_>>> {
+        self.op(CursorOp::NextDup)
+    }
+    /// First value of the next key.
+    pub fn next_nodup(&mut self) -> Result<Option<Item<'_>>> {
+        self.op(CursorOp::NextNodup)
+    }
+    /// The item at the cursor.
+    pub fn get_current(&mut self) -> Result<Option<Item<'_>>> {
+        self.op(CursorOp::GetCurrent)
+    }
+    /// Position at exactly `key`.
+    pub fn set_key(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
+        self.op(CursorOp::SetKey(key))
+    }
+    /// Position at the first key >= `key`.
+    pub fn set_range(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
+        self.op(CursorOp::SetRange(key))
+    }
+    /// Position at exactly `key` and value `val` (DUPSORT).
+    pub fn get_both(&mut self, key: &[u8], val: &[u8]) -> Result<Option<Item<'_>>> {
+        self.op(CursorOp::GetBoth(key, val))
+    }
+    /// Number of values of the current key.
+    pub fn count(&mut self) -> Result<u64> {
+        self.st.count(&*self.txn)
+    }
+    /// Store `key`/`val` and leave the cursor on it. With
+    /// [`WriteFlags::CURRENT`] the current item is replaced; its key must
+    /// equal `key` (`EINVAL` otherwise, where LMDB would corrupt the order).
+    pub fn put(&mut self, key: &[u8], val: &[u8], flags: WriteFlags) -> Result<()> {
+        self.txn.cursor_put(&mut self.st, key, val, flags)
+    }
+    /// Delete the item at the cursor (with `all_dups`, every value of its
+    /// key). The cursor then sits on the following item, which the next
+    /// [`RwCursor::next`] returns.
+    pub fn del(&mut self, all_dups: bool) -> Result<()> {
+        self.txn.cursor_del(&mut self.st, all_dups)
+    }
+}
+
+impl RwTxn<'_> {
+    /// Put through a detached cursor (`mdb_cursor_put`), leaving it on the
+    /// stored item. With [`WriteFlags::CURRENT`] the item at the cursor is
+    /// replaced; `key` must be its key (`EINVAL` otherwise).
+    pub fn cursor_put(
+        &mut self,
+        st: &mut CursorState,
+        key: &[u8],
+        val: &[u8],
+        flags: WriteFlags,
+    ) -> Result<()> {
+        let db = st.db;
+        let rec = self.db(db)?;
+        st.resync(&*self, &rec)?;
+        if flags.contains(WriteFlags::CURRENT) {
+            if st.pos.unset() {
+                return Err(Error::Os(libc::EINVAL));
+            }
+            let dups = st.pos.dcmp.is_some();
+            // A plain value is not needed (and may be huge): copy dups only.
+            let (ck, cv) = match st.pos.current(&*self)? {
+                Some((k, v)) => (k.to_vec(), if dups { v.to_vec() } else { Vec::new() }),
+                None => return Err(Error::NotFound),
+            };
+            if ck != key {
+                return Err(Error::Os(libc::EINVAL));
+            }
+            if dups && cv != val {
+                self.del_dup(db, key, &cv)?;
+            }
+        }
+        let plain = WriteFlags(flags.0 & !WriteFlags::CURRENT.0);
+        let r = self.put(db, key, val, plain);
+        if r.is_ok() || r == Err(Error::KeyExist) {
+            let rec = self.db(db)?;
+            if st.pos.dcmp.is_some() && r.is_ok() {
+                st.pos.seek_both(&*self, &rec, key, val, true)?;
+            } else {
+                st.pos.seek(&*self, &rec, key)?;
+            }
+            let cur = st.pos.current(&*self)?;
+            st.remember(cur, true);
+            st.gen = self.generation();
+        }
+        r
+    }
+
+    /// Delete the item at a detached cursor (`mdb_cursor_del`); with
+    /// `all_dups` every value of its key. The cursor then sits on the
+    /// following item, which the next `Next` returns.
+    pub fn cursor_del(&mut self, st: &mut CursorState, all_dups: bool) -> Result<()> {
+        let db = st.db;
+        let rec = self.db(db)?;
+        st.resync(&*self, &rec)?;
+        if st.pos.unset() {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        let dups = st.pos.dcmp.is_some();
+        if !dups {
+            // Delete at the position itself, no search from the root.
+            let key = match st.pos.current(&*self)? {
+                Some((k, _)) => k.to_vec(),
+                None => return Err(Error::NotFound),
+            };
+            match self.del_at(db, &st.pos.main.path)? {
+                Some(path) => st.pos.main.path = path,
+                None => {
+                    let rec = self.db(db)?;
+                    st.pos.seek(&*self, &rec, &key)?;
+                }
+            }
+            if !st.pos.unset() {
+                st.pos.just_deleted = true;
+            }
+            let cur = st.pos.current(&*self)?;
+            st.remember(cur, true);
+            st.gen = self.generation();
+            return Ok(());
+        }
+        let (key, val) = match st.pos.current(&*self)? {
+            Some((k, v)) => (k.to_vec(), if dups { v.to_vec() } else { Vec::new() }),
+            None => return Err(Error::NotFound),
+        };
+        if dups && !all_dups {
+            self.del_dup(db, &key, &val)?;
+        } else {
+            self.del(db, &key)?;
+        }
+        let rec = self.db(db)?;
+        let still =
+            dups && !all_dups && st.pos.seek_both(&*self, &rec, &key, &val, false)?.is_some();
+        if !still && st.pos.seek(&*self, &rec, &key)? && dups && !all_dups {
+            st.pos.next_nodup(&*self, &rec)?;
+        }
+        if !st.pos.unset() {
+            st.pos.just_deleted = true;
+        }
+        let cur = st.pos.current(&*self)?;
+        st.remember(cur, true);
+        st.gen = self.generation();
+        Ok(())
+    }
+}

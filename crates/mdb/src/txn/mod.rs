@@ -1,0 +1,168 @@
+//! Transactions: read snapshots ([`RoTxn`]) and the single writer ([`RwTxn`]).
+//!
+//! A read transaction publishes its snapshot's txn id in a reader slot and
+//! then reads pages straight from the map: no locks, no copies. The write
+//! transaction copies pages on write into heap buffers ("dirty pages"),
+//! allocates page numbers from the free list, and at commit writes the dirty
+//! pages, syncs, and flips the meta page (see `commit.rs`).
+//!
+//! `read`: [`RoTxn`] and reader slots; `write`: [`RwTxn`], its database
+//! table and `update` (puts and deletes); `cursor`: writes through cursors;
+//! `nested`: child transactions; `commit`.
+
+mod commit;
+mod cursor;
+mod nested;
+mod read;
+mod update;
+mod write;
+
+pub use cursor::RwCursor;
+pub use nested::NestedTxn;
+pub use read::RoTxn;
+pub use write::RwTxn;
+
+use crate::cursor::Cursor;
+use crate::db::{Database, Stat};
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::format::flags::{DUPSORT, INTEGERKEY, PERSISTENT, SUPPORTED};
+use crate::format::meta::DbRecord;
+use crate::format::page::{F_DUPDATA, F_SUBDATA};
+pub(crate) use crate::snapshot::Snapshot;
+use crate::tree;
+use std::cell::RefCell;
+
+/// Operations every transaction offers: lookups, cursors and statistics.
+pub trait Txn: Snapshot + Sized {
+    /// Look up `key`; the value borrows from the map (or the transaction's own
+    /// pages) and cannot outlive the transaction.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Env, Database, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// let r = env.read_txn()?;
+    /// assert_eq!(r.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
+        let rec = self.db(db)?;
+        let (cmp, _) = self.env().comparators(db, rec.flags);
+        tree::get(self, &rec, cmp, key)
+    }
+
+    /// A cursor over `db`, unpositioned.
+    fn cursor(&self, db: Database) -> Result<Cursor<'_, Self>> {
+        Cursor::new(self, db)
+    }
+
+    /// Statistics of `db` in this snapshot.
+    fn stat(&self, db: Database) -> Result<Stat> {
+        Ok(Stat::from_record(self.env().psize, &self.db(db)?))
+    }
+
+    /// Flags of `db`.
+    fn db_flags(&self, db: Database) -> Result<crate::DbFlags> {
+        Ok(crate::DbFlags(self.db(db)?.flags))
+    }
+
+    /// The id of this transaction (the snapshot's id for readers).
+    fn id(&self) -> u64 {
+        self.txn_id()
+    }
+
+    /// Open an existing named database: `NotFound` if absent, `Incompatible` if
+    /// the name is a plain key of the main database. A handle first opened
+    /// in a write transaction is usable by other transactions only once
+    /// that one commits (see [`Database`]).
+    fn open_db(&self, name: impl AsRef<[u8]>) -> Result<Database> {
+        let name = name.as_ref();
+        check_name(self.env(), name)?;
+        let rec = lookup_named(self, name)?.ok_or(Error::NotFound)?;
+        check_supported(rec.flags)?;
+        let db = self
+            .env()
+            .register_dbi(name, rec.flags, self.write_level())?;
+        // The handle slot may have been closed and reused: refresh our copy.
+        self.cache_db(db, rec);
+        Ok(db)
+    }
+}
+
+pub(crate) fn check_name(env: &Env, name: &[u8]) -> Result<()> {
+    if name.is_empty() || name.len() > crate::format::page::MAX_KEY_SIZE {
+        return Err(Error::BadValSize);
+    }
+    let main = env.dbi_info(Database::MAIN)?;
+    if main.flags & (DUPSORT | INTEGERKEY) != 0 {
+        return Err(Error::Incompatible);
+    }
+    Ok(())
+}
+
+/// Reject what this engine cannot yet handle, instead of misreading it.
+pub(crate) fn check_supported(flags: u16) -> Result<()> {
+    if flags & PERSISTENT & !SUPPORTED != 0 {
+        return Err(Error::Incompatible);
+    }
+    Ok(())
+}
+
+/// The record of named database `name` in the main database of `s`.
+pub(crate) fn lookup_named<S: Snapshot>(s: &S, name: &[u8]) -> Result<Option<DbRecord>> {
+    let main = s.db(Database::MAIN)?;
+    let (cmp, _) = s.env().comparators(Database::MAIN, main.flags);
+    match tree::get_node(s, &main, cmp, name)? {
+        None => Ok(None),
+        Some(n) => {
+            if n.flags() & (F_SUBDATA | F_DUPDATA) != F_SUBDATA || n.dsize() != 48 {
+                return Err(Error::Incompatible);
+            }
+            Ok(Some(DbRecord::decode(n.data())))
+        }
+    }
+}
+
+/// Load the record of database `db` as seen from `s`'s main database.
+/// `EINVAL` for a closed handle, and (as LMDB) for one that only the
+/// uncommitted write transaction may use.
+pub(crate) fn load_named<S: Snapshot>(s: &S, env: &Env, db: Database) -> Result<DbRecord> {
+    let info = env.dbi_info(db)?;
+    if info.pending.is_some() && s.write_level().is_none() {
+        return Err(Error::Os(libc::EINVAL));
+    }
+    let name = info.name.ok_or(Error::Os(libc::EINVAL))?;
+    let rec = lookup_named(s, &name)?.ok_or(Error::BadDbi)?;
+    check_supported(rec.flags)?;
+    Ok(rec)
+}
+
+thread_local! {
+    /// Environments in which this thread holds the write transaction.
+    pub(crate) static WRITE_ACTIVE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// The reader slots this thread owns (without NO_TLS), freed when it exits.
+    pub(crate) static MY_SLOTS: read::MySlots = const { read::MySlots(RefCell::new(Vec::new())) };
+}
+
+pub(crate) fn tls_enter(
+    set: &'static std::thread::LocalKey<RefCell<Vec<usize>>>,
+    id: usize,
+) -> bool {
+    set.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.contains(&id) {
+            false
+        } else {
+            s.push(id);
+            true
+        }
+    })
+}
+
+pub(crate) fn tls_leave(set: &'static std::thread::LocalKey<RefCell<Vec<usize>>>, id: usize) {
+    set.with(|s| s.borrow_mut().retain(|&x| x != id));
+}

@@ -1,0 +1,113 @@
+//! Nested (child) write transactions.
+
+use super::write::TxnDb;
+use super::*;
+
+/// A nested (child) write transaction: it sees its parent's changes, and
+/// its own become part of the parent on [`NestedTxn::commit`] or vanish on
+/// abort (drop). The parent is borrowed for the child's life, so it cannot be
+/// used meanwhile (LMDB's `MDB_BAD_TXN` rule, checked at compile time).
+/// Children nest to any depth; all [`RwTxn`] operations are available
+/// through `Deref`.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"a", b"1", WriteFlags::EMPTY)?;
+/// {
+///     let mut child = w.nested()?;
+///     child.put(Database::MAIN, b"b", b"2", WriteFlags::EMPTY)?;
+///     child.abort();
+/// }
+/// let mut child = w.nested()?;
+/// child.put(Database::MAIN, b"c", b"3", WriteFlags::EMPTY)?;
+/// child.commit()?;
+/// assert_eq!(w.get(Database::MAIN, b"b")?, None);
+/// assert_eq!(w.get(Database::MAIN, b"c")?, Some(&b"3"[..]));
+/// # Ok::<(), mdb::Error>(())
+/// ```
+pub struct NestedTxn<'p, 'env> {
+    parent: &'p mut RwTxn<'env>,
+    saved: Option<Saved>,
+}
+
+/// The parent's state when a child began: what an abort restores.
+struct Saved {
+    pages: crate::pager::Saved,
+    dbs: Vec<Option<TxnDb>>,
+    broken: bool,
+}
+
+impl<'env> RwTxn<'env> {
+    /// Begin a child transaction. Its cost is a copy of this transaction's
+    /// dirty pages, taken so an abort can restore them.
+    pub fn nested(&mut self) -> Result<NestedTxn<'_, 'env>> {
+        if self.broken.get() {
+            return Err(Error::BadTxn);
+        }
+        let saved = Saved {
+            pages: self.pg.save(),
+            dbs: self.dbs.borrow().clone(),
+            broken: self.broken.get(),
+        };
+        self.depth += 1;
+        Ok(NestedTxn {
+            parent: self,
+            saved: Some(saved),
+        })
+    }
+}
+
+impl NestedTxn<'_, '_> {
+    /// Fold the child's changes into the parent. A child that failed midway
+    /// cannot commit: its changes are dropped and `BadTxn` is returned.
+    pub fn commit(mut self) -> Result<()> {
+        if self.parent.broken.get() {
+            // As LMDB: the failed child is discarded and the parent can only abort.
+            let parent = &mut *self.parent;
+            if let Some(s) = self.saved.take() {
+                restore(parent, s);
+            }
+            parent.broken.set(true);
+            return Err(Error::BadTxn);
+        }
+        self.saved = None;
+        self.parent.env.end_new_dbis(self.parent.depth, true);
+        Ok(())
+    }
+
+    /// Discard the child's changes (same as dropping it).
+    pub fn abort(self) {}
+}
+
+fn restore(p: &mut RwTxn<'_>, s: Saved) {
+    p.env.end_new_dbis(p.depth, false);
+    p.pg.restore(s.pages);
+    *p.dbs.borrow_mut() = s.dbs;
+    p.broken.set(s.broken);
+    p.gen.set(p.gen.get() + 1);
+}
+
+impl Drop for NestedTxn<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(s) = self.saved.take() {
+            restore(self.parent, s);
+        }
+        self.parent.depth -= 1;
+    }
+}
+
+impl<'env> std::ops::Deref for NestedTxn<'_, 'env> {
+    type Target = RwTxn<'env>;
+    fn deref(&self) -> &RwTxn<'env> {
+        self.parent
+    }
+}
+
+impl std::ops::DerefMut for NestedTxn<'_, '_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.parent
+    }
+}

@@ -1,0 +1,287 @@
+//! Read transactions: a reader slot, a published snapshot, pages straight
+//! from the map.
+
+use super::*;
+use crate::env::{pick_meta, EnvFlags};
+use crate::format::meta::Meta;
+use crate::format::page::Page;
+use crate::lock::ThreadSlots;
+use crate::pager::{MapView, PageRead};
+use std::cell::Cell;
+use std::marker::PhantomData;
+use std::sync::{Arc, Weak};
+
+/// One slot this thread owns in the `Env` with id `env`.
+pub(crate) struct MySlot {
+    env: usize,
+    owner: Weak<ThreadSlots>,
+    slot: usize,
+    /// A read transaction of this thread uses it (one at a time, as LMDB).
+    busy: bool,
+}
+
+pub(crate) struct MySlots(pub(crate) RefCell<Vec<MySlot>>);
+
+impl Drop for MySlots {
+    fn drop(&mut self) {
+        for s in self.0.get_mut().drain(..) {
+            // A transaction still alive (kept in another thread-local) keeps
+            // its slot until the `Env` closes.
+            if let (false, Some(o)) = (s.busy, s.owner.upgrade()) {
+                o.release(s.slot);
+            }
+        }
+    }
+}
+
+/// A read-only snapshot. Lookups take no lock and never wait for the writer.
+pub struct RoTxn<'env> {
+    env: &'env Env,
+    slot: usize,
+    /// The slot is this transaction's (NO_TLS), freed at its end; otherwise
+    /// it is its thread's.
+    own_slot: bool,
+    meta: Meta,
+    /// The snapshot's pages in the map.
+    view: MapView<'env>,
+    dbs: RefCell<Vec<Option<DbRecord>>>,
+    /// Bound to the thread, as LMDB's default reader slots are.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Env {
+    /// Begin a read transaction. Without NO_TLS a thread may hold only one
+    /// per environment (`BadRslot` otherwise).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let r = env.read_txn()?; // a snapshot: later commits do not show
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// assert_eq!(r.get(Database::MAIN, b"k")?, None);
+    /// drop(r);
+    /// assert_eq!(env.read_txn()?.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn read_txn(&self) -> Result<RoTxn<'_>> {
+        if self.panicked.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Error::Panic);
+        }
+        let (slot, own_slot) = self.reader_slot()?;
+        let mut txn = RoTxn {
+            env: self,
+            slot,
+            own_slot,
+            // A placeholder until the snapshot is read.
+            meta: Meta::new_env(self.psize as u32, 0, 0),
+            view: MapView {
+                env: self,
+                bound: Cell::new(0),
+                last: 0,
+            },
+            dbs: RefCell::new(Vec::new()),
+            _not_send: PhantomData,
+        };
+        // On error, dropping `txn` gives the slot back.
+        txn.meta = self.snapshot_into(slot)?;
+        txn.view.bound.set(self.snapshot_bound(&txn.meta));
+        txn.view.last = txn.meta.last_pgno;
+        Ok(txn)
+    }
+
+    /// The slot for a new read transaction, and whether it is the
+    /// transaction's own (freed at its end) rather than this thread's.
+    fn reader_slot(&self) -> Result<(usize, bool)> {
+        if self.flags().contains(EnvFlags::NO_TLS) {
+            return Ok((self.lock.acquire_slot()?, true));
+        }
+        let mine = MY_SLOTS.try_with(|m| {
+            let mut m = m.0.borrow_mut();
+            if let Some(s) = m.iter_mut().find(|s| s.env == self.id) {
+                if s.busy {
+                    return Err(Error::BadRslot);
+                }
+                s.busy = true;
+                return Ok(s.slot);
+            }
+            m.retain(|s| s.owner.strong_count() > 0);
+            let slot = self.lock.acquire_slot()?;
+            let owner = &self.thread_slots;
+            owner
+                .held
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(slot);
+            m.push(MySlot {
+                env: self.id,
+                owner: Arc::downgrade(owner),
+                slot,
+                busy: true,
+            });
+            Ok(slot)
+        });
+        match mine {
+            Ok(r) => r.map(|s| (s, false)),
+            // This thread is exiting: the transaction owns its slot.
+            Err(_) => Ok((self.lock.acquire_slot()?, true)),
+        }
+    }
+
+    /// Publish the newest snapshot's txnid in reader slot `slot` and return
+    /// its meta; on error the slot is left idle. A retry is taken only when
+    /// a commit moved `lock.txnid` meanwhile (its meta may have been read
+    /// half-written); a txnid that no meta carries is settled from the
+    /// metas, so no meta pages, however damaged, make this loop.
+    fn snapshot_into(&self, slot: usize) -> Result<Meta> {
+        let l = &self.lock;
+        let r = self.publish_snapshot(slot);
+        if r.is_err() {
+            l.set_slot_txnid(slot, IDLE);
+        }
+        r
+    }
+
+    fn publish_snapshot(&self, slot: usize) -> Result<Meta> {
+        let l = &self.lock;
+        for _ in 0..crate::env::SNAPSHOT_RETRIES {
+            let t = l.txnid();
+            l.set_slot_txnid(slot, t);
+            let m = match self.meta_with_txnid(t) {
+                None => continue,
+                Some(Some((_, m))) => m,
+                Some(None) => {
+                    // The data file changed behind the lock file's back, or
+                    // a meta page is damaged. The slot keeps the older id,
+                    // so the writer keeps every page either could see.
+                    let (_, m) = pick_meta(self.meta_page(0), self.meta_page(1))?;
+                    l.set_slot_txnid(slot, m.txnid.min(t));
+                    if l.txnid() != t {
+                        continue;
+                    }
+                    m
+                }
+            };
+            self.check_mapped(&m)?;
+            return Ok(m);
+        }
+        // Only a lock file being scribbled on moves lock.txnid this often.
+        Err(Error::Corrupted)
+    }
+
+    /// `MapResized` if the snapshot reaches past this handle's map (another
+    /// process grew the map).
+    pub(crate) fn check_mapped(&self, m: &Meta) -> Result<()> {
+        let end = m
+            .last_pgno
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(self.psize as u64));
+        if end.is_none_or(|e| e > self.map.len() as u64) {
+            return Err(Error::MapResized);
+        }
+        Ok(())
+    }
+
+    /// Pages of the snapshot of `m` that lie in the data file as last seen:
+    /// what may be read from the map without another look at its length.
+    pub(crate) fn snapshot_bound(&self, m: &Meta) -> u64 {
+        m.last_pgno.saturating_add(1).min(self.file_pages())
+    }
+}
+
+/// Slot txnid of a reader without a snapshot.
+const IDLE: u64 = u64::MAX;
+
+impl RoTxn<'_> {
+    /// End the transaction (same as dropping it).
+    pub fn abort(self) {}
+
+    /// Release the snapshot but keep the transaction object, and its reader
+    /// slot, for [`RoTxn::renew`].
+    pub fn reset(&mut self) {
+        self.env.lock.set_slot_txnid(self.slot, IDLE);
+        self.dbs.borrow_mut().clear();
+    }
+
+    /// Take a fresh snapshot after [`RoTxn::reset`].
+    pub fn renew(&mut self) -> Result<()> {
+        self.dbs.borrow_mut().clear();
+        self.meta = self.env.snapshot_into(self.slot)?;
+        self.view.bound.set(self.env.snapshot_bound(&self.meta));
+        self.view.last = self.meta.last_pgno;
+        Ok(())
+    }
+}
+
+impl Drop for RoTxn<'_> {
+    fn drop(&mut self) {
+        if self.own_slot {
+            self.env.lock.release_slot(self.slot);
+            return;
+        }
+        self.env.lock.set_slot_txnid(self.slot, IDLE);
+        // Gone already if this thread is exiting; then the slot stays the
+        // `Env`'s until it closes.
+        let _ = MY_SLOTS.try_with(|m| {
+            let mut m = m.0.borrow_mut();
+            let mine = m
+                .iter_mut()
+                .find(|s| s.env == self.env.id && s.slot == self.slot);
+            if let Some(s) = mine {
+                s.busy = false;
+            }
+        });
+    }
+}
+
+impl PageRead for RoTxn<'_> {
+    #[inline]
+    fn page(&self, pgno: u64) -> Result<Page<'_>> {
+        self.view.page(pgno)
+    }
+    #[inline]
+    fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
+        self.view.overflow(pgno, len)
+    }
+}
+
+impl Snapshot for RoTxn<'_> {
+    fn env(&self) -> &Env {
+        self.env
+    }
+    #[inline]
+    fn db(&self, db: Database) -> Result<DbRecord> {
+        match db.0 {
+            0 => Ok(self.meta.free),
+            1 => Ok(self.meta.main),
+            i => {
+                let i = i as usize;
+                if let Some(Some(r)) = self.dbs.borrow().get(i) {
+                    return Ok(*r);
+                }
+                let r = load_named(self, self.env, db)?;
+                let mut d = self.dbs.borrow_mut();
+                if d.len() <= i {
+                    d.resize(i + 1, None);
+                }
+                d[i] = Some(r);
+                Ok(r)
+            }
+        }
+    }
+    fn txn_id(&self) -> u64 {
+        self.meta.txnid
+    }
+    fn cache_db(&self, db: Database, rec: DbRecord) {
+        let i = db.0 as usize;
+        let mut d = self.dbs.borrow_mut();
+        if d.len() <= i {
+            d.resize(i + 1, None);
+        }
+        d[i] = Some(rec);
+    }
+}
+
+impl Txn for RoTxn<'_> {}

@@ -1,0 +1,289 @@
+//! The write transaction: the writer lock, the pager, and the table of
+//! database records it changes.
+
+use super::*;
+use crate::env::{pick_meta, EnvFlags};
+use crate::format::page::Page;
+use crate::pager::{PageRead, Pager};
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+/// Per-database state inside a write transaction.
+#[derive(Clone, Copy)]
+pub(crate) struct TxnDb {
+    pub(crate) rec: DbRecord,
+    /// The record changed and must be written back at commit.
+    pub(crate) dirty: bool,
+}
+
+/// The write transaction. Only one exists at a time across all processes;
+/// dropping it without [`RwTxn::commit`] aborts it.
+pub struct RwTxn<'env> {
+    pub(crate) env: &'env Env,
+    /// Pages: dirty table, allocation, free pages.
+    pub(crate) pg: Pager<'env>,
+    pub(crate) dbs: RefCell<Vec<Option<TxnDb>>>,
+    /// Set when an operation failed midway: the transaction can only abort.
+    pub(crate) broken: Cell<bool>,
+    /// Count of modifications, for detached cursors (see `CursorState`).
+    pub(crate) gen: Cell<u64>,
+    /// Holds the writer lock: not finished yet.
+    active: bool,
+    /// Set by a successful commit, just before `finish`.
+    pub(crate) committed: bool,
+    /// Nesting level of the innermost live child ([`RwTxn::nested`]), 0 without one.
+    pub(crate) depth: u32,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Env {
+    /// Begin the write transaction, waiting for any other writer (in this or
+    /// another process) to finish. A thread that already holds it gets `BadTxn`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Error, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// assert_eq!(env.write_txn().err(), Some(Error::BadTxn)); // same thread
+    /// w.abort(); // or drop it: nothing was written
+    /// assert_eq!(env.read_txn()?.get(Database::MAIN, b"k")?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn write_txn(&self) -> Result<RwTxn<'_>> {
+        if self.flags().contains(EnvFlags::READ_ONLY) {
+            return Err(Error::Os(libc::EACCES));
+        }
+        if self.panicked.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Error::Panic);
+        }
+        if !tls_enter(&WRITE_ACTIVE, self.id) {
+            return Err(Error::BadTxn);
+        }
+        let r = self.begin_write();
+        if r.is_err() {
+            tls_leave(&WRITE_ACTIVE, self.id);
+        }
+        r
+    }
+
+    fn begin_write(&self) -> Result<RwTxn<'_>> {
+        let l = &self.lock;
+        if l.lock_writer()? {
+            // The previous writer died; its uncommitted pages are unreferenced.
+            if let Ok((_, m)) = pick_meta(self.meta_page(0), self.meta_page(1)) {
+                l.set_txnid(m.txnid);
+            }
+        }
+        let unlock = |e: Error| {
+            l.unlock_writer();
+            e
+        };
+        let (slot, base) = self.current_meta().map_err(unlock)?;
+        self.check_mapped(&base).map_err(unlock)?;
+        // The new meta goes to the slot the base is not in, also when a
+        // damaged file has the base in the wrong one: a crash must leave it.
+        let txnid = base
+            .txnid
+            .checked_add(if base.txnid & 1 == slot as u64 { 1 } else { 2 })
+            .ok_or(Error::Corrupted)
+            .map_err(unlock)?;
+        let oldest = l.oldest_reader(base.txnid);
+        Ok(RwTxn {
+            env: self,
+            pg: Pager::new(self, txnid, base, self.snapshot_bound(&base), oldest),
+            dbs: RefCell::new(vec![
+                None,
+                Some(TxnDb {
+                    rec: base.main,
+                    dirty: false,
+                }),
+            ]),
+            broken: Cell::new(false),
+            gen: Cell::new(1),
+            active: true,
+            committed: false,
+            depth: 0,
+            _not_send: PhantomData,
+        })
+    }
+}
+
+impl<'env> RwTxn<'env> {
+    /// Discard every change (same as dropping the transaction).
+    pub fn abort(self) {}
+
+    /// Whether an operation failed midway, so the transaction can only abort.
+    pub fn is_broken(&self) -> bool {
+        self.broken.get()
+    }
+
+    pub(crate) fn finish(&mut self) {
+        if !self.active {
+            return;
+        }
+        // Keep page buffers for the next writer: no allocation or page
+        // faults for them next time.
+        self.pg.release_buffers();
+        // Handles first opened in this transaction die with it unless kept.
+        self.env.end_new_dbis(0, self.committed);
+        self.env.lock.unlock_writer();
+        tls_leave(&WRITE_ACTIVE, self.env.id);
+        self.active = false;
+    }
+
+    /// Record of `db`, loading named records on first use.
+    pub(crate) fn rec(&self, db: Database) -> Result<DbRecord> {
+        if db == Database::FREE {
+            return Ok(self.pg.free_db);
+        }
+        let i = db.0 as usize;
+        if let Some(Some(d)) = self.dbs.borrow().get(i) {
+            return Ok(d.rec);
+        }
+        let r = load_named(self, self.env, db)?;
+        self.set_loaded(i, r, false);
+        Ok(r)
+    }
+
+    fn set_loaded(&self, i: usize, rec: DbRecord, dirty: bool) {
+        let mut d = self.dbs.borrow_mut();
+        if d.len() <= i {
+            d.resize(i + 1, None);
+        }
+        d[i] = Some(TxnDb { rec, dirty });
+    }
+
+    /// Replace the record of `db` (marks it for write-back).
+    pub(crate) fn set_rec(&self, db: Database, rec: DbRecord) {
+        debug_assert!(
+            db != Database::FREE,
+            "the pager holds the free database's record"
+        );
+        self.set_loaded(db.0 as usize, rec, true);
+    }
+
+    /// Open a named database, creating it with `flags` if it does not exist.
+    /// The handle is this transaction's until it commits, and is closed if
+    /// it aborts (see [`Database`]).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(4).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let fruits = w.create_db("fruits", DbFlags::EMPTY)?;
+    /// w.put(fruits, b"apple", b"red", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn create_db(&mut self, name: impl AsRef<[u8]>, flags: crate::DbFlags) -> Result<Database> {
+        let name = name.as_ref();
+        check_name(self.env, name)?;
+        match lookup_named(self, name)? {
+            Some(rec) => {
+                check_supported(rec.flags)?;
+                let db = self.env.register_dbi(name, rec.flags, Some(self.depth))?;
+                if self
+                    .dbs
+                    .borrow()
+                    .get(db.0 as usize)
+                    .and_then(|d| *d)
+                    .is_none()
+                {
+                    self.set_loaded(db.0 as usize, rec, false);
+                }
+                Ok(db)
+            }
+            None => {
+                check_supported(flags.0)?;
+                if flags.0 & !PERSISTENT != 0 {
+                    return Err(Error::Os(libc::EINVAL));
+                }
+                let db = self.env.register_dbi(name, flags.0, Some(self.depth))?;
+                self.gen.set(self.gen.get() + 1);
+                let rec = DbRecord::empty(flags.0);
+                self.set_rec(db, rec);
+                // Store the record now so the main tree holds it from here on.
+                let mut m = self.tree(Database::MAIN)?;
+                let r = crate::tree::tree_put(
+                    &mut self.pg,
+                    &mut m,
+                    name,
+                    crate::format::page::NodeData::SubDb(&rec.encode()),
+                    crate::WriteFlags::NO_OVERWRITE,
+                );
+                self.set_rec(Database::MAIN, m.rec);
+                r?;
+                Ok(db)
+            }
+        }
+    }
+
+    /// Set the key flags of the main database (only while it is empty).
+    pub fn set_main_flags(&mut self, flags: crate::DbFlags) -> Result<()> {
+        check_supported(flags.0)?;
+        let mut rec = self.rec(Database::MAIN)?;
+        if rec.flags == flags.0 {
+            return Ok(());
+        }
+        if rec.entries != 0 {
+            return Err(Error::Incompatible);
+        }
+        rec.flags = flags.0;
+        self.set_rec(Database::MAIN, rec);
+        self.env.dbis.write().unwrap()[1].flags = flags.0;
+        Ok(())
+    }
+}
+
+impl Drop for RwTxn<'_> {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+impl PageRead for RwTxn<'_> {
+    #[inline]
+    fn page(&self, pgno: u64) -> Result<Page<'_>> {
+        self.pg.page(pgno)
+    }
+    #[inline]
+    fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
+        self.pg.overflow(pgno, len)
+    }
+}
+
+impl Snapshot for RwTxn<'_> {
+    fn env(&self) -> &Env {
+        self.env
+    }
+    fn db(&self, db: Database) -> Result<DbRecord> {
+        self.rec(db)
+    }
+    fn txn_id(&self) -> u64 {
+        self.pg.txnid
+    }
+    fn generation(&self) -> u64 {
+        self.gen.get()
+    }
+    fn write_level(&self) -> Option<u32> {
+        Some(self.depth)
+    }
+    fn cache_db(&self, db: Database, rec: DbRecord) {
+        if db == Database::FREE {
+            return;
+        }
+        // Keep a modified record of this transaction; replace a stale one.
+        let fresh = match self.dbs.borrow().get(db.0 as usize) {
+            Some(Some(d)) => !d.dirty,
+            _ => true,
+        };
+        if fresh {
+            self.set_loaded(db.0 as usize, rec, false);
+        }
+    }
+}
+
+impl Txn for RwTxn<'_> {}
