@@ -2,8 +2,8 @@
 //! meta pages, database records and flags, and the key orders LMDB derives
 //! from those flags.
 //!
-//! This layer is pure: it works on byte slices, has no `unsafe`, and never
-//! panics on corrupt input: a view that does not fit its page is
+//! This layer is pure: it works on byte slices, has no `unsafe` but the call
+//! of a user's C comparator (`cmp.rs`), and never panics on corrupt input: a view that does not fit its page is
 //! [`Error::Corrupted`](crate::Error::Corrupted). Everything above reads the
 //! file through it (the engine, `check` and `copy`).
 
