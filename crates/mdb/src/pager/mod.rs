@@ -76,6 +76,12 @@ pub(crate) struct Pager<'env> {
     /// Leaf page and index of the last insert: the next one right after it
     /// is taken as part of an ascending run when choosing a split point.
     pub(crate) last_insert: (u64, usize),
+    /// Changes of page identity so far (allocations, frees, copies on write):
+    /// a cached path is valid while this has not moved.
+    pub(crate) moves: u64,
+    /// The path to the rightmost leaf of the tree the last APPEND put went
+    /// to (all dirty), valid while `moves` equals the second field.
+    pub(crate) append: Option<(crate::tree::Path, u64)>,
 }
 
 impl<'env> Pager<'env> {
@@ -94,6 +100,8 @@ impl<'env> Pager<'env> {
             free_db: base.free,
             spare: std::mem::take(&mut *env.page_pool.lock().unwrap()),
             last_insert: (0, usize::MAX),
+            moves: 0,
+            append: None,
         }
     }
 
@@ -128,6 +136,7 @@ impl<'env> Pager<'env> {
 
     /// Free `n` pages starting at `pg`.
     pub(crate) fn free_pages(&mut self, pg: u64, n: usize) {
+        self.moves += 1;
         if let Some(buf) = self.dirty.remove(&pg) {
             if buf.len() == self.env.psize {
                 self.spare.push(buf);
@@ -160,6 +169,7 @@ impl<'env> Pager<'env> {
 
     /// Go back to `s`.
     pub(crate) fn restore(&mut self, s: Saved) {
+        self.append = None;
         self.dirty = s.dirty;
         self.next_pgno = s.next_pgno;
         self.free = s.free;

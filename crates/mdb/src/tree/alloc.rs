@@ -12,6 +12,7 @@ pub(crate) const SLACK: usize = 8;
 
 /// Allocate `n` consecutive pages.
 pub(crate) fn alloc(pager: &mut Pager<'_>, n: usize) -> Result<u64> {
+    pager.moves += 1;
     if !pager.free.saving {
         keep_commit_room(pager, n)?;
     }

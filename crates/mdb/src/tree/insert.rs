@@ -111,6 +111,11 @@ pub(crate) fn tree_put(
     }
     let mut path = Path::new();
     let append = flags.contains(WriteFlags::APPEND);
+    if append && t.fixed == 0 {
+        if let Some(r) = append_in_place(pager, t, key, data)? {
+            return r;
+        }
+    }
     let (i, exact) = if append && t.fixed == 0 {
         match descend_last(pager, t, key, &mut path)? {
             Some(found) => found,
@@ -194,6 +199,10 @@ pub(crate) fn tree_put(
     let buf = pager.dirty.get_mut(&leaf).unwrap();
     if edit::insert_leaf(buf, i, key, data) {
         pager.last_insert = (leaf, i);
+        if append {
+            // The path is dirty and still leads to the last leaf.
+            pager.append = Some((path, pager.moves));
+        }
         return Ok(());
     }
     let rightmost = append || (!exact && is_append(pager, &path, i, false)?);
@@ -204,6 +213,42 @@ pub(crate) fn tree_put(
         ascending: seq,
     };
     insert(pager, t, &path, path.leaf(), i, &raw, hint)
+}
+
+/// APPEND on the path the previous APPEND put left (no page moved since):
+/// add the entry at the end of the last leaf if it is past the last key
+/// and fits. `None`: take the general path.
+fn append_in_place(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    key: &[u8],
+    data: NodeData<'_>,
+) -> Result<Option<Result<()>>> {
+    let path = match &pager.append {
+        Some((p, moves))
+            if *moves == pager.moves && p.len == t.rec.depth as usize && p.pg[0] == t.rec.root =>
+        {
+            *p
+        }
+        _ => return Ok(None),
+    };
+    let leaf = path.pg[path.leaf()];
+    let buf = pager.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+    let n = {
+        let p = Page::new(buf)?;
+        let n = p.len();
+        if n == 0 || t.cmp.compare(key, p.key(n - 1)?) != Ordering::Greater {
+            // An exact match or an error: the general path tells which.
+            return Ok(None);
+        }
+        n
+    };
+    if !edit::insert_leaf(buf, n, key, data) {
+        return Ok(None);
+    }
+    t.rec.entries += 1;
+    pager.last_insert = (leaf, n);
+    Ok(Some(Ok(())))
 }
 
 /// APPEND: walk the rightmost path, with no search, to the end of the
@@ -290,6 +335,8 @@ pub(crate) fn free_new_overflow(
 
 /// Make every page on `path` dirty (copy-on-write), fixing parent pointers.
 pub(crate) fn touch_path(pager: &mut Pager<'_>, t: &mut Tree, path: &mut Path) -> Result<()> {
+    // Whatever the caller changes next may move items: cached paths end.
+    pager.moves += 1;
     for l in 0..path.len {
         let old = path.pg[l];
         if pager.dirty.contains_key(&old) {
@@ -317,8 +364,8 @@ pub(crate) fn touch_path(pager: &mut Pager<'_>, t: &mut Tree, path: &mut Path) -
 pub(crate) fn new_page(pager: &mut Pager<'_>, flags: u16) -> Result<u64> {
     let pg = alloc(pager, 1)?;
     let mut buf = pager.take_buf();
-    // A recycled buffer holds an old page: never let it reach the file.
-    buf.fill(0);
+    // Only the header needs clearing: the free gap of a recycled buffer
+    // holds bytes of an earlier page of this same file, as in LMDB.
     edit::init(&mut buf, pg, flags);
     pager.dirty.insert(pg, buf);
     Ok(pg)
@@ -344,6 +391,19 @@ pub(crate) fn insert(
     };
     if fits {
         return Ok(());
+    }
+    let (n, flags, plain_leaf) = {
+        let p = pager.page(pg)?;
+        (p.len(), p.flags(), p.is_leaf() && !p.is_leaf2())
+    };
+    if plain_leaf && i == n && n + 1 >= 8 {
+        // The new entry goes alone to a new right page (see `split_at`):
+        // the left page stays as it is.
+        let right = new_page(pager, flags)?;
+        if !edit::insert_raw(pager.dirty.get_mut(&right).unwrap(), 0, raw) {
+            return Err(Error::PageFull);
+        }
+        return file_right(pager, t, path, lvl, right, raw_key(raw), hint, false);
     }
     // Split: the entries, with the new one in place, as slices of a
     // copy of the page (the rebuild overwrites the page itself).
@@ -411,6 +471,23 @@ pub(crate) fn split(
             return Err(Error::PageFull);
         }
     }
+    file_right(pager, t, path, lvl, right, &sep, hint, branch)
+}
+
+/// File `right`, the new right sibling of page `lvl` of `path`, whose first
+/// key is `sep`, in the parent (a new root at the top).
+#[allow(clippy::too_many_arguments)]
+fn file_right(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    path: &Path,
+    lvl: usize,
+    right: u64,
+    sep: &[u8],
+    hint: Hint,
+    branch: bool,
+) -> Result<()> {
+    let pg = path.pg[lvl];
     if branch {
         t.rec.branch_pages += 1;
     } else {
@@ -420,13 +497,13 @@ pub(crate) fn split(
         let root = new_page(pager, P_BRANCH)?;
         let b = pager.dirty.get_mut(&root).unwrap();
         edit::insert_branch(b, 0, &[], pg);
-        edit::insert_branch(b, 1, &sep, right);
+        edit::insert_branch(b, 1, sep, right);
         t.rec.root = root;
         t.rec.depth += 1;
         t.rec.branch_pages += 1;
         return Ok(());
     }
-    let node = encode_branch(&sep, right);
+    let node = encode_branch(sep, right);
     let up = Hint {
         rightmost: hint.rightmost,
         ascending: false,
