@@ -15,3 +15,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # itself is not built (--no-default-features).
 (cd fuzz && env -u MDB_FUZZ_SEED -u MDB_FUZZ_IGNORE MDB_FUZZ_N=3000 \
     cargo test --release --no-default-features)
+# Miri on the pure layers (the on-disk format and the pager's free lists):
+# undefined behaviour, overflows and panics in the code that parses
+# untrusted bytes, including the call of a C comparator.
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+rustup component add --toolchain nightly miri rust-src
+cargo +nightly miri test -p mdb --lib -- format:: pager::

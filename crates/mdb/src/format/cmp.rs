@@ -148,4 +148,32 @@ mod tests {
         );
         assert_eq!(lexical(b"a", b"ab"), Ordering::Less);
     }
+
+    /// A C comparator as a binding registers it: reads both values through
+    /// the raw pointers (under Miri this checks the `CVal`s handed over).
+    unsafe extern "C" fn c_reverse(a: *const CVal, b: *const CVal) -> std::ffi::c_int {
+        // SAFETY: `compare` passes pointers to live `CVal`s whose data
+        // pointers cover `size` bytes.
+        let (a, b) = unsafe {
+            (
+                std::slice::from_raw_parts((*a).data.cast::<u8>(), (*a).size),
+                std::slice::from_raw_parts((*b).data.cast::<u8>(), (*b).size),
+            )
+        };
+        reverse(a, b) as std::ffi::c_int
+    }
+
+    #[test]
+    fn c_comparator_sees_the_values() {
+        // SAFETY: `c_reverse` reads only the values it is given and never unwinds.
+        let c = unsafe { CmpFn::c(c_reverse) };
+        for (a, b) in [
+            (&b"ab"[..], &b"ba"[..]),
+            (b"", b"x"),
+            (b"xa", b"xa"),
+            (b"a", b""),
+        ] {
+            assert_eq!(c.compare(a, b), reverse(a, b), "{a:?} {b:?}");
+        }
+    }
 }
