@@ -392,6 +392,15 @@ impl CursorState {
         Ok(())
     }
 
+    /// Remember the key of a plain database's item as the one to re-find.
+    pub(crate) fn remember_key(&mut self, key: &[u8]) {
+        debug_assert!(self.pos.dcmp.is_none());
+        self.key.clear();
+        self.key.extend_from_slice(key);
+        self.val.clear();
+        self.saved = true;
+    }
+
     pub(crate) fn remember(&mut self, item: Option<Item<'_>>, write: bool) {
         if !write {
             return;
@@ -434,9 +443,17 @@ impl CursorState {
         }
         let rec = txn.db(self.db)?;
         self.resync(txn, &rec)?;
+        // Every op but the MULTIPLE ones returns the item it lands on.
+        let multiple = matches!(
+            op,
+            CursorOp::GetMultiple | CursorOp::NextMultiple | CursorOp::PrevMultiple
+        );
         let r = apply(&mut self.pos, txn, &rec, self.flags, op)?;
         if txn.generation() != 0 {
-            let cur = self.pos.current(txn)?;
+            let cur = match r {
+                Some(item) if !multiple => Some(item),
+                _ => self.pos.current(txn)?,
+            };
             self.remember(cur, true);
         }
         Ok(r)

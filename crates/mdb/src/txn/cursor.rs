@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::cursor::{CursorOp, CursorState};
+use crate::format::page::MAX_KEY_SIZE;
+use crate::pager::PageRead;
 use crate::tree::{Item, WriteFlags};
 
 /// A cursor of the write transaction that can also put and delete.
@@ -146,23 +148,40 @@ impl RwTxn<'_> {
         }
         let dups = st.pos.dcmp.is_some();
         if !dups {
-            // Delete at the position itself, no search from the root.
-            let key = match st.pos.current(&*self)? {
-                Some((k, _)) => k.to_vec(),
-                None => return Err(Error::NotFound),
+            // Delete at the position itself, no search from the root. The
+            // key is kept (on the stack) only to find the next item if the
+            // tree changes shape.
+            let path = st.pos.main.path;
+            let mut kbuf = [0u8; MAX_KEY_SIZE];
+            let klen = {
+                let leaf = self.page(path.pg[path.leaf()])?;
+                let i = path.ix[path.leaf()];
+                if i >= leaf.len() {
+                    return Err(Error::NotFound);
+                }
+                let k = leaf.key(i)?;
+                kbuf.get_mut(..k.len())
+                    .ok_or(Error::Corrupted)?
+                    .copy_from_slice(k);
+                k.len()
             };
-            match self.del_at(db, &st.pos.main.path)? {
-                Some(path) => st.pos.main.path = path,
+            match self.del_at(db, &path)? {
+                Some(path) => {
+                    st.pos.main.path = path;
+                    st.pos.just_deleted = true;
+                    let next = self.page(path.pg[path.leaf()])?.key(path.ix[path.leaf()])?;
+                    st.remember_key(next);
+                }
                 None => {
                     let rec = self.db(db)?;
-                    st.pos.seek(&*self, &rec, &key)?;
+                    st.pos.seek(&*self, &rec, &kbuf[..klen])?;
+                    if !st.pos.unset() {
+                        st.pos.just_deleted = true;
+                    }
+                    let cur = st.pos.current(&*self)?;
+                    st.remember(cur, true);
                 }
             }
-            if !st.pos.unset() {
-                st.pos.just_deleted = true;
-            }
-            let cur = st.pos.current(&*self)?;
-            st.remember(cur, true);
             st.gen = self.generation();
             return Ok(());
         }
