@@ -380,6 +380,24 @@ pub mod edit {
         wr16(b, 14, psize as u16);
     }
 
+    /// Copy page `src` into the buffer `dst` (same size) for a write: the
+    /// header, node pointers and nodes, not the free gap between them
+    /// (LEAF2 pages, whose bounds are LMDB's virtual ones, whole).
+    pub fn copy_page(dst: &mut [u8], src: &[u8]) {
+        let (lo, up) = (lower(src), upper(src));
+        if rd16(src, 10) & P_LEAF2 != 0
+            || lo < HDR
+            || lo > up
+            || up > src.len()
+            || dst.len() != src.len()
+        {
+            dst.copy_from_slice(src);
+            return;
+        }
+        dst[..lo].copy_from_slice(&src[..lo]);
+        dst[up..].copy_from_slice(&src[up..]);
+    }
+
     /// Write a new page number into the header.
     pub fn set_pgno(b: &mut [u8], pgno: u64) {
         wr64(b, 0, pgno);

@@ -345,7 +345,7 @@ pub(crate) fn touch_path(pager: &mut Pager<'_>, t: &mut Tree, path: &mut Path) -
         let new = alloc(pager, 1)?;
         let mut buf = pager.take_buf();
         let ps = pager.psize();
-        buf.copy_from_slice(pager.committed(old, ps)?);
+        edit::copy_page(&mut buf, pager.committed(old, ps)?);
         edit::set_pgno(&mut buf, new);
         pager.dirty.insert(new, buf);
         pager.free_pages(old, 1);
