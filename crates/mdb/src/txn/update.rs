@@ -26,14 +26,18 @@ impl<'env> RwTxn<'env> {
 
     /// The tree of `db` as of now.
     pub(crate) fn tree(&self, db: Database) -> Result<Tree> {
-        let rec = self.rec(db)?;
+        Ok(self.tree_of(db, self.rec(db)?))
+    }
+
+    /// The tree of `db` whose record is `rec`.
+    fn tree_of(&self, db: Database, rec: DbRecord) -> Tree {
         let (cmp, dups) = self.env.comparators(db, rec.flags);
-        Ok(Tree {
+        Tree {
             rec,
             cmp,
             dups,
             fixed: 0,
-        })
+        }
     }
 
     /// Store `val` under `key`. In a DUPSORT database, add `val` to the
@@ -113,9 +117,9 @@ impl<'env> RwTxn<'env> {
         val: Value<'_>,
         flags: WriteFlags,
     ) -> Result<()> {
-        self.check_usable(db)?;
+        let rec = self.check_usable(db)?;
         check_key(key)?;
-        let mut t = self.tree(db)?;
+        let mut t = self.tree_of(db, rec);
         let r = if t.dups.is_some() {
             match val {
                 Value::Bytes(v) => tree::dup_put(&mut self.pg, &mut t, key, v, flags),
@@ -160,9 +164,9 @@ impl<'env> RwTxn<'env> {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn del(&mut self, db: Database, key: &[u8]) -> Result<bool> {
-        self.check_usable(db)?;
+        let rec = self.check_usable(db)?;
         check_key(key)?;
-        let mut t = self.tree(db)?;
+        let mut t = self.tree_of(db, rec);
         if db == Database::MAIN {
             // A named database's record goes with `delete_db`, never alone
             // (that would leak its pages).
@@ -212,9 +216,9 @@ impl<'env> RwTxn<'env> {
     /// Delete one value of a DUPSORT key (or the key if `val` is its value in
     /// another database); returns whether the pair existed.
     pub fn del_dup(&mut self, db: Database, key: &[u8], val: &[u8]) -> Result<bool> {
-        self.check_usable(db)?;
+        let rec = self.check_usable(db)?;
         check_key(key)?;
-        let mut t = self.tree(db)?;
+        let mut t = self.tree_of(db, rec);
         let r = if t.dups.is_some() {
             tree::dup_del(&mut self.pg, &mut t, key, Some(val))
         } else {
@@ -232,8 +236,8 @@ impl<'env> RwTxn<'env> {
     /// it is now. Returns the position of the following item when it is on
     /// the same leaf and the tree kept its shape (else the caller searches).
     pub(crate) fn del_at(&mut self, db: Database, path: &Path) -> Result<Option<Path>> {
-        self.check_usable(db)?;
-        let mut t = self.tree(db)?;
+        let rec = self.check_usable(db)?;
+        let mut t = self.tree_of(db, rec);
         if t.dups.is_some() || path.len == 0 || path.len != t.rec.depth as usize {
             return Err(Error::Os(libc::EINVAL));
         }
@@ -258,8 +262,8 @@ impl<'env> RwTxn<'env> {
 
     /// Delete every item of `db`; with `delete` also remove a named database's record.
     pub fn clear_db(&mut self, db: Database) -> Result<()> {
-        self.check_usable(db)?;
-        let mut t = self.tree(db)?;
+        let rec = self.check_usable(db)?;
+        let mut t = self.tree_of(db, rec);
         let r = tree::drop_tree(&mut self.pg, &mut t);
         self.set_rec(db, t.rec);
         self.fail_on_fatal(r)
@@ -270,9 +274,9 @@ impl<'env> RwTxn<'env> {
         if db.0 < 2 {
             return self.clear_db(db);
         }
-        self.check_usable(db)?;
+        let rec = self.check_usable(db)?;
         let r = (|| {
-            let mut t = self.tree(db)?;
+            let mut t = self.tree_of(db, rec);
             tree::drop_tree(&mut self.pg, &mut t)?;
             self.set_rec(db, t.rec);
             let name = self.env.dbi_info(db)?.name.ok_or(Error::BadDbi)?;
