@@ -432,8 +432,15 @@ impl CursorState {
         // changed since the last call, so no record or re-sync is needed.
         if let CursorOp::Next = op {
             let p = &self.pos;
-            if self.gen == txn.generation() && p.dcmp.is_none() && !p.unset() && !p.just_deleted {
-                if let Some(item) = self.pos.next_in_leaf(txn)? {
+            if self.gen == txn.generation() && p.dcmp.is_none() && !p.unset() {
+                // After a delete the cursor already stands on the next item.
+                let item = if p.just_deleted {
+                    self.pos.current(txn)?
+                } else {
+                    self.pos.next_in_leaf(txn)?
+                };
+                if let Some(item) = item {
+                    self.pos.just_deleted = false;
                     if self.gen != 0 {
                         self.remember(Some(item), true);
                     }
