@@ -120,6 +120,9 @@ pub(crate) fn rebalance(
     let lpg = pager.page(parent)?.node(li)?.child();
     let rpg = pager.page(parent)?.node(ri)?.child();
     let sep = pager.page(parent)?.key(ri)?.to_vec();
+    if let Some(r) = leaves_in_place(pager, t, path, lvl, (lpg, rpg, ri), &sep)? {
+        return r;
+    }
     // Both pages' nodes as slices of copies (the rebuild overwrites them).
     let mut lcopy = pager.take_buf();
     let mut rcopy = pager.take_buf();
@@ -129,6 +132,103 @@ pub(crate) fn rebalance(
     pager.spare.push(lcopy);
     pager.spare.push(rcopy);
     r
+}
+
+/// Rebalance two sibling leaves (not LEAF2) by moving the right one's first
+/// nodes to the end of the left one, in place: all of them (a merge), or
+/// enough to even them out when the left one is the smaller. `None` when
+/// that does not apply (the general `merge_or_share` does the rest).
+fn leaves_in_place(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    path: &Path,
+    lvl: usize,
+    (lpg, rpg, ri): (u64, u64, usize),
+    sep: &[u8],
+) -> Result<Option<Result<()>>> {
+    let cap = pager.psize() - HDR;
+    let mut copy = pager.take_buf();
+    let r = leaves_in_place_with(pager, t, path, lvl, (lpg, rpg, ri), sep, cap, &mut copy);
+    pager.spare.push(copy);
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn leaves_in_place_with(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    path: &Path,
+    lvl: usize,
+    (lpg, rpg, ri): (u64, u64, usize),
+    sep: &[u8],
+    cap: usize,
+    copy: &mut [u8],
+) -> Result<Option<Result<()>>> {
+    let [Some(lb), Some(rb)] = pager.dirty.get_disjoint_mut([&lpg, &rpg]) else {
+        return Ok(None);
+    };
+    let (ln, lu, r) = {
+        let (l, r) = (Page::new(lb)?, Page::new(rb)?);
+        let plain = |p: &Page<'_>| p.is_leaf() && !p.is_leaf2();
+        if !plain(&l) || !plain(&r) {
+            return Ok(None);
+        }
+        (l.len(), l.used(), r)
+    };
+    let rflags = r.flags();
+    let ru = r.used();
+    let merge = lu + ru <= cap;
+    // Entries of the right page that move: all, or while the left one is
+    // the smaller.
+    let mut k = 0;
+    if merge {
+        k = r.len();
+    } else {
+        let mut moved = 0;
+        while k + 1 < r.len() {
+            let c = entry_cost(r.raw_entry(k)?, false);
+            if lu + moved + c > cap || lu + moved >= ru - moved {
+                break;
+            }
+            moved += c;
+            k += 1;
+        }
+        if k == 0 {
+            return Ok(None);
+        }
+    }
+    for j in 0..k {
+        if !edit::insert_raw(lb, ln + j, r.raw_entry(j)?) {
+            return Err(Error::PageFull);
+        }
+    }
+    let parent = path.pg[lvl - 1];
+    if merge {
+        pager.free_pages(rpg, 1);
+        t.rec.leaf_pages -= 1;
+        edit::remove(pager.dirty.get_mut(&parent).unwrap(), ri);
+        return Ok(Some(rebalance(pager, t, path, lvl - 1)));
+    }
+    // The right page keeps its other entries, rebuilt from a copy.
+    copy.copy_from_slice(rb);
+    let rest = {
+        let c = Page::new(copy)?;
+        let rest: Result<Vec<&[u8]>> = (k..c.len()).map(|j| c.raw_entry(j)).collect();
+        rest?
+    };
+    let ok = edit::rebuild(pager.dirty.get_mut(&rpg).unwrap(), rflags, &rest);
+    let new_sep = raw_key(rest[0]).to_vec();
+    drop(rest);
+    if !ok {
+        return Err(Error::PageFull);
+    }
+    if new_sep != sep {
+        // Replace the separator; a longer key may split the parent.
+        edit::remove(pager.dirty.get_mut(&parent).unwrap(), ri);
+        let node = encode_branch(&new_sep, rpg);
+        insert(pager, t, path, lvl - 1, ri, &node, Hint::NONE)?;
+    }
+    Ok(Some(Ok(())))
 }
 
 /// Rebalance step for siblings `li`, `ri` of the parent at `lvl - 1`
