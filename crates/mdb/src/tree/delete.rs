@@ -120,7 +120,10 @@ pub(crate) fn rebalance(
     let lpg = pager.page(parent)?.node(li)?.child();
     let rpg = pager.page(parent)?.node(ri)?.child();
     let sep = pager.page(parent)?.key(ri)?.to_vec();
-    if let Some(r) = leaves_in_place(pager, t, path, lvl, (lpg, rpg, ri), &sep)? {
+    let mut copy = pager.take_buf();
+    let done = leaves_in_place(pager, t, path, lvl, (lpg, rpg, ri), &sep, &mut copy);
+    pager.spare.push(copy);
+    if let Some(r) = done? {
         return r;
     }
     // Both pages' nodes as slices of copies (the rebuild overwrites them).
@@ -138,6 +141,7 @@ pub(crate) fn rebalance(
 /// nodes to the end of the left one, in place: all of them (a merge), or
 /// enough to even them out when the left one is the smaller. `None` when
 /// that does not apply (the general `merge_or_share` does the rest).
+#[allow(clippy::too_many_arguments)]
 fn leaves_in_place(
     pager: &mut Pager<'_>,
     t: &mut Tree,
@@ -145,25 +149,9 @@ fn leaves_in_place(
     lvl: usize,
     (lpg, rpg, ri): (u64, u64, usize),
     sep: &[u8],
-) -> Result<Option<Result<()>>> {
-    let cap = pager.psize() - HDR;
-    let mut copy = pager.take_buf();
-    let r = leaves_in_place_with(pager, t, path, lvl, (lpg, rpg, ri), sep, cap, &mut copy);
-    pager.spare.push(copy);
-    r
-}
-
-#[allow(clippy::too_many_arguments)]
-fn leaves_in_place_with(
-    pager: &mut Pager<'_>,
-    t: &mut Tree,
-    path: &Path,
-    lvl: usize,
-    (lpg, rpg, ri): (u64, u64, usize),
-    sep: &[u8],
-    cap: usize,
     copy: &mut [u8],
 ) -> Result<Option<Result<()>>> {
+    let cap = pager.psize() - HDR;
     let [Some(lb), Some(rb)] = pager.dirty.get_disjoint_mut([&lpg, &rpg]) else {
         return Ok(None);
     };
