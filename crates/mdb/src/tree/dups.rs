@@ -118,7 +118,57 @@ pub(crate) fn packed<'a>(p: &Page<'a>) -> Result<&'a [u8]> {
 }
 
 pub(crate) fn page_values<'a>(p: &Page<'a>) -> Result<Vec<&'a [u8]>> {
-    (0..p.len()).map(|i| p.key(i)).collect()
+    let mut v = Vec::with_capacity(p.len() + 1);
+    for i in 0..p.len() {
+        v.push(p.key(i)?);
+    }
+    Ok(v)
+}
+
+/// A full sub-page (not DUPFIXED) grown by the room `NewDups::build` would
+/// give it, with `val` inserted at `at`: its nodes are copied as they are,
+/// not re-encoded one by one. `None` when the values no longer fit in a
+/// node (they go to a sub-database).
+fn grow_subpage(
+    p: &Page<'_>,
+    at: usize,
+    val: &[u8],
+    ksize: usize,
+    psize: usize,
+) -> Result<Option<Vec<u8>>> {
+    let old = p.bytes();
+    let (n, lo, up) = (p.len(), p.lower() as usize, p.upper() as usize);
+    let add = 2 + footprint(val.len(), 0);
+    let used = p.used() + add;
+    let last = if at == n { val } else { p.key(n - 1)? };
+    let slack = if n + 1 <= 4 {
+        0
+    } else {
+        (used / 4).max(2 * (2 + footprint(last.len(), 0)))
+    };
+    let limit = node_max(psize).saturating_sub(NODE_HDR + ksize);
+    let tight = HDR + used;
+    if tight > limit {
+        return Ok(None);
+    }
+    let len = tight + (slack.min(limit - tight) & !1);
+    let Some(extra) = len.checked_sub(old.len()).filter(|&e| e > 0) else {
+        return Ok(None);
+    };
+    let mut b = vec![0u8; len];
+    b[..HDR].copy_from_slice(&old[..HDR]);
+    for j in 0..n {
+        let q = HDR + 2 * j;
+        let o = u16::from_le_bytes([old[q], old[q + 1]]) as usize + extra;
+        b[q..q + 2].copy_from_slice(&(o as u16).to_le_bytes());
+    }
+    b[up + extra..].copy_from_slice(&old[up..]);
+    b[12..14].copy_from_slice(&(lo as u16).to_le_bytes());
+    b[14..16].copy_from_slice(&((up + extra) as u16).to_le_bytes());
+    if !edit::insert_leaf(&mut b, at, val, NodeData::Inline(&[])) {
+        return Err(Error::Corrupted);
+    }
+    Ok(Some(b))
 }
 
 /// A key's new set of values, built while the old ones are still borrowed
@@ -282,9 +332,19 @@ pub(crate) fn dup_put(
                 t.rec.entries += 1;
                 return Ok(());
             }
-            let mut vals = page_values(&p)?;
-            vals.insert(at, val);
-            let new = NewDups::build(&vals, fixed, key.len(), pager.psize());
+            let grown = if fixed {
+                None
+            } else {
+                grow_subpage(&p, at, val, key.len(), pager.psize())?
+            };
+            let new = match grown {
+                Some(sp) => NewDups::SubPage(sp),
+                None => {
+                    let mut vals = page_values(&p)?;
+                    vals.insert(at, val);
+                    NewDups::build(&vals, fixed, key.len(), pager.psize())
+                }
+            };
             set_dup_values(pager, t, &mut path, i, key, new)?;
         }
         Dups::SubDb(rec) => {
