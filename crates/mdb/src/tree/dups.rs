@@ -141,7 +141,7 @@ fn grow_subpage(
     let add = 2 + footprint(val.len(), 0);
     let used = p.used() + add;
     let last = if at == n { val } else { p.key(n - 1)? };
-    let slack = if n + 1 <= 4 {
+    let slack = if n < 4 {
         0
     } else {
         (used / 4).max(2 * (2 + footprint(last.len(), 0)))
