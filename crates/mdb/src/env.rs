@@ -10,7 +10,7 @@ use crate::mmap::Map;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// Environment flags (LMDB's `MDB_*` open flags).
@@ -223,6 +223,9 @@ pub struct Env {
     pub(crate) max_dbs: u32,
     /// Page buffers recycled between write transactions.
     pub(crate) page_pool: Mutex<Vec<Box<[u8]>>>,
+    /// Dirty pages of the last write transaction: the next one sizes its
+    /// table for as many (no rehashing as it grows).
+    pub(crate) dirty_hint: AtomicUsize,
     pub(crate) panicked: AtomicBool,
     /// Some database has a user comparator (see [`Env::set_compare`]).
     pub(crate) custom_cmp: AtomicBool,
@@ -402,6 +405,7 @@ impl Env {
             dbis: RwLock::new(dbis),
             max_dbs: o.max_dbs,
             page_pool: Mutex::new(Vec::new()),
+            dirty_hint: AtomicUsize::new(0),
             panicked: AtomicBool::new(false),
             custom_cmp: AtomicBool::new(false),
             id: NEXT_ENV_ID.fetch_add(1, Ordering::Relaxed),

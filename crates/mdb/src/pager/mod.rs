@@ -92,7 +92,10 @@ impl<'env> Pager<'env> {
             env,
             txnid,
             base,
-            dirty: PgnoMap::default(),
+            dirty: PgnoMap::with_capacity_and_hasher(
+                env.dirty_hint.load(std::sync::atomic::Ordering::Relaxed),
+                Default::default(),
+            ),
             bound: Cell::new(bound),
             next_pgno: base.last_pgno + 1,
             max_pgno: (env.map.len() / env.psize) as u64,
@@ -151,6 +154,10 @@ impl<'env> Pager<'env> {
     /// allocates and faults in none of them.
     pub(crate) fn release_buffers(&mut self) {
         let ps = self.env.psize;
+        (self.env.dirty_hint).store(
+            self.dirty.len().min(1 << 20),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         let mut pool = std::mem::take(&mut self.spare);
         pool.extend(self.dirty.drain().map(|(_, b)| b).filter(|b| b.len() == ps));
         pool.truncate(PAGE_POOL_MAX);
