@@ -172,10 +172,19 @@ impl<'e> Txn<'e> {
 
     /// Store `key` -> `value` in database `dbi` (for DUPSORT: add the pair).
     pub fn put_in(&mut self, dbi: Dbi, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_flags(dbi, key, value, 0)
+    }
+
+    /// Append `key` -> `value` to the main database (`MDB_APPEND`).
+    pub fn append(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_flags(self.dbi, key, value, sys::MDB_APPEND)
+    }
+
+    fn put_flags(&mut self, dbi: Dbi, key: &[u8], value: &[u8], flags: u32) -> Result<()> {
         let mut k = val(key);
         let mut v = val(value);
         // SAFETY: LMDB copies both buffers before returning.
-        check(unsafe { sys::mdb_put(self.txn, dbi, &mut k, &mut v, 0) })
+        check(unsafe { sys::mdb_put(self.txn, dbi, &mut k, &mut v, flags) })
     }
 
     /// Look `key` up in the main database.
@@ -246,6 +255,13 @@ impl<'t> Cursor<'t> {
         Ok(self
             .op(EMPTY_VAL, EMPTY_VAL, op)?
             .map(|(k, v)| unsafe { (slice(k), slice(v)) }))
+    }
+
+    /// Delete the item at the cursor (`mdb_cursor_del`); the next `next`
+    /// returns the item that followed it.
+    pub fn del(&mut self) -> Result<()> {
+        // SAFETY: the cursor is open and positioned by the caller.
+        check(unsafe { sys::mdb_cursor_del(self.cursor, 0) })
     }
 
     /// Position at exactly `key` and value `value` (`MDB_GET_BOTH`);

@@ -58,6 +58,8 @@ pub const MDB_GET_MULTIPLE: c_int = 5;
 pub const MDB_NEXT: c_int = 8;
 pub const MDB_NEXT_MULTIPLE: c_int = 10;
 pub const MDB_SET_KEY: c_int = 16;
+/// `mdb_put` flag: the key sorts after every key (`MDB_APPEND`).
+pub const MDB_APPEND: c_uint = 0x20000;
 
 extern "C" {
     pub fn mdb_version(major: *mut c_int, minor: *mut c_int, patch: *mut c_int) -> *const c_char;
@@ -101,5 +103,6 @@ extern "C" {
         data: *mut MDB_val,
         op: c_int,
     ) -> c_int;
+    pub fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) -> c_int;
     pub fn mdb_cursor_close(cursor: *mut MDB_cursor);
 }

@@ -14,10 +14,13 @@ use std::process::Command;
 use std::time::Duration;
 use workloads::{Data, Db, Engine, Index, IndexData, Res};
 
-const WORKLOADS: [&str; 7] = [
+const WORKLOADS: [&str; 10] = [
     "load",
     "get",
     "scan",
+    "file_read",
+    "append_load",
+    "cursor_delete",
     "sync_put",
     "index_load",
     "index_get_both",
@@ -25,14 +28,21 @@ const WORKLOADS: [&str; 7] = [
 ];
 
 const USAGE: &str = "\
-usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...]
+usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
                  [--sync-n M] [--dir PATH] [--engine mdb|lmdb]
                  [--malloc-dynamic] [--keep] [--markdown]
 
-  workloads: load, get, scan, sync_put, index_load, index_get_both, index_scan
-  --n N        keys for load/get/scan, and (key, id) pairs for index_*
-               (N/100 keys of about 100 ids each) (default 1000000)
-  --reps R     repetitions per engine (default 3); the median is reported
+  workloads: load, get, scan, file_read, append_load, cursor_delete,
+             sync_put, index_load, index_get_both, index_scan
+  --n N        keys for load/get/scan/append_load/cursor_delete, and
+               (key, id) pairs for index_* (N/100 keys of about 100 ids
+               each) (default 1000000)
+  --reps R     pairs of runs, one per engine, alternating which goes first
+               (default 5); the median and the range are reported, and the
+               median of the pairs' ratios
+  --scale LIST random load at each N of LIST (e.g. 1000000,10000000), R
+               pairs each: cost per key at each size and its growth
+               (replaces the workloads)
   --only LIST  comma-separated workloads (default: all)
   --sync-n M   single-put commits in sync_put (default 2000)
   --dir PATH   put every database under PATH (default: /dev/shm for
@@ -51,6 +61,7 @@ struct Args {
     reps: usize,
     sync_n: usize,
     only: Vec<String>,
+    scale: Vec<usize>,
     dir: Option<PathBuf>,
     engines: Vec<Engine>,
     markdown: bool,
@@ -61,9 +72,10 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
         n: 1_000_000,
-        reps: 3,
+        reps: 5,
         sync_n: 2000,
         only: WORKLOADS.iter().map(|s| s.to_string()).collect(),
+        scale: Vec::new(),
         dir: None,
         engines: vec![Engine::Mdb, Engine::Lmdb],
         markdown: false,
@@ -97,6 +109,14 @@ fn parse_args() -> Result<Args, String> {
                     ));
                 }
             }
+            "--scale" => {
+                for s in value("--scale")?
+                    .split(',')
+                    .filter(|s| !s.trim().is_empty())
+                {
+                    a.scale.push(num(s.trim().to_string(), "--scale")?);
+                }
+            }
             "--dir" => a.dir = Some(PathBuf::from(value("--dir")?)),
             "--engine" => {
                 a.engines = match value("--engine")?.to_ascii_lowercase().as_str() {
@@ -116,7 +136,7 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    if a.n > u32::MAX as usize {
+    if a.n > u32::MAX as usize || a.scale.iter().any(|&n| n > u32::MAX as usize) {
         return Err("--n must fit in 32 bits".into());
     }
     Ok(a)
@@ -235,6 +255,83 @@ impl Samples {
     }
 }
 
+impl Samples {
+    /// mdb/LMDB of each pair of runs.
+    fn pair_ratios(&self) -> Vec<f64> {
+        self.mdb
+            .iter()
+            .zip(&self.lmdb)
+            .map(|(m, l)| m / l)
+            .collect()
+    }
+}
+
+/// Smallest and largest of `v`.
+fn range(v: &[f64]) -> Option<(f64, f64)> {
+    let lo = v.iter().copied().reduce(f64::min)?;
+    let hi = v.iter().copied().reduce(f64::max)?;
+    Some((lo, hi))
+}
+
+/// Random load at each size of `--scale`: cost per key and its growth.
+fn run_scale(a: &Args, base: &Path) -> Res<()> {
+    let mut rows = Vec::new();
+    for &n in &a.scale {
+        eprintln!("generating {n} keys...");
+        let data = Data::new(n);
+        let mut s = Samples {
+            name: "load",
+            what: format!("random puts, {} per txn", workloads::BATCH),
+            ops: n,
+            mdb: Vec::new(),
+            lmdb: Vec::new(),
+        };
+        for rep in 0..a.reps {
+            eprintln!("scale {n}: rep {}/{}", rep + 1, a.reps);
+            for e in engine_order(&a.engines, rep) {
+                let dir = TempDir::new(base, e.name(), a.keep)?;
+                let db = Db::open(e, &dir.0)?;
+                s.push(e, workloads::load(&db, &data)?);
+            }
+        }
+        rows.push(s);
+    }
+    println!("| keys | mdb per key | LMDB per key | ratio (median of pairs) |");
+    println!("|---:|---:|---:|---:|");
+    for s in &rows {
+        println!(
+            "| {} | {} | {} | {} |",
+            s.ops,
+            time_range(&s.mdb),
+            time_range(&s.lmdb),
+            median(&s.pair_ratios()).map_or("-".into(), |r| format!("{r:.2}"))
+        );
+    }
+    if let (Some(f), Some(l)) = (rows.first(), rows.last()) {
+        let growth = |a: &[f64], b: &[f64]| match (median(a), median(b)) {
+            (Some(x), Some(y)) => format!("{:.2}x", y / x),
+            _ => "-".into(),
+        };
+        println!();
+        println!(
+            "Cost per key from {} to {} keys: mdb {}, LMDB {}.",
+            f.ops,
+            l.ops,
+            growth(&f.mdb, &l.mdb),
+            growth(&f.lmdb, &l.lmdb)
+        );
+    }
+    Ok(())
+}
+
+/// Median per op and the range of a sample, e.g. `1.52 µs (1.50-1.61)`.
+fn time_range(v: &[f64]) -> String {
+    match (median(v), range(v)) {
+        (Some(m), Some((lo, hi))) => format!("{} ({}-{})", fmt_time(m), fmt_time(lo), fmt_time(hi)),
+        _ => "-".into(),
+    }
+}
+
 /// The engines in the order of repetition `rep`: alternating who goes first.
 fn engine_order(engines: &[Engine], rep: usize) -> Vec<Engine> {
     let mut v = engines.to_vec();
@@ -300,6 +397,18 @@ fn run(a: &Args) -> Res<()> {
     };
     std::fs::create_dir_all(&cpu_base)?;
     std::fs::create_dir_all(&sync_base)?;
+    if !a.scale.is_empty() {
+        println!("- commit: {}", git_commit());
+        println!(
+            "- random load, {} puts per txn, 16 B keys, {} B values, {} pairs per size, dir {}",
+            workloads::BATCH,
+            workloads::VAL_LEN,
+            a.reps,
+            cpu_base.display()
+        );
+        println!();
+        return run_scale(a, &cpu_base);
+    }
 
     let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
     let header = [
@@ -323,7 +432,7 @@ fn run(a: &Args) -> Res<()> {
             cpu_base.display()
         ),
         format!(
-            "map size {} GiB, default (durable) flags on both, {} reps, median per op; ratio = mdb/LMDB (> 1: mdb slower)",
+            "map size {} GiB, default (durable) flags on both, {} pairs of runs (one per engine, alternating which goes first), median per op (range); ratio = median over pairs of mdb/LMDB (> 1: mdb slower); speed = 1/ratio",
             workloads::MAP_SIZE >> 30,
             a.reps
         ),
@@ -352,6 +461,24 @@ fn run(a: &Args) -> Res<()> {
     );
     let mut get_s = mk("get", "random point gets, one read txn".into(), a.n);
     let mut scan_s = mk("scan", "full cursor scan".into(), a.n);
+    let mut file_s = mk(
+        "file_read",
+        "read(2) of the scanned data file from the page cache, per item".into(),
+        a.n,
+    );
+    let mut append_s = mk(
+        "append_load",
+        format!("sorted puts with APPEND, {} per txn", workloads::BATCH),
+        a.n,
+    );
+    let mut cdel_s = mk(
+        "cursor_delete",
+        format!(
+            "cursor delete + next until empty, {} per txn",
+            workloads::BATCH
+        ),
+        a.n,
+    );
     let mut sync_s = mk("sync_put", "1 put per durable commit".into(), a.sync_n);
     let n_index_keys = a.n.div_ceil(workloads::IDS_PER_KEY);
     let mut ixload_s = mk(
@@ -374,23 +501,56 @@ fn run(a: &Args) -> Res<()> {
         n_index_keys * workloads::SCAN_PASSES,
     );
 
-    if want("load") || want("get") || want("scan") {
+    let plain = [
+        "load",
+        "get",
+        "scan",
+        "file_read",
+        "append_load",
+        "cursor_delete",
+    ];
+    let data = if plain.iter().any(|w| want(w)) {
         eprintln!("generating {} keys...", a.n);
-        let data = Data::new(a.n);
+        Some(Data::new(a.n))
+    } else {
+        None
+    };
+    if want("load") || want("get") || want("scan") || want("file_read") {
+        let data = data.as_ref().unwrap();
         for rep in 0..a.reps {
             eprintln!("rep {}/{}", rep + 1, a.reps);
             for e in engine_order(&a.engines, rep) {
                 let dir = TempDir::new(&cpu_base, e.name(), a.keep)?;
                 let db = Db::open(e, &dir.0)?;
-                let d = workloads::load(&db, &data)?;
+                let d = workloads::load(&db, data)?;
                 if want("load") {
                     load_s.push(e, d);
                 }
                 if want("get") {
-                    get_s.push(e, workloads::get(&db, &data)?);
+                    get_s.push(e, workloads::get(&db, data)?);
                 }
                 if want("scan") {
-                    scan_s.push(e, workloads::scan(&db, &data)?);
+                    scan_s.push(e, workloads::scan(&db, data)?);
+                }
+                if want("file_read") {
+                    file_s.push(e, workloads::file_read(&dir.0)?);
+                }
+            }
+        }
+    }
+    if want("append_load") || want("cursor_delete") {
+        let data = data.as_ref().unwrap();
+        for rep in 0..a.reps {
+            eprintln!("append rep {}/{}", rep + 1, a.reps);
+            for e in engine_order(&a.engines, rep) {
+                let dir = TempDir::new(&cpu_base, e.name(), a.keep)?;
+                let db = Db::open(e, &dir.0)?;
+                let d = workloads::append_load(&db, data)?;
+                if want("append_load") {
+                    append_s.push(e, d);
+                }
+                if want("cursor_delete") {
+                    cdel_s.push(e, workloads::cursor_delete(&db, a.n)?);
                 }
             }
         }
@@ -449,51 +609,57 @@ fn run(a: &Args) -> Res<()> {
     }
 
     let all = [
-        &load_s, &get_s, &scan_s, &sync_s, &ixload_s, &ixget_s, &ixscan_s,
+        &load_s, &get_s, &scan_s, &file_s, &append_s, &cdel_s, &sync_s, &ixload_s, &ixget_s,
+        &ixscan_s,
     ];
     let rows: Vec<&Samples> = all.into_iter().filter(|s| want(s.name)).collect();
-    let time_cell =
-        |v: &[f64]| median(v).map_or("-".to_string(), |t| format!("{}/op", fmt_time(t)));
-    let ratio_cell = |s: &Samples| match (median(&s.mdb), median(&s.lmdb)) {
-        (Some(m), Some(l)) => format!("{:.2}", m / l),
-        _ => "-".to_string(),
-    };
+    let ratio = |s: &Samples| median(&s.pair_ratios());
+    let ratio_cell = |s: &Samples| ratio(s).map_or("-".to_string(), |r| format!("{r:.2}"));
+    let speed_cell = |s: &Samples| ratio(s).map_or("-".to_string(), |r| format!("{:.2}x", 1.0 / r));
     if a.markdown {
-        println!("| workload | mdb | LMDB | ratio |");
-        println!("|---|---:|---:|---:|");
-        for s in rows {
+        println!("| workload | mdb per op (range) | LMDB per op (range) | ratio | mdb speed |");
+        println!("|---|---:|---:|---:|---:|");
+        for s in &rows {
             println!(
-                "| `{}` ({}, {} ops) | {} | {} | {} |",
+                "| `{}` ({}, {} ops) | {} | {} | {} | {} |",
                 s.name,
                 s.what,
                 s.ops,
-                time_cell(&s.mdb),
-                time_cell(&s.lmdb),
-                ratio_cell(s)
+                time_range(&s.mdb),
+                time_range(&s.lmdb),
+                ratio_cell(s),
+                speed_cell(s)
             );
         }
     } else {
         println!(
-            "{:<14} {:>9} {:>13} {:>13} {:>6}   ratio of each rep (mdb/LMDB)",
+            "{:<14} {:>9} {:>28} {:>28} {:>6}   ratio of each pair (mdb/LMDB)",
             "workload", "ops", "mdb", "LMDB", "ratio"
         );
-        for s in rows {
-            let per_rep: Vec<String> = s
-                .mdb
-                .iter()
-                .zip(&s.lmdb)
-                .map(|(m, l)| format!("{:.2}", m / l))
-                .collect();
+        for s in &rows {
+            let per_rep: Vec<String> = s.pair_ratios().iter().map(|r| format!("{r:.2}")).collect();
             println!(
-                "{:<14} {:>9} {:>13} {:>13} {:>6}   {}",
+                "{:<14} {:>9} {:>28} {:>28} {:>6}   {}",
                 s.name,
                 s.ops,
-                time_cell(&s.mdb),
-                time_cell(&s.lmdb),
+                time_range(&s.mdb),
+                time_range(&s.lmdb),
                 ratio_cell(s),
                 per_rep.join(" ")
             );
         }
+    }
+    if want("scan") && want("file_read") {
+        let vs = |scan: &[f64], file: &[f64]| match (median(scan), median(file)) {
+            (Some(s), Some(f)) => format!("{:.2}x", s / f),
+            _ => "-".into(),
+        };
+        println!();
+        println!(
+            "Full scan against reading the data file from the page cache (median scan / median read): mdb {}, LMDB {}.",
+            vs(&scan_s.mdb, &file_s.mdb),
+            vs(&scan_s.lmdb, &file_s.lmdb)
+        );
     }
     Ok(())
 }

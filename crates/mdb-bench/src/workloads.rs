@@ -76,13 +76,22 @@ pub struct Data {
     pub keys: Vec<[u8; 16]>,
     /// A permutation of 0..n: the order of point gets.
     pub get_order: Vec<u32>,
+    /// The keys in ascending order (`append_load`).
+    pub sorted: Vec<[u8; 16]>,
 }
 
 impl Data {
     pub fn new(n: usize) -> Data {
         let keys = (0..n as u64).map(key).collect();
         let get_order = shuffled(n, 0x1234_5678_9abc_def0);
-        Data { n, keys, get_order }
+        let mut sorted: Vec<[u8; 16]> = (0..n as u64).map(key).collect();
+        sorted.sort_unstable();
+        Data {
+            n,
+            keys,
+            get_order,
+            sorted,
+        }
     }
 }
 
@@ -369,6 +378,109 @@ pub fn load(db: &Db, data: &Data) -> Res<Duration> {
         }
     }
     Ok(t.elapsed())
+}
+
+/// `append_load`: the keys in ascending order with APPEND, `BATCH` puts
+/// per commit, into an empty database.
+pub fn append_load(db: &Db, data: &Data) -> Res<Duration> {
+    let mut v = value_template();
+    let t = Instant::now();
+    match db {
+        Db::Mdb(env) => {
+            for (c, chunk) in data.sorted.chunks(BATCH).enumerate() {
+                let mut w = env.write_txn()?;
+                for (j, k) in chunk.iter().enumerate() {
+                    fill_value((c * BATCH + j) as u64, &mut v);
+                    w.put(mdb::Database::MAIN, k, &v, mdb::WriteFlags::APPEND)?;
+                }
+                w.commit()?;
+            }
+        }
+        Db::Lmdb(env) => {
+            for (c, chunk) in data.sorted.chunks(BATCH).enumerate() {
+                let mut w = env.write_txn()?;
+                for (j, k) in chunk.iter().enumerate() {
+                    fill_value((c * BATCH + j) as u64, &mut v);
+                    w.append(k, &v)?;
+                }
+                w.commit()?;
+            }
+        }
+    }
+    Ok(t.elapsed())
+}
+
+/// `cursor_delete`: from the first item, delete at the cursor and step to
+/// the next one until the database is empty, `BATCH` deletes per commit.
+pub fn cursor_delete(db: &Db, n: usize) -> Res<Duration> {
+    let mut count = 0usize;
+    let t = Instant::now();
+    match db {
+        Db::Mdb(env) => loop {
+            let mut w = env.write_txn()?;
+            let mut c = w.write_cursor(mdb::Database::MAIN)?;
+            let mut more = c.first()?.is_some();
+            for _ in 0..BATCH {
+                if !more {
+                    break;
+                }
+                c.del(false)?;
+                count += 1;
+                more = c.next()?.is_some();
+            }
+            drop(c);
+            w.commit()?;
+            if !more {
+                break;
+            }
+        },
+        Db::Lmdb(env) => loop {
+            let w = env.write_txn()?;
+            let mut c = w.cursor()?;
+            let mut more = c.next()?.is_some();
+            for _ in 0..BATCH {
+                if !more {
+                    break;
+                }
+                c.del()?;
+                count += 1;
+                more = c.next()?.is_some();
+            }
+            drop(c);
+            w.commit()?;
+            if !more {
+                break;
+            }
+        },
+    }
+    let el = t.elapsed();
+    if count != n {
+        return Err(format!("cursor_delete: {count} deleted, expected {n}").into());
+    }
+    Ok(el)
+}
+
+/// `file_read`: the baseline of a full scan: `read(2)` of the whole data
+/// file, hot in the page cache, in 1 MiB chunks, touching one word per
+/// 4 KiB (what streaming the file through memory costs).
+pub fn file_read(dir: &Path) -> Res<Duration> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(dir.join("data.mdb"))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut sum = 0u64;
+    let t = Instant::now();
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        for page in buf[..n].chunks(4096) {
+            sum = sum.wrapping_add(page[0] as u64);
+        }
+    }
+    let el = t.elapsed();
+    std::hint::black_box(sum);
+    Ok(el)
 }
 
 fn check_value(i: u32, v: Option<&[u8]>) -> Res<usize> {

@@ -1,0 +1,77 @@
+//! The wall-clock mode keeps working: at a tiny size every workload, and
+//! every size of `--scale`, yields a time for both engines. Times are what
+//! the mode measures, never what a test asserts.
+
+use std::process::Command;
+
+fn bench(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_mdb-bench"))
+        .args(args)
+        .output()
+        .expect("cannot run mdb-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "mdb-bench {args:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The cells of the markdown row whose first cell contains `name`.
+fn row<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
+    let line = table
+        .lines()
+        .find(|l| l.starts_with('|') && l.split('|').nth(1).is_some_and(|c| c.contains(name)))
+        .unwrap_or_else(|| panic!("no row for {name}:\n{table}"));
+    line.trim_matches('|').split('|').map(str::trim).collect()
+}
+
+/// A time cell: "1.23 µs (1.20 µs-1.30 µs)".
+fn is_time(cell: &str) -> bool {
+    ["ns", "µs", "ms"].iter().any(|u| cell.contains(u))
+}
+
+#[test]
+fn every_workload_yields_times_for_both_engines() {
+    let workloads = [
+        "load",
+        "get",
+        "scan",
+        "file_read",
+        "append_load",
+        "cursor_delete",
+    ];
+    let out = bench(&[
+        "--n",
+        "2000",
+        "--reps",
+        "2",
+        "--markdown",
+        "--only",
+        &workloads.join(","),
+    ]);
+    for w in workloads {
+        let cells = row(&out, &format!("`{w}`"));
+        assert_eq!(cells.len(), 5, "{cells:?}");
+        assert!(is_time(cells[1]) && is_time(cells[2]), "{w}: {cells:?}");
+        assert!(cells[3].parse::<f64>().is_ok(), "{w}: ratio {:?}", cells[3]);
+    }
+    assert!(
+        out.contains("Full scan against reading the data file"),
+        "{out}"
+    );
+}
+
+#[test]
+fn scale_reports_each_size_and_the_growth() {
+    let out = bench(&["--scale", "1000,3000", "--reps", "1"]);
+    for n in ["1000", "3000"] {
+        let cells = row(&out, n);
+        assert!(is_time(cells[1]) && is_time(cells[2]), "{n}: {cells:?}");
+    }
+    assert!(
+        out.contains("Cost per key from 1000 to 3000 keys: mdb "),
+        "{out}"
+    );
+}
