@@ -35,45 +35,53 @@ pub(crate) fn tree_del(pager: &mut Pager<'_>, t: &mut Tree, key: &[u8]) -> Resul
 }
 
 /// Remove the item at leaf index `i` of `path` (a position in `t` as it
-/// is now), then rebalance. Returns whether the tree kept its shape, so
-/// that `path` (made dirty) still leads to the leaf, now with the
-/// following item at `i`.
+/// is now), then rebalance. When the tree kept its shape,
+/// `path` (made dirty) still leads to the leaf, now with the following item
+/// at `i`: returns the leaf's new length then, else `None`.
 pub(crate) fn remove_at(
     pager: &mut Pager<'_>,
     t: &mut Tree,
     path: &mut Path,
     i: usize,
-) -> Result<bool> {
+) -> Result<Option<usize>> {
     touch_path(pager, t, path)?;
-    let leaf = path.pg[path.leaf()];
-    if pager.page(leaf)?.is_leaf2() {
-        edit::remove_leaf2(pager.dirty.get_mut(&leaf).unwrap(), i);
-    } else {
-        let n = pager.page(leaf)?.node(i)?;
-        if n.flags() & F_BIGDATA != 0 {
-            let pg = n.ov_pgno();
-            free_overflow(pager, t, pg)?;
+    let lvl = path.leaf();
+    let leaf = path.pg[lvl];
+    let (leaf2, big) = {
+        let p = Page::new(pager.dirty.get(&leaf).ok_or(Error::Corrupted)?)?;
+        if p.is_leaf2() {
+            (true, None)
+        } else {
+            let n = p.node(i)?;
+            (false, (n.flags() & F_BIGDATA != 0).then(|| n.ov_pgno()))
         }
-        edit::remove(pager.dirty.get_mut(&leaf).unwrap(), i);
+    };
+    if let Some(pg) = big {
+        free_overflow(pager, t, pg)?;
+    }
+    let cap = pager.psize() - HDR;
+    let buf = pager.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+    if leaf2 {
+        edit::remove_leaf2(buf, i);
+    } else {
+        edit::remove(buf, i);
     }
     t.rec.entries -= 1;
-    if !needs_rebalance(pager, path, path.leaf())? {
-        return Ok(true);
+    // The fill rules `rebalance` restores, checked on the buffer at hand.
+    let (len, used) = {
+        let p = Page::new(buf)?;
+        (p.len(), p.used())
+    };
+    let low = if lvl == 0 {
+        len == 0
+    } else {
+        used * 1000 < FILL_THRESHOLD * cap || len < 1
+    };
+    if !low {
+        return Ok(Some(len));
     }
-    rebalance(pager, t, path, path.leaf())?;
-    Ok(false)
-}
-
-/// Whether the page at `lvl` of `path` breaks the fill rules that
-/// [`RwTxn::rebalance`] restores (if not, it would change nothing).
-pub(crate) fn needs_rebalance(pager: &Pager<'_>, path: &Path, lvl: usize) -> Result<bool> {
-    let p = pager.page(path.pg[lvl])?;
-    let (len, branch) = (p.len(), p.is_branch());
-    if lvl == 0 {
-        return Ok(if branch { len == 1 } else { len == 0 });
-    }
-    let min_keys = if branch { 2 } else { 1 };
-    Ok(p.used() * 1000 < FILL_THRESHOLD * (pager.psize() - HDR) || len < min_keys)
+    rebalance(pager, t, path, lvl)?;
+    Ok(None)
 }
 
 /// Restore fill rules after a removal at level `lvl` of `path`.

@@ -256,7 +256,7 @@ impl<'env> RwTxn<'env> {
         let r = tree::remove_at(&mut self.pg, &mut t, &mut p, i);
         self.set_rec(db, t.rec);
         let kept = self.fail_on_fatal(r)?;
-        let on_leaf = kept && i < self.page(p.pg[p.leaf()])?.len();
+        let on_leaf = kept.is_some_and(|len| i < len);
         Ok(on_leaf.then_some(p))
     }
 
