@@ -109,9 +109,12 @@ fn panic_move_after_failed_seek() {
         let (ps, mut file) = (seed.psize, seed.bytes.clone());
         let m = current_meta(&file, ps);
         let root = rd64(&file, m + 128) as usize;
-        // MAIN's root is a branch page: claim 8 more node pointers (all 0).
+        // MAIN's root is a branch page: claim 8 more node pointers, all 0
+        // (the free gap holds whatever the page buffer held before).
         let lower = u16::from_le_bytes([file[root * ps + 12], file[root * ps + 13]]);
         file[root * ps + 12..root * ps + 14].copy_from_slice(&(lower + 16).to_le_bytes());
+        let at = root * ps + lower as usize;
+        file[at..at + 16].fill(0);
         let (path, _dir) = write_and_open(&file);
         let mut o = EnvOptions::new();
         // SAFETY: a private scratch file that no other process or Env opens.
