@@ -18,6 +18,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # Miri on the pure layers (the on-disk format and the pager's free lists):
 # undefined behaviour, overflows and panics in the code that parses
 # untrusted bytes, including the call of a C comparator.
-rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+if ! rustup toolchain list | grep '^nightly' >/dev/null; then
+    rustup toolchain install nightly --profile minimal
+fi
 rustup component add --toolchain nightly miri rust-src
 cargo +nightly miri test -p mdb --lib -- format:: pager::
