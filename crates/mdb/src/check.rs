@@ -32,37 +32,20 @@ use std::path::Path;
 use std::rc::Rc;
 
 use crate::error::Result;
+use crate::format::bytes::{get64, sub};
+use crate::format::cmp::Order;
+use crate::format::flags::{DUPFIXED, DUPSORT, INTEGERDUP, INTEGERKEY, PERSISTENT as DB_FLAGS};
+use crate::format::meta::{DbRecord, Meta, MetaHeader, DB_RECORD_LEN, MAGIC, META_LEN, VERSION};
+use crate::format::page::{
+    node_max, node_offset, ov_pages, Header, NodeHeader, F_BIGDATA, F_DUPDATA, F_SUBDATA, HDR,
+    NODE_HDR, P_BRANCH, P_DIRTY, P_INVALID, P_LEAF, P_LEAF2, P_META, P_OVERFLOW, P_SUBP,
+};
 
-const HDR: usize = 16;
-const META_END: usize = 152;
-const MAGIC: u32 = 0xBEEF_C0DE;
-const P_INVALID: u64 = u64::MAX;
-const MAX_DEPTH: u16 = 32;
+/// Deepest tree followed (LMDB's cursor stack).
+const MAX_DEPTH: u16 = crate::tree::MAX_DEPTH as u16;
 const MAX_PROBLEMS: usize = 10_000;
-const REC_SIZE: usize = 48;
-
-const P_BRANCH: u16 = 0x01;
-const P_LEAF: u16 = 0x02;
-const P_OVERFLOW: u16 = 0x04;
-const P_META: u16 = 0x08;
-const P_DIRTY: u16 = 0x10;
-const P_LEAF2: u16 = 0x20;
-const P_SUBP: u16 = 0x40;
 /// Flags of a LEAF2 file page.
 const P_LEAF2_PAGE: u16 = P_LEAF | P_LEAF2;
-
-const F_BIGDATA: u16 = 0x01;
-const F_SUBDATA: u16 = 0x02;
-const F_DUPDATA: u16 = 0x04;
-
-const REVERSEKEY: u16 = 0x02;
-const DUPSORT: u16 = 0x04;
-const INTEGERKEY: u16 = 0x08;
-const DUPFIXED: u16 = 0x10;
-const INTEGERDUP: u16 = 0x20;
-const REVERSEDUP: u16 = 0x40;
-/// Every DB flag that may be persisted in a record.
-const DB_FLAGS: u16 = REVERSEKEY | DUPSORT | INTEGERKEY | DUPFIXED | INTEGERDUP | REVERSEDUP;
 
 /// One structural problem found in a data file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,7 +151,7 @@ pub fn check_bytes(file: &[u8]) -> Report {
             message: msg,
         })
     };
-    if file.len() < META_END {
+    let Some(meta0) = file.first_chunk::<META_LEN>() else {
         file_problem(
             &mut rep,
             if file.is_empty() { None } else { Some(0) },
@@ -178,8 +161,8 @@ pub fn check_bytes(file: &[u8]) -> Report {
             ),
         );
         return rep;
-    }
-    let psize = rd32(file, 40).unwrap_or(0);
+    };
+    let psize = Meta::fields(meta0).psize();
     if !(psize.is_power_of_two() && (512..=32768).contains(&psize)) {
         file_problem(
             &mut rep,
@@ -215,7 +198,7 @@ pub fn check_bytes(file: &[u8]) -> Report {
     };
     rep.meta_used = used;
     rep.meta_txnid = meta.txnid;
-    rep.last_pgno = meta.last_pg;
+    rep.last_pgno = meta.last_pgno;
     if metas[0].is_some() && metas[1].is_some() && u64::from(used) != meta.txnid & 1 {
         file_problem(
             &mut rep,
@@ -228,21 +211,21 @@ pub fn check_bytes(file: &[u8]) -> Report {
             ),
         );
     }
-    if meta.last_pg < 1 {
+    if meta.last_pgno < 1 {
         file_problem(
             &mut rep,
             Some(u64::from(used)),
-            format!("last_pg is {}, must be at least 1", meta.last_pg),
+            format!("last_pg is {}, must be at least 1", meta.last_pgno),
         );
     }
 
     let mut ck = Checker {
         file,
         psize: ps,
-        last_pgno: meta.last_pg,
+        last_pgno: meta.last_pgno,
         file_pages: (file.len() / ps) as u64,
         txnid: meta.txnid,
-        nodemax: ((((ps - HDR) / 2) & !1) - 2),
+        nodemax: node_max(ps),
         uses: HashMap::new(),
         owners: Vec::new(),
         problems: std::mem::take(&mut rep.problems),
@@ -259,7 +242,7 @@ pub fn check_bytes(file: &[u8]) -> Report {
         name: "FREE".to_string(),
         kind: Kind::Free,
         flags: 0,
-        key_cmp: Cmp::Int,
+        key_cmp: Order::Integer,
         leaf2: false,
         fixed_size: 0,
         rec_pgno: meta_pg,
@@ -279,7 +262,7 @@ pub fn check_bytes(file: &[u8]) -> Report {
         name: "MAIN".to_string(),
         kind: Kind::Main,
         flags: meta.main.flags,
-        key_cmp: key_cmp(meta.main.flags),
+        key_cmp: Order::of_keys(meta.main.flags),
         leaf2: false,
         fixed_size: 0,
         rec_pgno: meta_pg,
@@ -314,7 +297,7 @@ pub fn check_bytes(file: &[u8]) -> Report {
             name: name.clone(),
             kind: Kind::Named,
             flags: rec.flags,
-            key_cmp: key_cmp(rec.flags),
+            key_cmp: Order::of_keys(rec.flags),
             leaf2: false,
             fixed_size: 0,
             rec_pgno: pg,
@@ -339,23 +322,7 @@ pub fn check_bytes(file: &[u8]) -> Report {
 }
 
 // ---------------------------------------------------------------------------
-// Byte helpers (all bounds-checked).
-
-fn sub(b: &[u8], off: usize, len: usize) -> Option<&[u8]> {
-    b.get(off..off.checked_add(len)?)
-}
-
-fn rd16(b: &[u8], off: usize) -> Option<u16> {
-    sub(b, off, 2)?.try_into().ok().map(u16::from_le_bytes)
-}
-
-fn rd32(b: &[u8], off: usize) -> Option<u32> {
-    sub(b, off, 4)?.try_into().ok().map(u32::from_le_bytes)
-}
-
-fn rd64(b: &[u8], off: usize) -> Option<u64> {
-    sub(b, off, 8)?.try_into().ok().map(u64::from_le_bytes)
-}
+// Messages.
 
 /// Full lower-case hex of `b`.
 fn hex(b: &[u8]) -> String {
@@ -378,44 +345,9 @@ fn show(b: &[u8]) -> String {
 // ---------------------------------------------------------------------------
 // Records and metas.
 
-#[derive(Clone, Copy, Debug, Default)]
-struct DbRec {
-    pad: u32,
-    flags: u16,
-    depth: u16,
-    branch: u64,
-    leaf: u64,
-    overflow: u64,
-    entries: u64,
-    root: u64,
-}
-
-impl DbRec {
-    fn parse(b: &[u8]) -> Option<DbRec> {
-        Some(DbRec {
-            pad: rd32(b, 0)?,
-            flags: rd16(b, 4)?,
-            depth: rd16(b, 6)?,
-            branch: rd64(b, 8)?,
-            leaf: rd64(b, 16)?,
-            overflow: rd64(b, 24)?,
-            entries: rd64(b, 32)?,
-            root: rd64(b, 40)?,
-        })
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Meta {
-    free: DbRec,
-    main: DbRec,
-    last_pg: u64,
-    txnid: u64,
-}
-
 /// Decode meta page `idx`; `None` when it is unusable (problems in `msgs`).
 fn read_meta(file: &[u8], idx: usize, psize: usize, msgs: &mut Vec<String>) -> Option<Meta> {
-    let m = match sub(file, idx * psize, META_END) {
+    let m = match sub(file, idx * psize, META_LEN).and_then(|m| m.first_chunk()) {
         Some(m) => m,
         None => {
             msgs.push(format!(
@@ -425,14 +357,18 @@ fn read_meta(file: &[u8], idx: usize, psize: usize, msgs: &mut Vec<String>) -> O
             return None;
         }
     };
-    let flags = rd16(m, 10)?;
+    let MetaHeader {
+        pgno,
+        flags,
+        magic,
+        version,
+    } = MetaHeader::read(m)?;
     if flags & P_META == 0 {
         msgs.push(format!(
             "meta page {idx} lacks the META flag (flags 0x{flags:04x})"
         ));
         return None;
     }
-    let magic = rd32(m, 16)?;
     if magic != MAGIC {
         let hint = if magic == MAGIC.swap_bytes() {
             " (byte-swapped: big-endian file)"
@@ -444,10 +380,9 @@ fn read_meta(file: &[u8], idx: usize, psize: usize, msgs: &mut Vec<String>) -> O
         ));
         return None;
     }
-    let version = rd32(m, 20)?;
-    if version != 1 {
+    if version != VERSION {
         msgs.push(format!(
-            "meta page {idx} has data version {version}, expected 1"
+            "meta page {idx} has data version {version}, expected {VERSION}"
         ));
         return None;
     }
@@ -456,75 +391,17 @@ fn read_meta(file: &[u8], idx: usize, psize: usize, msgs: &mut Vec<String>) -> O
             "meta page {idx} has page flags 0x{flags:04x}, expected 0x0008"
         ));
     }
-    let pgno = rd64(m, 0)?;
     if pgno != idx as u64 {
         msgs.push(format!("meta page {idx} has pgno field {pgno}"));
     }
-    let pad = rd32(m, 40)?;
+    let meta = Meta::fields(m);
+    let pad = meta.psize();
     if pad as usize != psize {
         msgs.push(format!(
             "meta page {idx} gives page size {pad}, meta page 0 gives {psize}"
         ));
     }
-    Some(Meta {
-        free: DbRec::parse(sub(m, 40, REC_SIZE)?)?,
-        main: DbRec::parse(sub(m, 88, REC_SIZE)?)?,
-        last_pg: rd64(m, 136)?,
-        txnid: rd64(m, 144)?,
-    })
-}
-
-// ---------------------------------------------------------------------------
-// Comparators.
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Cmp {
-    /// Byte-wise lexicographic, shorter first on a common prefix.
-    Lex,
-    /// Byte-wise from the last byte backwards, shorter first on a common suffix.
-    Rev,
-    /// Native (little-endian) unsigned 4- or 8-byte integers.
-    Int,
-}
-
-fn key_cmp(flags: u16) -> Cmp {
-    if flags & REVERSEKEY != 0 {
-        Cmp::Rev
-    } else if flags & INTEGERKEY != 0 {
-        Cmp::Int
-    } else {
-        Cmp::Lex
-    }
-}
-
-fn dup_cmp(flags: u16) -> Cmp {
-    if flags & INTEGERDUP != 0 {
-        Cmp::Int
-    } else if flags & REVERSEDUP != 0 {
-        Cmp::Rev
-    } else {
-        Cmp::Lex
-    }
-}
-
-fn int_value(b: &[u8]) -> Option<u64> {
-    match b.len() {
-        4 => rd32(b, 0).map(u64::from),
-        8 => rd64(b, 0),
-        _ => None,
-    }
-}
-
-fn compare(cmp: Cmp, a: &[u8], b: &[u8]) -> Ordering {
-    match cmp {
-        Cmp::Lex => a.cmp(b),
-        Cmp::Rev => a.iter().rev().cmp(b.iter().rev()),
-        Cmp::Int => match (int_value(a), int_value(b)) {
-            (Some(x), Some(y)) if a.len() == b.len() => x.cmp(&y),
-            // Malformed sizes are reported elsewhere; any total order will do.
-            _ => a.len().cmp(&b.len()).then_with(|| a.cmp(b)),
-        },
-    }
+    Some(meta)
 }
 
 // ---------------------------------------------------------------------------
@@ -543,7 +420,7 @@ struct TreeSpec {
     kind: Kind,
     /// The DB's flags; for a dup sub-DB, the flags of the DB owning it.
     flags: u16,
-    key_cmp: Cmp,
+    key_cmp: Order,
     /// Leaves must be LEAF2 pages (DUPFIXED sub-DB).
     leaf2: bool,
     /// Expected LEAF2 key size (0 = unknown).
@@ -607,16 +484,12 @@ struct WalkState {
     leaf_level: Option<u16>,
 }
 
-/// A node header decoded and bounds-checked against its page.
+/// A node header bounds-checked against its page.
 struct Node {
     off: usize,
-    lo: u16,
-    hi: u16,
-    flags: u16,
+    h: NodeHeader,
     koff: usize,
     ksize: usize,
-    /// Leaf only: data size field.
-    dsize: usize,
     /// Leaf only: offset of the stored data (dsize bytes, or 8 for BIGDATA).
     doff: usize,
     /// End of the node (exclusive).
@@ -639,7 +512,7 @@ struct Checker<'a> {
     free_entries: Vec<(u64, u64, u64)>,
     free_pages: u64,
     /// Named-DB records found in MAIN: (name, record, MAIN leaf page).
-    named: Vec<(Vec<u8>, DbRec, u64)>,
+    named: Vec<(Vec<u8>, DbRecord, u64)>,
 }
 
 impl<'a> Checker<'a> {
@@ -705,7 +578,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Walk one tree, checking it, and return its recounted figures.
-    fn walk_tree(&mut self, spec: &TreeSpec, rec: &DbRec) -> Counts {
+    fn walk_tree(&mut self, spec: &TreeSpec, rec: &DbRecord) -> Counts {
         let mut c = Counts::default();
         let owner = self.add_owner(&spec.name);
         if rec.root == P_INVALID {
@@ -745,12 +618,12 @@ impl<'a> Checker<'a> {
         c
     }
 
-    fn compare_counts(&mut self, spec: &TreeSpec, rec: &DbRec, c: &Counts) {
+    fn compare_counts(&mut self, spec: &TreeSpec, rec: &DbRecord, c: &Counts) {
         let pairs = [
             ("depth", u64::from(rec.depth), u64::from(c.depth)),
-            ("branch_pages", rec.branch, c.branch),
-            ("leaf_pages", rec.leaf, c.leaf),
-            ("overflow_pages", rec.overflow, c.overflow),
+            ("branch_pages", rec.branch_pages, c.branch),
+            ("leaf_pages", rec.leaf_pages, c.leaf),
+            ("overflow_pages", rec.overflow_pages, c.overflow),
             ("entries", rec.entries, c.entries),
         ];
         for (what, stored, counted) in pairs {
@@ -768,7 +641,7 @@ impl<'a> Checker<'a> {
     fn visit(
         &mut self,
         spec: &TreeSpec,
-        rec: &DbRec,
+        rec: &DbRecord,
         owner: u32,
         ws: &mut WalkState,
         c: &mut Counts,
@@ -803,13 +676,13 @@ impl<'a> Checker<'a> {
                 return;
             }
         };
-        let hdr_pgno = rd64(page, 0).unwrap_or(0);
-        if hdr_pgno != pg {
+        let h = Header::read(page).unwrap_or_default();
+        if h.pgno != pg {
+            let hdr_pgno = h.pgno;
             self.problem(Some(pg), name, format!("page header says pgno {hdr_pgno}"));
         }
-        let flags = rd16(page, 10).unwrap_or(0);
-        let lower = rd16(page, 12).unwrap_or(0) as usize;
-        let upper = rd16(page, 14).unwrap_or(0) as usize;
+        let flags = h.flags;
+        let (lower, upper) = (h.lower as usize, h.upper as usize);
         let is_branch = match flags {
             P_BRANCH => true,
             P_LEAF | P_LEAF2_PAGE => false,
@@ -904,8 +777,8 @@ impl<'a> Checker<'a> {
         leaf: bool,
     ) -> Option<Node> {
         let size = page.len();
-        let off = rd16(page, HDR + 2 * i)? as usize;
-        if off < upper || off + 8 > size || off & 1 != 0 {
+        let off = node_offset(page, i)?;
+        if off < upper || off + NODE_HDR > size || off & 1 != 0 {
             self.problem(
                 Some(pg),
                 name,
@@ -913,19 +786,10 @@ impl<'a> Checker<'a> {
             );
             return None;
         }
-        let lo = rd16(page, off)?;
-        let hi = rd16(page, off + 2)?;
-        let flags = rd16(page, off + 4)?;
-        let ksize = rd16(page, off + 6)? as usize;
-        let koff = off + 8;
-        let dsize = (lo as usize) | ((hi as usize) << 16);
-        let stored = if !leaf {
-            0
-        } else if flags & F_BIGDATA != 0 {
-            8
-        } else {
-            dsize
-        };
+        let h = NodeHeader::read(page, off)?;
+        let ksize = h.ksize as usize;
+        let stored = h.stored(leaf);
+        let koff = off + NODE_HDR;
         let doff = koff + ksize;
         let end = doff.checked_add(stored)?;
         if end > size {
@@ -940,12 +804,9 @@ impl<'a> Checker<'a> {
         }
         Some(Node {
             off,
-            lo,
-            hi,
-            flags,
+            h,
             koff,
             ksize,
-            dsize,
             doff,
             end,
         })
@@ -1061,11 +922,11 @@ impl<'a> Checker<'a> {
         let cmp = spec.key_cmp;
         let name = spec.name.as_str();
         let pg = f.pgno;
-        if cmp == Cmp::Int {
+        if cmp == Order::Integer {
             self.check_int_size(name, pg, ws, key);
         }
         if let Some(p) = prev {
-            if compare(cmp, p, key) != Ordering::Less {
+            if cmp.compare(p, key) != Ordering::Less {
                 self.problem(
                     Some(pg),
                     name,
@@ -1081,7 +942,7 @@ impl<'a> Checker<'a> {
         }
         let parent = f.parent.unwrap_or(spec.rec_pgno);
         if let Some(lo) = &f.lo {
-            if compare(cmp, key, lo) == Ordering::Less {
+            if cmp.compare(key, lo) == Ordering::Less {
                 self.problem(
                     Some(pg),
                     name,
@@ -1095,7 +956,7 @@ impl<'a> Checker<'a> {
             }
         }
         if let Some(hi) = &f.hi {
-            if compare(cmp, key, hi) != Ordering::Less {
+            if cmp.compare(key, hi) != Ordering::Less {
                 self.problem(
                     Some(pg),
                     name,
@@ -1138,7 +999,7 @@ impl<'a> Checker<'a> {
                 None => continue,
             };
             extents.push((nd.off, nd.end, i));
-            let child = u64::from(nd.lo) | (u64::from(nd.hi) << 16) | (u64::from(nd.flags) << 32);
+            let child = nd.h.child();
             if i == 0 {
                 // Node 0's key means "minus infinity"; LMDB leaves it empty.
                 children.push((child, None));
@@ -1150,7 +1011,7 @@ impl<'a> Checker<'a> {
             };
             if order_ok {
                 order_ok = self.check_key(spec, ws, f, i, key, prev.as_deref(), "separator");
-            } else if spec.key_cmp == Cmp::Int {
+            } else if spec.key_cmp == Order::Integer {
                 self.check_int_size(name, pg, ws, key);
             }
             let k: Rc<[u8]> = Rc::from(key);
@@ -1193,7 +1054,7 @@ impl<'a> Checker<'a> {
     ) {
         let pg = f.pgno;
         let name = spec.name.as_str();
-        let pad = rd16(page, 8).unwrap_or(0) as usize;
+        let pad = Header::read(page).unwrap_or_default().pad as usize;
         if pad == 0 {
             self.problem(Some(pg), name, "LEAF2 page with key size 0".to_string());
             return;
@@ -1250,7 +1111,7 @@ impl<'a> Checker<'a> {
     /// The first key of a leaf must follow the last key of the previous leaf.
     fn check_across(&mut self, spec: &TreeSpec, ws: &WalkState, pg: u64, key: &[u8]) {
         if let Some(last) = &ws.last_key {
-            if compare(spec.key_cmp, last, key) != Ordering::Less {
+            if spec.key_cmp.compare(last, key) != Ordering::Less {
                 self.problem(
                     Some(pg),
                     &spec.name,
@@ -1302,7 +1163,7 @@ impl<'a> Checker<'a> {
             }
             if order_ok {
                 order_ok = self.check_key(spec, ws, f, i, key, prev, "key");
-            } else if spec.key_cmp == Cmp::Int {
+            } else if spec.key_cmp == Order::Integer {
                 self.check_int_size(name, pg, ws, key);
             }
             if first {
@@ -1312,7 +1173,7 @@ impl<'a> Checker<'a> {
             prev = Some(key);
             let stored = nd.end - nd.doff;
             let data = sub(page, nd.doff, stored).unwrap_or(&[]);
-            self.leaf_data(spec, owner, c, pg, i, key, nd.flags, nd.dsize, data);
+            self.leaf_data(spec, owner, c, pg, i, key, nd.h.flags, nd.h.dsize(), data);
         }
         self.check_packing(name, pg, "", &mut extents, n, (upper, page.len()));
         if let Some(k) = prev {
@@ -1361,7 +1222,7 @@ impl<'a> Checker<'a> {
                     format!("node {i}: overflow value in a DUPSORT database"),
                 );
             }
-            let first = rd64(data, 0).unwrap_or(0);
+            let first = get64(data, 0).unwrap_or(0);
             let (pages, val) = self.overflow(name, owner, pg, i, first, dsize);
             c.overflow += pages;
             if spec.kind == Kind::Free {
@@ -1420,13 +1281,13 @@ impl<'a> Checker<'a> {
                                 "node {i} is a named-DB record (F_SUBDATA) outside a non-DUPSORT main DB"
                             ),
                         );
-                    } else if dsize != REC_SIZE {
+                    } else if dsize != DB_RECORD_LEN {
                         self.problem(
                             Some(pg),
                             name,
                             format!("named-DB node {i} has data size {dsize}, expected 48"),
                         );
-                    } else if let Some(r) = DbRec::parse(data) {
+                    } else if let Ok(r) = DbRecord::read(data) {
                         self.named.push((key.to_vec(), r, pg));
                     }
                 }
@@ -1451,14 +1312,14 @@ impl<'a> Checker<'a> {
                             format!("node {i} has a dup sub-DB in a DB without DUPSORT"),
                         );
                         c.entries += 1;
-                    } else if dsize != REC_SIZE {
+                    } else if dsize != DB_RECORD_LEN {
                         self.problem(
                             Some(pg),
                             name,
                             format!("dup sub-DB node {i} has data size {dsize}, expected 48"),
                         );
                         c.entries += 1;
-                    } else if let Some(r) = DbRec::parse(data) {
+                    } else if let Ok(r) = DbRecord::read(data) {
                         c.entries += self.walk_dup_tree(spec, pg, key, &r);
                     }
                 }
@@ -1467,7 +1328,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Walk a key's duplicate sub-DB; returns its recounted entries.
-    fn walk_dup_tree(&mut self, parent: &TreeSpec, pg: u64, key: &[u8], r: &DbRec) -> u64 {
+    fn walk_dup_tree(&mut self, parent: &TreeSpec, pg: u64, key: &[u8], r: &DbRecord) -> u64 {
         let sub_name = format!("{}/dup:{}", parent.name, hex(key));
         let fixed = parent.flags & DUPFIXED != 0;
         let expect = if fixed {
@@ -1503,7 +1364,7 @@ impl<'a> Checker<'a> {
             name: sub_name,
             kind: Kind::Dup,
             flags: parent.flags,
-            key_cmp: dup_cmp(parent.flags),
+            key_cmp: Order::of_dups(parent.flags),
             leaf2: fixed,
             fixed_size: if fixed { r.pad } else { 0 },
             rec_pgno: pg,
@@ -1523,7 +1384,7 @@ impl<'a> Checker<'a> {
     fn check_subpage(&mut self, spec: &TreeSpec, pg: u64, key: &[u8], sp: &[u8]) -> u64 {
         let name = spec.name.as_str();
         let fixed = spec.flags & DUPFIXED != 0;
-        let cmp = dup_cmp(spec.flags);
+        let cmp = Order::of_dups(spec.flags);
         let ctx = format!("sub-page of key {}", show(key));
         if sp.len() < HDR {
             self.problem(
@@ -1542,7 +1403,8 @@ impl<'a> Checker<'a> {
                 format!("{ctx} has an odd size of {} bytes", sp.len()),
             );
         }
-        let flags = rd16(sp, 10).unwrap_or(0);
+        let h = Header::read(sp).unwrap_or_default();
+        let flags = h.flags;
         let expect = P_LEAF | P_DIRTY | P_SUBP | if fixed { P_LEAF2 } else { 0 };
         if flags != expect {
             self.problem(
@@ -1554,8 +1416,7 @@ impl<'a> Checker<'a> {
                 return 0;
             }
         }
-        let lower = rd16(sp, 12).unwrap_or(0) as usize;
-        let upper = rd16(sp, 14).unwrap_or(0) as usize;
+        let (lower, upper) = (h.lower as usize, h.upper as usize);
         let size = sp.len();
         if lower < HDR || lower & 1 != 0 || lower > upper || upper > size {
             self.problem(
@@ -1572,7 +1433,7 @@ impl<'a> Checker<'a> {
         }
         let mut values: Vec<&[u8]> = Vec::with_capacity(n);
         if fixed {
-            let pad = rd16(sp, 8).unwrap_or(0) as usize;
+            let pad = h.pad as usize;
             if pad == 0 || HDR + n * pad > size {
                 self.problem(
                     Some(pg),
@@ -1589,20 +1450,20 @@ impl<'a> Checker<'a> {
         } else {
             let mut extents = Vec::with_capacity(n);
             for i in 0..n {
-                let off = rd16(sp, HDR + 2 * i).unwrap_or(0) as usize;
-                if off < upper || off + 8 > size {
-                    self.problem(
-                        Some(pg),
-                        name,
-                        format!("{ctx}: node {i} offset {off} outside {upper}..{size}"),
-                    );
-                    continue;
-                }
-                let lo = rd16(sp, off).unwrap_or(0);
-                let hi = rd16(sp, off + 2).unwrap_or(0);
-                let nflags = rd16(sp, off + 4).unwrap_or(0);
-                let ksize = rd16(sp, off + 6).unwrap_or(0) as usize;
-                let v = match sub(sp, off + 8, ksize) {
+                let off = node_offset(sp, i).unwrap_or(0);
+                let nh = match NodeHeader::read(sp, off) {
+                    Some(nh) if off >= upper => nh,
+                    _ => {
+                        self.problem(
+                            Some(pg),
+                            name,
+                            format!("{ctx}: node {i} offset {off} outside {upper}..{size}"),
+                        );
+                        continue;
+                    }
+                };
+                let ksize = nh.ksize as usize;
+                let v = match sub(sp, off + NODE_HDR, ksize) {
                     Some(v) => v,
                     None => {
                         self.problem(
@@ -1615,14 +1476,14 @@ impl<'a> Checker<'a> {
                         continue;
                     }
                 };
-                if lo != 0 || hi != 0 || nflags != 0 {
+                if nh.lo != 0 || nh.hi != 0 || nh.flags != 0 {
                     self.problem(
                         Some(pg),
                         name,
                         format!("{ctx}: node {i} has data size/flags set"),
                     );
                 }
-                extents.push((off, off + 8 + ksize, i));
+                extents.push((off, off + NODE_HDR + ksize, i));
                 values.push(v);
             }
             self.check_packing(
@@ -1636,7 +1497,7 @@ impl<'a> Checker<'a> {
         }
         let mut size_seen: Option<usize> = None;
         for (i, v) in values.iter().enumerate() {
-            if cmp == Cmp::Int {
+            if cmp == Order::Integer {
                 let ok = match size_seen {
                     Some(s) => v.len() == s,
                     None => v.len() == 4 || v.len() == 8,
@@ -1651,7 +1512,7 @@ impl<'a> Checker<'a> {
                     break;
                 }
             }
-            if i > 0 && compare(cmp, values[i - 1], v) != Ordering::Less {
+            if i > 0 && cmp.compare(values[i - 1], v) != Ordering::Less {
                 self.problem(
                     Some(pg),
                     name,
@@ -1704,7 +1565,8 @@ impl<'a> Checker<'a> {
                 return (0, None);
             }
         };
-        let hdr_pgno = rd64(page, 0).unwrap_or(0);
+        let h = Header::read(page).unwrap_or_default();
+        let hdr_pgno = h.pgno;
         if hdr_pgno != first {
             self.problem(
                 Some(first),
@@ -1712,7 +1574,7 @@ impl<'a> Checker<'a> {
                 format!("overflow page header says pgno {hdr_pgno}"),
             );
         }
-        let flags = rd16(page, 10).unwrap_or(0);
+        let flags = h.flags;
         if flags != P_OVERFLOW {
             self.problem(
                 Some(first),
@@ -1723,12 +1585,12 @@ impl<'a> Checker<'a> {
             );
             return (0, None);
         }
-        let ov = u64::from(rd32(page, 12).unwrap_or(0));
+        let ov = u64::from(h.overflow_pages());
         if ov == 0 {
             self.problem(Some(first), name, "overflow run of 0 pages".to_string());
             return (0, None);
         }
-        let need = (HDR as u64 - 1 + dsize as u64) / self.psize as u64 + 1;
+        let need = ov_pages(self.psize, dsize) as u64;
         let mut value_ok = true;
         if ov < need {
             self.problem(
@@ -1781,7 +1643,7 @@ impl<'a> Checker<'a> {
 
     /// Check one free-DB record (`key` = txnid, `val` = ID list).
     fn free_record(&mut self, pg: u64, key: &[u8], val: &[u8]) {
-        let txn = match rd64(key, 0) {
+        let txn = match get64(key, 0) {
             Some(t) if key.len() == 8 => t,
             _ => return, // key size already reported
         };
@@ -1795,7 +1657,7 @@ impl<'a> Checker<'a> {
                 ),
             );
         }
-        let count = match rd64(val, 0) {
+        let count = match get64(val, 0) {
             Some(c) => c,
             None => {
                 self.problem(
@@ -1822,7 +1684,7 @@ impl<'a> Checker<'a> {
         let mut prev: Option<u64> = None;
         let mut order_reported = false;
         for j in 0..count as usize {
-            let p = match rd64(val, 8 + 8 * j) {
+            let p = match get64(val, 8 + 8 * j) {
                 Some(p) => p,
                 None => break,
             };
@@ -1898,6 +1760,7 @@ impl<'a> Checker<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::bytes::{get16, get32};
     use std::collections::BTreeMap;
     use std::io::Write;
     use std::process::{Command, Stdio};
@@ -2071,12 +1934,12 @@ mod tests {
 
     impl Raw {
         fn new(b: Vec<u8>) -> Raw {
-            let ps = rd32(&b, 40).unwrap() as usize;
+            let ps = get32(&b, 40).unwrap() as usize;
             Raw { b, ps }
         }
         fn meta_off(&self) -> usize {
-            let t0 = rd64(&self.b, 144).unwrap();
-            let t1 = rd64(&self.b, self.ps + 144).unwrap();
+            let t0 = get64(&self.b, 144).unwrap();
+            let t1 = get64(&self.b, self.ps + 144).unwrap();
             if t1 > t0 {
                 self.ps
             } else {
@@ -2084,23 +1947,24 @@ mod tests {
             }
         }
         fn main_root(&self) -> u64 {
-            rd64(&self.b, self.meta_off() + 128).unwrap()
+            get64(&self.b, self.meta_off() + 128).unwrap()
         }
         fn free_root(&self) -> u64 {
-            rd64(&self.b, self.meta_off() + 80).unwrap()
+            get64(&self.b, self.meta_off() + 80).unwrap()
         }
         fn off(&self, pg: u64) -> usize {
             pg as usize * self.ps
         }
         fn flags(&self, pg: u64) -> u16 {
-            rd16(&self.b, self.off(pg) + 10).unwrap()
+            get16(&self.b, self.off(pg) + 10).unwrap()
         }
         fn node_off(&self, pg: u64, i: usize) -> usize {
-            self.off(pg) + rd16(&self.b, self.off(pg) + HDR + 2 * i).unwrap() as usize
+            self.off(pg) + get16(&self.b, self.off(pg) + HDR + 2 * i).unwrap() as usize
         }
         fn child(&self, pg: u64, i: usize) -> u64 {
             let o = self.node_off(pg, i);
-            u64::from(rd32(&self.b, o).unwrap()) | (u64::from(rd16(&self.b, o + 4).unwrap()) << 32)
+            u64::from(get32(&self.b, o).unwrap())
+                | (u64::from(get16(&self.b, o + 4).unwrap()) << 32)
         }
         fn set_child(&mut self, pg: u64, i: usize, c: u64) {
             let o = self.node_off(pg, i);
@@ -2422,9 +2286,9 @@ mod tests {
         let raw = Raw::new(data_file(dir.path()));
         let leaf = raw.first_leaf(raw.main_root());
         let no = raw.node_off(leaf, 0);
-        assert_eq!(rd16(&raw.b, no + 4).unwrap(), F_BIGDATA);
-        let ks = rd16(&raw.b, no + 6).unwrap() as usize;
-        let ovpg = rd64(&raw.b, no + 8 + ks).unwrap();
+        assert_eq!(get16(&raw.b, no + 4).unwrap(), F_BIGDATA);
+        let ks = get16(&raw.b, no + 6).unwrap() as usize;
+        let ovpg = get64(&raw.b, no + 8 + ks).unwrap();
         let oo = raw.off(ovpg);
         assert_eq!(raw.flags(ovpg), P_OVERFLOW);
         for (at, val) in [
@@ -2507,15 +2371,15 @@ mod tests {
         let fl = raw.first_leaf(raw.free_root());
         let no = raw.node_off(fl, 0);
         assert_eq!(
-            rd16(&raw.b, no + 4).unwrap(),
+            get16(&raw.b, no + 4).unwrap(),
             0,
             "inline free record expected"
         );
-        let ks = rd16(&raw.b, no + 6).unwrap() as usize;
+        let ks = get16(&raw.b, no + 6).unwrap() as usize;
         let d = no + 8 + ks;
-        let count = rd64(&raw.b, d).unwrap();
+        let count = get64(&raw.b, d).unwrap();
         assert!(count >= 1);
-        let last = rd64(&raw.b, d + 8 * count as usize).unwrap();
+        let last = get64(&raw.b, d + 8 * count as usize).unwrap();
         raw.b[d..d + 8].copy_from_slice(&(count - 1).to_le_bytes());
         let r = check_bytes(&raw.b);
         assert_problem_on(&r, last);

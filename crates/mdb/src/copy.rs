@@ -32,28 +32,18 @@
 
 use crate::env::{Env, EnvFlags};
 use crate::error::{Error, Result};
-use crate::format::meta::{Meta, META_LEN};
+use crate::format::bytes::get64;
+use crate::format::meta::{DbRecord, Meta, META_LEN};
+use crate::format::page::{
+    edit, Header, Page, F_BIGDATA, F_DUPDATA, F_SUBDATA, HDR, P_INVALID, P_LEAF2, P_OVERFLOW,
+};
+use crate::tree::MAX_DEPTH;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-const HDR: usize = 16;
-const NODE_HDR: usize = 8;
-const P_INVALID: u64 = u64::MAX;
-const P_BRANCH: u16 = 0x01;
-const P_LEAF: u16 = 0x02;
-const P_OVERFLOW: u16 = 0x04;
-const P_LEAF2: u16 = 0x20;
-const F_BIGDATA: u16 = 0x01;
-const F_SUBDATA: u16 = 0x02;
-const F_DUPDATA: u16 = 0x04;
-const DB_RECORD: usize = 48;
-/// Offset of `root` inside a database record.
-const REC_ROOT: usize = 40;
-/// Deepest tree followed (LMDB's cursor stack).
-const MAX_DEPTH: usize = 32;
 /// Sub-database nesting: MAIN, then a named DB, then a duplicate sub-DB.
 const MAX_NESTING: usize = 2;
 /// Output is written in pieces of this size (LMDB's `MDB_WBUF`).
@@ -371,7 +361,9 @@ struct CopySnapshot<'e> {
 impl CopySnapshot<'_> {
     /// The fixed-map address recorded in meta page 0.
     fn metas_address(&self) -> u64 {
-        rd64(&self.metas, 24).unwrap_or(0)
+        self.metas
+            .first_chunk::<META_LEN>()
+            .map_or(0, |m| Meta::fields(m).address)
     }
 }
 
@@ -394,70 +386,22 @@ impl Write for FdWriter {
     }
 }
 
-fn rd16(b: &[u8], off: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(off..off + 2)?.try_into().ok()?))
-}
-
-fn rd32(b: &[u8], off: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(off..off + 4)?.try_into().ok()?))
-}
-
-fn rd64(b: &[u8], off: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(off..off + 8)?.try_into().ok()?))
-}
-
-fn wr64(b: &mut [u8], off: usize, v: u64) {
-    b[off..off + 8].copy_from_slice(&v.to_le_bytes());
-}
-
 /// A branch or leaf page being copied, and the child to visit next.
 struct Frame {
     img: Vec<u8>,
     next: usize,
 }
 
-/// Number of nodes of a branch or leaf page image.
-fn num_keys(img: &[u8]) -> Result<usize> {
-    let lower = rd16(img, 12).ok_or(Error::Corrupted)? as usize;
-    if lower < HDR || lower > img.len() {
-        return Err(Error::Corrupted);
-    }
-    Ok((lower - HDR) / 2)
-}
-
-/// Page offset of node `i`, checked to leave room for its header.
-fn node_off(img: &[u8], i: usize) -> Result<usize> {
-    let off = rd16(img, HDR + 2 * i).ok_or(Error::Corrupted)? as usize;
-    if off < HDR || off + NODE_HDR > img.len() {
-        return Err(Error::Corrupted);
-    }
-    Ok(off)
-}
-
-/// Child page number of branch node `i`.
+/// Child page of branch node `i` of a page image.
 fn child(img: &[u8], i: usize) -> Result<u64> {
-    let off = node_off(img, i)?;
-    let lo = u64::from(rd16(img, off).ok_or(Error::Corrupted)?);
-    let hi = u64::from(rd16(img, off + 2).ok_or(Error::Corrupted)?);
-    let top = u64::from(rd16(img, off + 4).ok_or(Error::Corrupted)?);
-    Ok(lo | hi << 16 | top << 32)
+    Ok(Page::new(img)?.node(i)?.child())
 }
 
+/// Point branch node `i` of a page image at `pgno`.
 fn set_child(img: &mut [u8], i: usize, pgno: u64) -> Result<()> {
-    let off = node_off(img, i)?;
-    img[off..off + 2].copy_from_slice(&(pgno as u16).to_le_bytes());
-    img[off + 2..off + 4].copy_from_slice(&((pgno >> 16) as u16).to_le_bytes());
-    img[off + 4..off + 6].copy_from_slice(&((pgno >> 32) as u16).to_le_bytes());
+    Page::new(img)?.node(i)?;
+    edit::set_child(img, i, pgno);
     Ok(())
-}
-
-/// Leaf node `i`: (node flags, page offset of its data, data size).
-fn leaf_node(img: &[u8], i: usize) -> Result<(u16, usize, usize)> {
-    let off = node_off(img, i)?;
-    let dsize = rd32(img, off).ok_or(Error::Corrupted)? as usize;
-    let flags = rd16(img, off + 4).ok_or(Error::Corrupted)?;
-    let ksize = rd16(img, off + 6).ok_or(Error::Corrupted)? as usize;
-    Ok((flags, off + NODE_HDR + ksize, dsize))
 }
 
 /// Copy page `src` into `dst` as LMDB's page copy does: the header and
@@ -467,16 +411,15 @@ fn leaf_node(img: &[u8], i: usize) -> Result<(u16, usize, usize)> {
 /// minus the gap rounded down to 8.
 fn page_copy(dst: &mut [u8], src: &[u8]) {
     let ps = src.len();
-    let lower = rd16(src, 12).unwrap_or(0) as usize;
-    let upper = rd16(src, 14).unwrap_or(0) as usize;
-    let flags = rd16(src, 10).unwrap_or(0);
+    let h = Header::read(src).unwrap_or_default();
+    let (lower, upper) = (h.lower as usize, h.upper as usize);
     if lower > upper || upper > ps {
         // Not a sane page: keep it whole.
         dst.copy_from_slice(src);
         return;
     }
     let gap = (upper - lower) & !7;
-    if gap != 0 && flags & P_LEAF2 == 0 {
+    if gap != 0 && h.flags & P_LEAF2 == 0 {
         let head = ((lower + 7) & !7).min(ps);
         let tail = upper & !7;
         dst[..head].copy_from_slice(&src[..head]);
@@ -597,27 +540,21 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
             if depth > MAX_DEPTH || visited > self.last {
                 return Err(Error::Corrupted);
             }
-            let img = self.src(pg, 1)?;
-            let flags = rd16(img, 10).ok_or(Error::Corrupted)?;
-            let nk = num_keys(img)?;
-            if flags & P_BRANCH != 0 {
-                for i in (0..nk).rev() {
-                    stack.push((child(img, i)?, depth + 1));
-                }
-            } else if flags & P_LEAF != 0 {
-                for i in 0..nk {
-                    let (nf, off, _) = leaf_node(img, i)?;
-                    let count = if nf & F_BIGDATA != 0 {
-                        let ov = rd64(img, off).ok_or(Error::Corrupted)?;
-                        let first = self.src(ov, 1)?;
-                        rd64(first, HDR).ok_or(Error::Corrupted)?
-                    } else {
-                        rd64(img, off).ok_or(Error::Corrupted)?
-                    };
-                    n = n.saturating_add(count);
+            let p = Page::new(self.src(pg, 1)?)?;
+            if p.is_branch() {
+                for i in (0..p.len()).rev() {
+                    stack.push((p.node(i)?.child(), depth + 1));
                 }
             } else {
-                return Err(Error::Corrupted);
+                for i in 0..p.len() {
+                    let nd = p.node(i)?;
+                    let ids = if nd.flags() & F_BIGDATA != 0 {
+                        &self.src(nd.ov_pgno(), 1)?[HDR..]
+                    } else {
+                        nd.data()
+                    };
+                    n = n.saturating_add(get64(ids, 0).ok_or(Error::Corrupted)?);
+                }
             }
         }
         Ok(n)
@@ -635,21 +572,19 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
         loop {
             // Go down to the leftmost leaf below `pg`.
             let mut img = self.src(pg, 1)?.to_vec();
-            let flags = rd16(&img, 10).ok_or(Error::Corrupted)?;
-            let mut done = if flags & P_BRANCH != 0 {
-                if stack.len() >= MAX_DEPTH || num_keys(&img)? == 0 {
+            let p = Page::new(&img)?;
+            let mut done = if p.is_branch() {
+                if stack.len() >= MAX_DEPTH || p.is_empty() {
                     return Err(Error::Corrupted);
                 }
-                pg = child(&img, 0)?;
+                pg = p.node(0)?.child();
                 stack.push(Frame { img, next: 0 });
                 continue;
-            } else if flags & P_LEAF != 0 {
-                if scan && flags & P_LEAF2 == 0 {
+            } else {
+                if scan && !p.is_leaf2() {
                     self.leaf_children(&mut img, nesting)?;
                 }
                 self.emit(&img)?
-            } else {
-                return Err(Error::Corrupted);
             };
             // Climb while the parents are finished, emitting them.
             loop {
@@ -658,7 +593,7 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
                 };
                 set_child(&mut f.img, f.next, done)?;
                 f.next += 1;
-                if f.next < num_keys(&f.img)? {
+                if f.next < Page::new(&f.img)?.len() {
                     pg = child(&f.img, f.next)?;
                     break;
                 }
@@ -670,20 +605,23 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
 
     /// Copy what the nodes of a leaf point to, updating the leaf image.
     fn leaf_children(&mut self, img: &mut [u8], nesting: usize) -> Result<()> {
-        for i in 0..num_keys(img)? {
-            let (nf, off, _) = leaf_node(img, i)?;
-            if nf & F_BIGDATA != 0 {
-                let ov = rd64(img, off).ok_or(Error::Corrupted)?;
-                let new = self.copy_overflow(ov)?;
-                wr64(img, off, new);
+        for i in 0..Page::new(img)?.len() {
+            let nd = Page::new(img)?.node(i)?;
+            let nf = nd.flags();
+            let data = if nf & F_BIGDATA != 0 {
+                let new = self.copy_overflow(nd.ov_pgno())?;
+                new.to_le_bytes().to_vec()
             } else if nf & F_SUBDATA != 0 {
-                if off + DB_RECORD > img.len() || nesting >= MAX_NESTING {
+                let mut r = DbRecord::read(nd.data())?;
+                if nesting >= MAX_NESTING {
                     return Err(Error::Corrupted);
                 }
-                let root = rd64(img, off + REC_ROOT).ok_or(Error::Corrupted)?;
-                let new = self.walk(root, nf & F_DUPDATA == 0, nesting + 1)?;
-                wr64(img, off + REC_ROOT, new);
-            }
+                r.root = self.walk(r.root, nf & F_DUPDATA == 0, nesting + 1)?;
+                r.encode().to_vec()
+            } else {
+                continue;
+            };
+            edit::data_mut(img, i).copy_from_slice(&data);
         }
         Ok(())
     }
@@ -695,7 +633,7 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
         let ps = self.ps;
         let dst = &mut self.bufs[self.cur][off..off + ps];
         page_copy(dst, img);
-        wr64(dst, 0, pg);
+        edit::set_pgno(dst, pg);
         self.wlen[self.cur] += ps;
         Ok(pg)
     }
@@ -703,11 +641,9 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
     /// Copy the overflow run starting at source page `ov`; returns its new number.
     fn copy_overflow(&mut self, ov: u64) -> Result<u64> {
         let first = self.src(ov, 1)?;
-        if rd16(first, 10).ok_or(Error::Corrupted)? & P_OVERFLOW == 0 {
-            return Err(Error::Corrupted);
-        }
-        let n = u64::from(rd32(first, 12).ok_or(Error::Corrupted)?);
-        if n == 0 {
+        let h = Header::read(first).ok_or(Error::Corrupted)?;
+        let n = u64::from(h.overflow_pages());
+        if h.flags & P_OVERFLOW == 0 || n == 0 {
             return Err(Error::Corrupted);
         }
         // Check the whole run before writing any of it.
@@ -717,7 +653,7 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
         let ps = self.ps;
         let dst = &mut self.bufs[self.cur][off..off + ps];
         dst.copy_from_slice(first);
-        wr64(dst, 0, pg);
+        edit::set_pgno(dst, pg);
         self.wlen[self.cur] += ps;
         if n > 1 {
             // The rest of the run goes out straight from the map, and the
@@ -732,6 +668,7 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::page::P_LEAF;
 
     #[test]
     fn page_copy_keeps_the_gap_like_lmdb() {

@@ -109,26 +109,73 @@ pub fn integer(a: &[u8], b: &[u8]) -> Ordering {
     }
 }
 
+/// The built-in orders LMDB derives from database flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// [`lexical`].
+    Lexical,
+    /// [`reverse`].
+    Reverse,
+    /// [`integer`].
+    Integer,
+}
+
+impl Order {
+    /// The order of a database's keys (REVERSEKEY before INTEGERKEY, as LMDB).
+    pub fn of_keys(flags: u16) -> Order {
+        use crate::format::flags::{INTEGERKEY, REVERSEKEY};
+        Order::first_of(
+            flags,
+            [(REVERSEKEY, Order::Reverse), (INTEGERKEY, Order::Integer)],
+        )
+    }
+
+    /// The order of a DUPSORT database's values (INTEGERDUP before
+    /// REVERSEDUP, as LMDB).
+    pub fn of_dups(flags: u16) -> Order {
+        use crate::format::flags::{INTEGERDUP, REVERSEDUP};
+        Order::first_of(
+            flags,
+            [(INTEGERDUP, Order::Integer), (REVERSEDUP, Order::Reverse)],
+        )
+    }
+
+    /// The order of the first of `choices` whose flag is in `flags`, else lexical.
+    fn first_of(flags: u16, choices: [(u16, Order); 2]) -> Order {
+        choices
+            .into_iter()
+            .find(|&(f, _)| flags & f != 0)
+            .map_or(Order::Lexical, |(_, o)| o)
+    }
+
+    /// Compare `a` with `b`.
+    #[inline]
+    pub fn compare(self, a: &[u8], b: &[u8]) -> Ordering {
+        match self {
+            Order::Lexical => a.cmp(b),
+            Order::Reverse => reverse(a, b),
+            Order::Integer => integer(a, b),
+        }
+    }
+
+    /// This order as a comparator.
+    pub fn cmp_fn(self) -> CmpFn {
+        match self {
+            Order::Lexical => CmpFn(Kind::Lexical),
+            Order::Reverse => CmpFn::rust(reverse),
+            Order::Integer => CmpFn::rust(integer),
+        }
+    }
+}
+
 /// The key comparator LMDB derives from a database's flags.
 pub fn for_flags(flags: u16) -> CmpFn {
-    if flags & crate::format::flags::REVERSEKEY != 0 {
-        CmpFn::rust(reverse)
-    } else if flags & crate::format::flags::INTEGERKEY != 0 {
-        CmpFn::rust(integer)
-    } else {
-        CmpFn(Kind::Lexical)
-    }
+    Order::of_keys(flags).cmp_fn()
 }
 
 /// The duplicate-value comparator LMDB derives from a DUPSORT database's flags.
 pub fn dup_for_flags(flags: u16) -> CmpFn {
-    if flags & crate::format::flags::INTEGERDUP != 0 {
-        CmpFn::rust(integer)
-    } else if flags & crate::format::flags::REVERSEDUP != 0 {
-        CmpFn::rust(reverse)
-    } else {
-        CmpFn(Kind::Lexical)
-    }
+    Order::of_dups(flags).cmp_fn()
 }
 
 #[cfg(test)]
@@ -147,6 +194,15 @@ mod tests {
             Ordering::Greater
         );
         assert_eq!(lexical(b"a", b"ab"), Ordering::Less);
+        let (rk, ik, id, rd) = (0x02, 0x08, 0x20, 0x40);
+        assert_eq!(Order::of_keys(rk | ik), Order::Reverse);
+        assert_eq!(Order::of_keys(ik | id), Order::Integer);
+        assert_eq!(Order::of_keys(rd), Order::Lexical);
+        assert_eq!(Order::of_dups(id | rd), Order::Integer);
+        assert_eq!(Order::of_dups(rd | rk), Order::Reverse);
+        assert_eq!(Order::of_dups(ik), Order::Lexical);
+        assert_eq!(Order::Reverse.compare(b"ab", b"ba"), Ordering::Greater);
+        assert!(Order::Lexical.cmp_fn().is_lexical());
     }
 
     /// A C comparator as a binding registers it: reads both values through

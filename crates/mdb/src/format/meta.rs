@@ -1,7 +1,7 @@
 //! Meta pages and database records (lmdb-format.md §3, §4).
 
 use crate::error::{Error, Result};
-use crate::format::page::{rd16, rd32, rd64, wr16, wr32, wr64, P_INVALID, P_META};
+use crate::format::page::{rd16, rd32, rd64, wr16, wr32, wr64, Header, P_INVALID, P_META};
 
 /// Magic number at meta page offset 16.
 pub const MAGIC: u32 = 0xBEEF_C0DE;
@@ -13,6 +13,8 @@ pub const META_WRITE_OFF: usize = 32;
 pub const META_WRITE_LEN: usize = 120;
 /// Bytes of a meta page that carry data.
 pub const META_LEN: usize = 152;
+/// Size of a database record.
+pub const DB_RECORD_LEN: usize = 48;
 
 /// A 48-byte database record: the root and statistics of one B-tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +52,17 @@ impl DbRecord {
         }
     }
 
-    /// Decode from 48 bytes.
+    /// Decode a record from bytes that may be anything: `Corrupted` unless
+    /// they are exactly [`DB_RECORD_LEN`] long.
+    pub fn read(b: &[u8]) -> Result<DbRecord> {
+        match b.len() {
+            DB_RECORD_LEN => Ok(DbRecord::decode(b)),
+            _ => Err(Error::Corrupted),
+        }
+    }
+
+    /// Decode from 48 bytes (at least 48 long: the caller has checked the
+    /// size; [`DbRecord::read`] checks it).
     pub fn decode(b: &[u8]) -> DbRecord {
         DbRecord {
             pad: rd32(b, 0),
@@ -76,6 +88,38 @@ impl DbRecord {
         wr64(&mut b, 32, self.entries);
         wr64(&mut b, 40, self.root);
         b
+    }
+}
+
+/// What makes a page a meta page, read as it is (the checker judges it
+/// field by field; [`Meta::decode`] accepts or refuses it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetaHeader {
+    /// Page number field (0 or 1).
+    pub pgno: u64,
+    /// Page flags ([`P_META`]).
+    pub flags: u16,
+    /// [`MAGIC`] in a meta page of this byte order.
+    pub magic: u32,
+    /// Data file format ([`VERSION`]).
+    pub version: u32,
+}
+
+impl MetaHeader {
+    /// The header of the meta page `b`, if `b` holds a whole meta page's
+    /// data ([`META_LEN`] bytes).
+    pub fn read(b: &[u8]) -> Option<MetaHeader> {
+        Some(MetaHeader::of(b.first_chunk()?))
+    }
+
+    fn of(b: &[u8; META_LEN]) -> MetaHeader {
+        let h = Header::read(b).unwrap_or_default();
+        MetaHeader {
+            pgno: h.pgno,
+            flags: h.flags,
+            magic: rd32(b, 16),
+            version: rd32(b, 20),
+        }
     }
 }
 
@@ -107,13 +151,11 @@ impl Meta {
         let Some(b) = b.first_chunk::<META_LEN>() else {
             return Err(Error::Invalid);
         };
-        if rd16(b, 10) & P_META == 0 {
+        let h = MetaHeader::of(b);
+        if h.flags & P_META == 0 || h.magic != MAGIC {
             return Err(Error::Invalid);
         }
-        if rd32(b, 16) != MAGIC {
-            return Err(Error::Invalid);
-        }
-        if rd32(b, 20) != VERSION {
+        if h.version != VERSION {
             return Err(Error::VersionMismatch);
         }
         let m = Meta::fields(b);
@@ -125,7 +167,7 @@ impl Meta {
         Ok(m)
     }
 
-    /// The fields of a meta page's first [`META_LEN`] bytes, unchecked.
+    /// The fields of a meta page's first [`META_LEN`] bytes, unjudged.
     pub(crate) fn fields(b: &[u8; META_LEN]) -> Meta {
         Meta {
             address: rd64(b, 24),
@@ -189,6 +231,21 @@ mod tests {
         assert_eq!(rd64(&p, 128), P_INVALID);
         assert_eq!(rd64(&p, 136), 1);
         assert_eq!(Meta::decode(&p).unwrap(), m);
+    }
+
+    #[test]
+    fn records_of_any_length() {
+        let r = DbRecord::empty(0x04);
+        assert_eq!(DbRecord::read(&r.encode()), Ok(r));
+        assert_eq!(DbRecord::read(&r.encode()[..47]), Err(Error::Corrupted));
+        assert_eq!(DbRecord::read(&[0u8; 49]), Err(Error::Corrupted));
+        assert_eq!(DbRecord::read(&[]), Err(Error::Corrupted));
+        assert_eq!(MetaHeader::read(&[0u8; META_LEN - 1]), None);
+        let h = MetaHeader::read(&Meta::new_env(4096, 1 << 20, 0).encode_page(1, 4096)).unwrap();
+        assert_eq!(
+            (h.pgno, h.flags, h.magic, h.version),
+            (1, P_META, MAGIC, VERSION)
+        );
     }
 
     #[test]

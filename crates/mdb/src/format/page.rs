@@ -24,8 +24,12 @@ pub const P_LEAF: u16 = 0x02;
 pub const P_OVERFLOW: u16 = 0x04;
 /// Page flag: meta page.
 pub const P_META: u16 = 0x08;
+/// Page flag: dirty (set on the sub-pages of duplicates, as LMDB writes them).
+pub const P_DIRTY: u16 = 0x10;
 /// Page flag: fixed-size leaf (DUPFIXED).
 pub const P_LEAF2: u16 = 0x20;
+/// Page flag: sub-page of duplicates inside a leaf node.
+pub const P_SUBP: u16 = 0x40;
 
 /// Node flag: value lives in an overflow run.
 pub const F_BIGDATA: u16 = 0x01;
@@ -73,6 +77,98 @@ pub fn ov_pages(psize: usize, len: usize) -> usize {
 #[inline]
 pub fn footprint(ksize: usize, stored: usize) -> usize {
     (NODE_HDR + ksize + stored + 1) & !1
+}
+
+/// A page header read as it is, without judging it: what a checker or a
+/// copy reads of a page that may be corrupt (a [`Page`] is only made of a
+/// header that makes sense).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Header {
+    /// Page number.
+    pub pgno: u64,
+    /// Key size of a LEAF2 page.
+    pub pad: u16,
+    /// Page flags.
+    pub flags: u16,
+    /// End of the pointer array.
+    pub lower: u16,
+    /// Start of the node area.
+    pub upper: u16,
+}
+
+impl Header {
+    /// The header of `b`; `None` if `b` is shorter than a header.
+    pub fn read(b: &[u8]) -> Option<Header> {
+        let h: &[u8; HDR] = b.first_chunk()?;
+        Some(Header {
+            pgno: rd64(h, 0),
+            pad: rd16(h, 8),
+            flags: rd16(h, 10),
+            lower: rd16(h, 12),
+            upper: rd16(h, 14),
+        })
+    }
+    /// Pages in the run an overflow page's header starts (lower and upper
+    /// hold them).
+    pub fn overflow_pages(&self) -> u32 {
+        u32::from(self.lower) | u32::from(self.upper) << 16
+    }
+    /// Entries counted by `lower`, if it is past the header.
+    pub fn entries(&self) -> Option<usize> {
+        (self.lower as usize).checked_sub(HDR).map(|n| n / 2)
+    }
+}
+
+/// Page offset of node `i`, read from the pointer array of `b` (unjudged).
+pub fn node_offset(b: &[u8], i: usize) -> Option<usize> {
+    let at = i.checked_mul(2)?.checked_add(HDR)?;
+    crate::format::bytes::get16(b, at).map(usize::from)
+}
+
+/// A node header (the 8 bytes at a node's offset) read as it is, for nodes
+/// of a page not made a [`Page`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeHeader {
+    /// Low 16 bits of the data size (of the child page in a branch node).
+    pub lo: u16,
+    /// High 16 bits of the data size (bits 16..32 of the child page).
+    pub hi: u16,
+    /// Node flags (bits 32..48 of the child page in a branch node).
+    pub flags: u16,
+    /// Key size.
+    pub ksize: u16,
+}
+
+impl NodeHeader {
+    /// The node header at offset `off` of `b`, if all of it is there.
+    pub fn read(b: &[u8], off: usize) -> Option<NodeHeader> {
+        let h = crate::format::bytes::sub(b, off, NODE_HDR)?;
+        Some(NodeHeader {
+            lo: rd16(h, 0),
+            hi: rd16(h, 2),
+            flags: rd16(h, 4),
+            ksize: rd16(h, 6),
+        })
+    }
+    /// Data size of a leaf node.
+    pub fn dsize(&self) -> usize {
+        self.lo as usize | (self.hi as usize) << 16
+    }
+    /// Child page of a branch node.
+    pub fn child(&self) -> u64 {
+        u64::from(self.lo) | u64::from(self.hi) << 16 | u64::from(self.flags) << 32
+    }
+    /// Bytes stored after the key: none in a branch node, the 8-byte page
+    /// number of an overflow value, or the data.
+    pub fn stored(&self, leaf: bool) -> usize {
+        if !leaf {
+            0
+        } else if self.flags & F_BIGDATA != 0 {
+            8
+        } else {
+            self.dsize()
+        }
+    }
 }
 
 /// A read-only view of one branch or leaf page.

@@ -81,7 +81,7 @@ pub(crate) struct Pager<'env> {
     pub(crate) moves: u64,
     /// The path to the rightmost leaf of the tree the last APPEND put went
     /// to (all dirty), valid while `moves` equals the second field.
-    pub(crate) append: Option<(crate::tree::Path, u64)>,
+    pub(crate) append: Option<AppendCache>,
 }
 
 impl<'env> Pager<'env> {
@@ -182,6 +182,16 @@ impl<'env> Pager<'env> {
         self.free = s.free;
         self.free_db = s.free_db;
     }
+}
+
+/// Where the last APPEND put went: the tree (root and depth) and its last
+/// leaf, every page of the path dirty when `moves` was the pager's.
+#[derive(Clone, Copy)]
+pub(crate) struct AppendCache {
+    pub(crate) root: u64,
+    pub(crate) depth: usize,
+    pub(crate) leaf: u64,
+    pub(crate) moves: u64,
 }
 
 /// The pager's state when a nested transaction began.

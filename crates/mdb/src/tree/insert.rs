@@ -6,7 +6,7 @@ use crate::format::page::{
     self, edit, encode_branch, footprint, node_max, ov_pages, raw_key, rekey_branch, NodeData,
     Page, F_BIGDATA, F_SUBDATA, HDR, P_BRANCH, P_INVALID, P_LEAF, P_LEAF2, P_OVERFLOW,
 };
-use crate::pager::{PageRead, Pager};
+use crate::pager::{AppendCache, PageRead, Pager};
 use crate::tree::*;
 use std::cmp::Ordering;
 
@@ -201,7 +201,12 @@ pub(crate) fn tree_put(
         pager.last_insert = (leaf, i);
         if append {
             // The path is dirty and still leads to the last leaf.
-            pager.append = Some((path, pager.moves));
+            pager.append = Some(AppendCache {
+                root: path.pg[0],
+                depth: path.len,
+                leaf,
+                moves: pager.moves,
+            });
         }
         return Ok(());
     }
@@ -224,15 +229,16 @@ fn append_in_place(
     key: &[u8],
     data: NodeData<'_>,
 ) -> Result<Option<Result<()>>> {
-    let path = match &pager.append {
-        Some((p, moves))
-            if *moves == pager.moves && p.len == t.rec.depth as usize && p.pg[0] == t.rec.root =>
+    let leaf = match pager.append {
+        Some(c)
+            if c.moves == pager.moves
+                && c.depth == t.rec.depth as usize
+                && c.root == t.rec.root =>
         {
-            *p
+            c.leaf
         }
         _ => return Ok(None),
     };
-    let leaf = path.pg[path.leaf()];
     let buf = pager.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
     let n = {
         let p = Page::new(buf)?;
