@@ -353,55 +353,45 @@ pub fn index_scan(ix: &Index, data: &IndexData) -> Res<(Duration, ScanSum)> {
 
 /// `load`: all keys in index (= random key) order, `BATCH` puts per commit.
 pub fn load(db: &Db, data: &Data) -> Res<Duration> {
-    let mut v = value_template();
-    let t = Instant::now();
-    match db {
-        Db::Mdb(env) => {
-            for (c, chunk) in data.keys.chunks(BATCH).enumerate() {
-                let mut w = env.write_txn()?;
-                for (j, k) in chunk.iter().enumerate() {
-                    fill_value((c * BATCH + j) as u64, &mut v);
-                    w.put(mdb::Database::MAIN, k, &v, mdb::WriteFlags::EMPTY)?;
-                }
-                w.commit()?;
-            }
-        }
-        Db::Lmdb(env) => {
-            for (c, chunk) in data.keys.chunks(BATCH).enumerate() {
-                let mut w = env.write_txn()?;
-                for (j, k) in chunk.iter().enumerate() {
-                    fill_value((c * BATCH + j) as u64, &mut v);
-                    w.put(k, &v)?;
-                }
-                w.commit()?;
-            }
-        }
-    }
-    Ok(t.elapsed())
+    put_keys(db, &data.keys, false)
 }
 
 /// `append_load`: the keys in ascending order with APPEND, `BATCH` puts
 /// per commit, into an empty database.
 pub fn append_load(db: &Db, data: &Data) -> Res<Duration> {
+    put_keys(db, &data.sorted, true)
+}
+
+/// Put `keys` (value `i` for the `i`-th), `BATCH` per commit; with
+/// `append`, as `MDB_APPEND` puts.
+fn put_keys(db: &Db, keys: &[[u8; 16]], append: bool) -> Res<Duration> {
     let mut v = value_template();
+    let flags = match append {
+        true => mdb::WriteFlags::APPEND,
+        false => mdb::WriteFlags::EMPTY,
+    };
     let t = Instant::now();
     match db {
         Db::Mdb(env) => {
-            for (c, chunk) in data.sorted.chunks(BATCH).enumerate() {
+            for (c, chunk) in keys.chunks(BATCH).enumerate() {
                 let mut w = env.write_txn()?;
                 for (j, k) in chunk.iter().enumerate() {
                     fill_value((c * BATCH + j) as u64, &mut v);
-                    w.put(mdb::Database::MAIN, k, &v, mdb::WriteFlags::APPEND)?;
+                    w.put(mdb::Database::MAIN, k, &v, flags)?;
                 }
                 w.commit()?;
             }
         }
         Db::Lmdb(env) => {
-            for (c, chunk) in data.sorted.chunks(BATCH).enumerate() {
+            for (c, chunk) in keys.chunks(BATCH).enumerate() {
                 let mut w = env.write_txn()?;
                 for (j, k) in chunk.iter().enumerate() {
                     fill_value((c * BATCH + j) as u64, &mut v);
-                    w.append(k, &v)?;
+                    if append {
+                        w.append(k, &v)?;
+                    } else {
+                        w.put(k, &v)?;
+                    }
                 }
                 w.commit()?;
             }
