@@ -402,7 +402,7 @@ pub fn search(p: &Page<'_>, key: &[u8], cmp: crate::format::cmp::CmpFn) -> Resul
     if p.is_leaf2() {
         bisect(p, |i| Ok(cmp.compare(p.key(i)?, key)))
     } else if cmp.is_lexical() {
-        bisect(p, |i| Ok(p.node_key(i)?.cmp(key)))
+        bisect(p, |i| Ok(crate::format::cmp::lexical(p.node_key(i)?, key)))
     } else {
         bisect(p, |i| Ok(cmp.compare(p.node_key(i)?, key)))
     }
