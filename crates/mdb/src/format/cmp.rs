@@ -89,31 +89,20 @@ impl CmpFn {
 
 /// Byte-wise lexicographic, shorter first on a common prefix.
 ///
-/// Keys are mostly short: comparing eight bytes at a time inline beats a
-/// `memcmp` call (the search's hottest instructions); long common prefixes
-/// still go to `memcmp`.
+/// Keys mostly differ in their first eight bytes: comparing those as one
+/// big-endian word inline beats a `memcmp` call (the search's hottest
+/// instructions); the rest, when they are equal, goes to `memcmp`.
 #[inline]
 pub fn lexical(a: &[u8], b: &[u8]) -> Ordering {
-    let n = a.len().min(b.len());
-    if n > 64 {
-        return a.cmp(b);
-    }
-    let (mut x, mut y) = (&a[..n], &b[..n]);
-    while let (Some((u, xr)), Some((v, yr))) =
-        (x.split_first_chunk::<8>(), y.split_first_chunk::<8>())
+    if let (Some((u, ar)), Some((v, br))) = (a.split_first_chunk::<8>(), b.split_first_chunk::<8>())
     {
         let (u, v) = (u64::from_be_bytes(*u), u64::from_be_bytes(*v));
         if u != v {
             return u.cmp(&v);
         }
-        (x, y) = (xr, yr);
+        return ar.cmp(br);
     }
-    for (u, v) in x.iter().zip(y) {
-        if u != v {
-            return u.cmp(v);
-        }
-    }
-    a.len().cmp(&b.len())
+    a.cmp(b)
 }
 
 /// Compare from the last byte backwards; shorter first on a common suffix.
