@@ -200,6 +200,10 @@ pub(crate) struct DbiInfo {
     /// top-level one) and not committed yet: other transactions may not use
     /// it (LMDB: `EINVAL`), and it is closed if that level aborts.
     pub(crate) pending: Option<u32>,
+    /// The record in the snapshot with this txnid, as a reader looked it
+    /// up: readers of the same snapshot reuse it instead of searching the
+    /// main database (records of a committed snapshot never change).
+    pub(crate) snap: Option<(u64, crate::format::meta::DbRecord)>,
 }
 
 /// An open environment. `Send + Sync`: share it between threads by reference or `Arc`.
@@ -381,6 +385,7 @@ impl Env {
                 cmp: None,
                 dcmp: None,
                 pending: None,
+                snap: None,
             },
             DbiInfo {
                 name: None,
@@ -388,6 +393,7 @@ impl Env {
                 cmp: None,
                 dcmp: None,
                 pending: None,
+                snap: None,
             },
         ];
         dbis.reserve(o.max_dbs as usize);
@@ -742,6 +748,7 @@ impl Env {
             cmp: None,
             dcmp: None,
             pending: level,
+            snap: None,
         };
         // Reuse a closed slot first.
         if let Some(i) = t.iter().skip(2).position(|d| d.name.is_none()) {
@@ -769,6 +776,7 @@ impl Env {
             } else {
                 d.name = None;
                 d.pending = None;
+                d.snap = None;
             }
         }
     }
@@ -780,6 +788,7 @@ impl Env {
             let mut t = self.dbis.write().unwrap();
             if let Some(d) = t.get_mut(db.0 as usize) {
                 d.name = None;
+                d.snap = None;
             }
         }
     }

@@ -111,3 +111,61 @@ fn nested_txn_opens_follow_the_child() {
     assert_eq!(r.get(b, b"k").unwrap(), Some(&b"v"[..]));
     assert_eq!(r.open_db("a"), Err(Error::NotFound));
 }
+
+/// Readers share the record of a named database per snapshot (an
+/// environment-wide cache keyed by txnid): each snapshot still sees its own
+/// record, an older reader does not take a newer one's, and a closed
+/// handle's slot reused for another database does not serve the old record.
+#[test]
+fn readers_see_their_own_snapshot_of_a_named_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .max_dbs(4)
+        .flags(mdb::EnvFlags::NO_TLS)
+        .open(dir.path())
+        .unwrap();
+    let put = |db, k: &[u8]| {
+        let mut w = env.write_txn().unwrap();
+        w.put(db, k, k, WriteFlags::EMPTY).unwrap();
+        w.commit().unwrap();
+    };
+    let mut w = env.write_txn().unwrap();
+    let a = w.create_db("a", DbFlags::EMPTY).unwrap();
+    w.put(a, b"k1", b"k1", WriteFlags::EMPTY).unwrap();
+    w.commit().unwrap();
+    let keys = |r: &mdb::RoTxn<'_>, db| -> Vec<Vec<u8>> {
+        r.cursor(db)
+            .unwrap()
+            .iter()
+            .map(|kv| kv.unwrap().0.to_vec())
+            .collect()
+    };
+    let r1 = env.read_txn().unwrap();
+    assert_eq!(keys(&r1, a), [b"k1".to_vec()]);
+    put(a, b"k2");
+    let r2 = env.read_txn().unwrap();
+    assert_eq!(keys(&r2, a), [b"k1".to_vec(), b"k2".to_vec()]);
+    // A fresh transaction on r1's snapshot after r2 cached the newer record.
+    drop(r1);
+    let r3 = env.read_txn().unwrap();
+    assert_eq!(keys(&r3, a).len(), 2);
+    put(a, b"k3");
+    assert_eq!(keys(&r2, a).len(), 2, "r2 keeps its snapshot");
+    drop((r2, r3));
+    assert_eq!(keys(&env.read_txn().unwrap(), a).len(), 3);
+    // Close "a"; its slot goes to "b", which must not show a's record.
+    let snapshot_of_a = env.read_txn().unwrap();
+    assert_eq!(keys(&snapshot_of_a, a).len(), 3);
+    drop(snapshot_of_a);
+    env.close_db(a);
+    let mut w = env.write_txn().unwrap();
+    let b = w.create_db("b", DbFlags::EMPTY).unwrap();
+    w.put(b, b"only-b", b"", WriteFlags::EMPTY).unwrap();
+    w.commit().unwrap();
+    assert_eq!(b, a, "the closed slot is reused");
+    let r = env.read_txn().unwrap();
+    assert_eq!(keys(&r, b), [b"only-b".to_vec()]);
+    let a2 = r.open_db("a").unwrap();
+    assert_eq!(keys(&r, a2).len(), 3);
+    assert_eq!(keys(&r, b), [b"only-b".to_vec()]);
+}

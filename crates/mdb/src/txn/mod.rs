@@ -131,13 +131,41 @@ pub(crate) fn lookup_named<S: Snapshot>(s: &S, name: &[u8]) -> Result<Option<DbR
 /// `EINVAL` for a closed handle, and (as LMDB) for one that only the
 /// uncommitted write transaction may use.
 pub(crate) fn load_named<S: Snapshot>(s: &S, env: &Env, db: Database) -> Result<DbRecord> {
-    let info = env.dbi_info(db)?;
-    if info.pending.is_some() && s.write_level().is_none() {
-        return Err(Error::Os(libc::EINVAL));
-    }
-    let name = info.name.ok_or(Error::Os(libc::EINVAL))?;
-    let rec = lookup_named(s, &name)?.ok_or(Error::BadDbi)?;
+    let reader = s.write_level().is_none();
+    let txnid = s.txn_id();
+    // The name is copied out so that the search runs without the registry
+    // lock (and without allocating).
+    let mut buf = [0u8; crate::format::page::MAX_KEY_SIZE];
+    let name = {
+        let t = env.dbis.read().unwrap();
+        let info = t.get(db.0 as usize).ok_or(Error::Os(libc::EINVAL))?;
+        if info.pending.is_some() && reader {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        if let Some((id, rec)) = info.snap.filter(|_| reader) {
+            if id == txnid {
+                return Ok(rec);
+            }
+        }
+        let name = info.name.as_deref().ok_or(Error::Os(libc::EINVAL))?;
+        let b = buf.get_mut(..name.len()).ok_or(Error::BadValSize)?;
+        b.copy_from_slice(name);
+        &buf[..name.len()]
+    };
+    let rec = lookup_named(s, name)?.ok_or(Error::BadDbi)?;
     check_supported(rec.flags)?;
+    if reader {
+        let mut t = env.dbis.write().unwrap();
+        // Unless the handle was closed (and its slot reused) meanwhile.
+        if let Some(info) = t
+            .get_mut(db.0 as usize)
+            .filter(|i| i.name.as_deref() == Some(name))
+        {
+            if info.snap.is_none_or(|(id, _)| id < txnid) {
+                info.snap = Some((txnid, rec));
+            }
+        }
+    }
     Ok(rec)
 }
 

@@ -44,6 +44,9 @@ pub struct RoTxn<'env> {
     meta: Meta,
     /// The snapshot's pages in the map.
     view: MapView<'env>,
+    /// Records of named databases this transaction used: the last one
+    /// inline (most transactions use one), the others in `dbs`.
+    last_db: Cell<Option<(u32, DbRecord)>>,
     dbs: RefCell<Vec<Option<DbRecord>>>,
     /// Bound to the thread, as LMDB's default reader slots are.
     _not_send: PhantomData<*const ()>,
@@ -82,6 +85,7 @@ impl Env {
                 bound: Cell::new(0),
                 last: 0,
             },
+            last_db: Cell::new(None),
             dbs: RefCell::new(Vec::new()),
             _not_send: PhantomData,
         };
@@ -195,6 +199,25 @@ impl Env {
 const IDLE: u64 = u64::MAX;
 
 impl RoTxn<'_> {
+    fn forget_dbs(&self) {
+        self.last_db.set(None);
+        self.dbs.borrow_mut().clear();
+    }
+
+    /// Keep `rec` as this snapshot's record of database `i` (>= 2).
+    fn keep_db(&self, i: u32, rec: DbRecord) {
+        if let Some((j, old)) = self.last_db.replace(Some((i, rec))) {
+            if j != i {
+                let mut d = self.dbs.borrow_mut();
+                let j = j as usize;
+                if d.len() <= j {
+                    d.resize(j + 1, None);
+                }
+                d[j] = Some(old);
+            }
+        }
+    }
+
     /// End the transaction (same as dropping it).
     pub fn abort(self) {}
 
@@ -202,12 +225,12 @@ impl RoTxn<'_> {
     /// slot, for [`RoTxn::renew`].
     pub fn reset(&mut self) {
         self.env.lock.set_slot_txnid(self.slot, IDLE);
-        self.dbs.borrow_mut().clear();
+        self.forget_dbs();
     }
 
     /// Take a fresh snapshot after [`RoTxn::reset`].
     pub fn renew(&mut self) -> Result<()> {
-        self.dbs.borrow_mut().clear();
+        self.forget_dbs();
         self.meta = self.env.snapshot_into(self.slot)?;
         self.view.bound.set(self.env.snapshot_bound(&self.meta));
         self.view.last = self.meta.last_pgno;
@@ -257,16 +280,17 @@ impl Snapshot for RoTxn<'_> {
             0 => Ok(self.meta.free),
             1 => Ok(self.meta.main),
             i => {
-                let i = i as usize;
-                if let Some(Some(r)) = self.dbs.borrow().get(i) {
-                    return Ok(*r);
+                if let Some((j, r)) = self.last_db.get() {
+                    if j == i {
+                        return Ok(r);
+                    }
                 }
-                let r = load_named(self, self.env, db)?;
-                let mut d = self.dbs.borrow_mut();
-                if d.len() <= i {
-                    d.resize(i + 1, None);
-                }
-                d[i] = Some(r);
+                let cached = self.dbs.borrow().get(i as usize).copied().flatten();
+                let r = match cached {
+                    Some(r) => r,
+                    None => load_named(self, self.env, db)?,
+                };
+                self.keep_db(i, r);
                 Ok(r)
             }
         }
@@ -275,12 +299,13 @@ impl Snapshot for RoTxn<'_> {
         self.meta.txnid
     }
     fn cache_db(&self, db: Database, rec: DbRecord) {
-        let i = db.0 as usize;
-        let mut d = self.dbs.borrow_mut();
-        if d.len() <= i {
-            d.resize(i + 1, None);
+        if db.0 >= 2 {
+            // Drop a stale copy of a reused handle slot before keeping `rec`.
+            if let Some(d) = self.dbs.borrow_mut().get_mut(db.0 as usize) {
+                *d = None;
+            }
+            self.keep_db(db.0, rec);
         }
-        d[i] = Some(rec);
     }
 }
 
