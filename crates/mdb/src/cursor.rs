@@ -432,9 +432,18 @@ impl CursorState {
         // changed since the last call, so no record or re-sync is needed.
         if let CursorOp::Next = op {
             let p = &self.pos;
-            if self.gen == txn.generation() && p.dcmp.is_none() && !p.unset() {
+            let same = self.gen == txn.generation() && p.dcmp.is_none() && !p.unset();
+            if same && !self.pos.just_deleted {
+                if let Some(item) = self.pos.next_plain(txn) {
+                    if self.gen != 0 {
+                        self.remember(Some(item), true);
+                    }
+                    return Ok(Some(item));
+                }
+            }
+            if same {
                 // After a delete the cursor already stands on the next item.
-                let item = if p.just_deleted {
+                let item = if self.pos.just_deleted {
                     self.pos.current(txn)?
                 } else {
                     self.pos.next_in_leaf(txn)?

@@ -160,6 +160,9 @@ impl Position {
             return self.current(s);
         }
         if self.dcmp.is_none() {
+            if let Some(item) = self.next_plain(s) {
+                return Ok(Some(item));
+            }
             if let Some(item) = self.next_in_leaf(s)? {
                 return Ok(Some(item));
             }
@@ -167,6 +170,19 @@ impl Position {
             return self.current(s);
         }
         self.next_nodup(s, rec)
+    }
+
+    /// The scan step: the next item when it is a plain one on the same
+    /// leaf, else `None` (the caller takes the general path, which also
+    /// reports corruption).
+    #[inline(always)]
+    pub(crate) fn next_plain<'a, S: PageRead>(&mut self, s: &'a S) -> Option<Item<'a>> {
+        let l = self.main.path.leaf();
+        let p = s.page(self.main.path.pg[l]).ok()?;
+        let i = self.main.path.ix[l] + 1;
+        let item = p.plain_item(i)?;
+        self.main.path.ix[l] = i;
+        Some(item)
     }
 
     /// Plain databases: the next item if it is on the same leaf (one page
@@ -180,6 +196,9 @@ impl Position {
             return Ok(None);
         }
         self.main.path.ix[l] = i;
+        if let Some(item) = p.plain_item(i) {
+            return Ok(Some(item));
+        }
         let n = p.node(i)?;
         Ok(Some((n.key(), node_value(s, n)?)))
     }

@@ -292,6 +292,31 @@ impl<'a> Page<'a> {
             branch,
         })
     }
+    /// Key and inline value of node `i` of a leaf, when it is a plain
+    /// item (no overflow, duplicates or database record) that lies within
+    /// the page: the scan step. `None` otherwise; [`Page::node`] then says
+    /// why.
+    #[inline(always)]
+    pub(crate) fn plain_item(&self, i: usize) -> Option<(&'a [u8], &'a [u8])> {
+        let b = self.b;
+        let lower = self.lower() as usize;
+        let at = HDR + 2 * i;
+        if at + 2 > lower {
+            return None;
+        }
+        let off = u16::from_le_bytes(*b.get(at..)?.first_chunk::<2>()?) as usize;
+        let h = b.get(off..)?.first_chunk::<NODE_HDR>()?;
+        let flags = u16::from_le_bytes([h[4], h[5]]);
+        if off < lower || flags & (F_BIGDATA | F_SUBDATA | F_DUPDATA) != 0 || self.is_leaf2() {
+            return None;
+        }
+        let ds = u16::from_le_bytes([h[0], h[1]]) as usize
+            | (u16::from_le_bytes([h[2], h[3]]) as usize) << 16;
+        let ks = u16::from_le_bytes([h[6], h[7]]) as usize;
+        let k = off + NODE_HDR;
+        let kv = b.get(k..k + ks + ds)?;
+        Some(kv.split_at(ks))
+    }
     /// Key of node `i` (for LEAF2 pages: the i-th packed fixed-size key).
     #[inline]
     pub fn key(&self, i: usize) -> Result<&'a [u8]> {
