@@ -433,7 +433,13 @@ impl CursorState {
         if let CursorOp::Next = op {
             let p = &self.pos;
             let same = self.gen == txn.generation() && p.dcmp.is_none() && !p.unset();
-            if same && !self.pos.just_deleted {
+            if same && self.pos.just_deleted {
+                // A delete left the cursor on this item and remembered its key.
+                if let Some(item) = self.pos.current_plain(txn) {
+                    self.pos.just_deleted = false;
+                    return Ok(Some(item));
+                }
+            } else if same {
                 if let Some(item) = self.pos.next_plain(txn) {
                     if self.gen != 0 {
                         self.remember(Some(item), true);

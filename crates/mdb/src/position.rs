@@ -185,6 +185,16 @@ impl Position {
         Some(item)
     }
 
+    /// The item the cursor stands on when it is a plain one (else `None`,
+    /// for the general path).
+    #[inline(always)]
+    pub(crate) fn current_plain<'a, S: PageRead>(&self, s: &'a S) -> Option<Item<'a>> {
+        let l = self.main.path.leaf();
+        s.page(self.main.path.pg[l])
+            .ok()?
+            .plain_item(self.main.path.ix[l])
+    }
+
     /// Plain databases: the next item if it is on the same leaf (one page
     /// lookup, no record needed), else `None` with the position unchanged.
     #[inline]

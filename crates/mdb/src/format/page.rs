@@ -635,11 +635,24 @@ pub mod edit {
         let fp = node.footprint();
         // Shift the nodes stored below this one up by its footprint.
         b.copy_within(up..off, up + fp);
-        // (Branch-free, so the loop vectorises.)
+        // Four pointers at a time, branch-free: each lane below `off` gains
+        // `fp` (lanes stay below 2^16, so no carry crosses into the next).
         let (off16, fp16) = (off as u16, fp as u16);
-        for c in b[HDR..lo].chunks_exact_mut(2) {
+        let ptrs = &mut b[HDR..lo];
+        let mut words = ptrs.chunks_exact_mut(8);
+        for w in &mut words {
+            let mut lanes = [0u16; 4];
+            for (l, c) in lanes.iter_mut().zip(w.chunks_exact(2)) {
+                let o = u16::from_le_bytes([c[0], c[1]]);
+                *l = o.wrapping_add(fp16 & 0u16.wrapping_sub((o < off16) as u16));
+            }
+            for (l, c) in lanes.iter().zip(w.chunks_exact_mut(2)) {
+                c.copy_from_slice(&l.to_le_bytes());
+            }
+        }
+        for c in words.into_remainder().chunks_exact_mut(2) {
             let o = u16::from_le_bytes([c[0], c[1]]);
-            let moved = o + if o < off16 { fp16 } else { 0 };
+            let moved = o.wrapping_add(fp16 & 0u16.wrapping_sub((o < off16) as u16));
             c.copy_from_slice(&moved.to_le_bytes());
         }
         b.copy_within(p + 2..lo, p);

@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::cursor::{CursorOp, CursorState};
-use crate::format::page::MAX_KEY_SIZE;
 use crate::pager::PageRead;
 use crate::tree::{Item, WriteFlags};
 
@@ -149,38 +148,30 @@ impl RwTxn<'_> {
         let dups = st.pos.dcmp.is_some();
         if !dups {
             // Delete at the position itself, no search from the root. The
-            // key is kept (on the stack) only to find the next item if the
-            // tree changes shape.
-            let path = st.pos.main.path;
-            let mut kbuf = [0u8; MAX_KEY_SIZE];
-            let klen = {
+            // key is kept (in the cursor's buffer) only to find the next
+            // item if the tree changes shape.
+            {
+                let path = &st.pos.main.path;
                 let leaf = self.page(path.pg[path.leaf()])?;
                 let i = path.ix[path.leaf()];
                 if i >= leaf.len() {
                     return Err(Error::NotFound);
                 }
-                let k = leaf.key(i)?;
-                kbuf.get_mut(..k.len())
-                    .ok_or(Error::Corrupted)?
-                    .copy_from_slice(k);
-                k.len()
-            };
-            match self.del_at(db, &path)? {
-                Some(path) => {
-                    st.pos.main.path = path;
+                st.remember_key(leaf.key(i)?);
+            }
+            if self.del_at(db, &mut st.pos.main.path)? {
+                st.pos.just_deleted = true;
+                let path = &st.pos.main.path;
+                let next = self.page(path.pg[path.leaf()])?.key(path.ix[path.leaf()])?;
+                st.remember_key(next);
+            } else {
+                let rec = self.db(db)?;
+                st.pos.seek(&*self, &rec, &st.key)?;
+                if !st.pos.unset() {
                     st.pos.just_deleted = true;
-                    let next = self.page(path.pg[path.leaf()])?.key(path.ix[path.leaf()])?;
-                    st.remember_key(next);
                 }
-                None => {
-                    let rec = self.db(db)?;
-                    st.pos.seek(&*self, &rec, &kbuf[..klen])?;
-                    if !st.pos.unset() {
-                        st.pos.just_deleted = true;
-                    }
-                    let cur = st.pos.current(&*self)?;
-                    st.remember(cur, true);
-                }
+                let cur = st.pos.current(&*self)?;
+                st.remember(cur, true);
             }
             st.gen = self.generation();
             return Ok(());

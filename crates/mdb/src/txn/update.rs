@@ -233,18 +233,18 @@ impl<'env> RwTxn<'env> {
 
     /// Delete the item a cursor of a plain (not DUPSORT) database is on,
     /// with no search from the root: `path` is its position in the tree as
-    /// it is now. Returns the position of the following item when it is on
-    /// the same leaf and the tree kept its shape (else the caller searches).
-    pub(crate) fn del_at(&mut self, db: Database, path: &Path) -> Result<Option<Path>> {
+    /// it is now, updated in place (no copies of the path). Returns whether
+    /// it now stands on the following item, on the same leaf, with the tree
+    /// in the same shape (else the caller searches again).
+    pub(crate) fn del_at(&mut self, db: Database, path: &mut Path) -> Result<bool> {
         let rec = self.check_usable(db)?;
         let mut t = self.tree_of(db, rec);
         if t.dups.is_some() || path.len == 0 || path.len != t.rec.depth as usize {
             return Err(Error::Os(libc::EINVAL));
         }
-        let mut p = *path;
-        let i = p.ix[p.leaf()];
+        let i = path.ix[path.leaf()];
         {
-            let leaf = self.page(p.pg[p.leaf()])?;
+            let leaf = self.page(path.pg[path.leaf()])?;
             if i >= leaf.len() {
                 return Err(Error::NotFound);
             }
@@ -253,11 +253,10 @@ impl<'env> RwTxn<'env> {
                 return Err(Error::Incompatible);
             }
         }
-        let r = tree::remove_at(&mut self.pg, &mut t, &mut p, i);
+        let r = tree::remove_at(&mut self.pg, &mut t, path, i);
         self.set_rec(db, t.rec);
         let kept = self.fail_on_fatal(r)?;
-        let on_leaf = kept.is_some_and(|len| i < len);
-        Ok(on_leaf.then_some(p))
+        Ok(kept.is_some_and(|len| i < len))
     }
 
     /// Delete every item of `db`; with `delete` also remove a named database's record.
