@@ -712,6 +712,22 @@ pub mod edit {
         wr16(b, off + 4, (child >> 32) as u16);
     }
 
+    /// Overwrite the key of branch node `i` with `key` when it has the same
+    /// length (the node keeps its place); false, page unchanged, otherwise.
+    pub fn set_branch_key(b: &mut [u8], i: usize, key: &[u8]) -> bool {
+        let off = rd16(b, HDR + 2 * i) as usize;
+        if rd16(b, off + 6) as usize != key.len() {
+            return false;
+        }
+        match b.get_mut(off + NODE_HDR..off + NODE_HDR + key.len()) {
+            Some(k) => {
+                k.copy_from_slice(key);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Mutable inline data of leaf node `i`.
     pub fn data_mut(b: &mut [u8], i: usize) -> &mut [u8] {
         let off = rd16(b, HDR + 2 * i) as usize;

@@ -207,22 +207,23 @@ fn leaves_in_place(
     }
     // The right page keeps its other entries, rebuilt from a copy.
     copy.copy_from_slice(rb);
-    let rest = {
-        let c = Page::new(copy)?;
-        let rest: Result<Vec<&[u8]>> = (k..c.len()).map(|j| c.raw_entry(j)).collect();
-        rest?
-    };
-    let ok = edit::rebuild(pager.dirty.get_mut(&rpg).unwrap(), rflags, &rest);
-    let new_sep = raw_key(rest[0]).to_vec();
-    drop(rest);
-    if !ok {
-        return Err(Error::PageFull);
+    let c = Page::new(copy)?;
+    edit::init(rb, rpg, rflags);
+    for j in k..c.len() {
+        if !edit::insert_raw(rb, j - k, c.raw_entry(j)?) {
+            return Err(Error::PageFull);
+        }
     }
+    let new_sep = raw_key(c.raw_entry(k)?);
     if new_sep != sep {
-        // Replace the separator; a longer key may split the parent.
-        edit::remove(pager.dirty.get_mut(&parent).unwrap(), ri);
-        let node = encode_branch(&new_sep, rpg);
-        insert(pager, t, path, lvl - 1, ri, &node, Hint::NONE)?;
+        let pb = pager.dirty.get_mut(&parent).ok_or(Error::Corrupted)?;
+        // Same length (fixed-size keys): rewrite it in place; otherwise
+        // replace the node, which may split the parent.
+        if !edit::set_branch_key(pb, ri, new_sep) {
+            edit::remove(pb, ri);
+            let node = encode_branch(new_sep, rpg);
+            insert(pager, t, path, lvl - 1, ri, &node, Hint::NONE)?;
+        }
     }
     Ok(Some(Ok(())))
 }
