@@ -8,11 +8,17 @@ use std::os::raw::{c_int, c_uint};
 
 /// Copy `key` and `val` into `scratch` (they may point into pages the write
 /// is about to change) and return the copies.
+#[inline]
 pub(crate) fn stash<'s>(scratch: &'s mut Vec<u8>, key: &[u8], val: &[u8]) -> (&'s [u8], &'s [u8]) {
-    scratch.clear();
-    scratch.extend_from_slice(key);
-    scratch.extend_from_slice(val);
-    scratch.split_at(key.len())
+    let n = key.len() + val.len();
+    if scratch.len() < n {
+        scratch.resize(n, 0);
+    }
+    let (k, rest) = scratch.split_at_mut(key.len());
+    k.copy_from_slice(key);
+    let v = &mut rest[..val.len()];
+    v.copy_from_slice(val);
+    (k, v)
 }
 
 /// Whether `db` is DUPSORT in `w`.
@@ -98,10 +104,10 @@ pub unsafe extern "C" fn mdb_put(
             let mut scratch = std::mem::take(&mut t.scratch);
             let r = (|| {
                 let w = t.write()?;
-                let dflags = db_flags(w, db)?;
-                check_sizes(k, d.mv_size, dflags)?;
                 let wf = WriteFlags(flags & put_flags::ENGINE);
                 if flags & put_flags::RESERVE != 0 {
+                    let dflags = db_flags(w, db)?;
+                    check_sizes(k, d.mv_size, dflags)?;
                     if dflags & db_flags::DUPSORT != 0 {
                         return Err(EINVAL);
                     }
@@ -110,6 +116,11 @@ pub unsafe extern "C" fn mdb_put(
                     let p = t.note(r)?;
                     d.mv_data = p.cast();
                     return Ok(());
+                }
+                // The engine checks sizes against the database's flags too;
+                // these two keep a bad call from copying a huge value first.
+                if k.is_empty() || k.len() > MAX_KEY || d.mv_size > u32::MAX as usize {
+                    return Err(MDB_BAD_VALSIZE);
                 }
                 // SAFETY: the caller's data bytes.
                 let (k, v) = stash(&mut scratch, k, unsafe { bytes(d) });

@@ -15,6 +15,9 @@ use std::cmp::Ordering;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 
+/// Handles below this number are looked up without a lock.
+pub(crate) const FAST_DBIS: usize = 64;
+
 /// One open handle.
 #[derive(Clone)]
 pub(crate) struct DbiEntry {
@@ -99,9 +102,25 @@ impl DbiTable {
 
 impl MDB_env {
     /// The engine database of handle `dbi` (`EINVAL` if not open).
+    #[inline]
     pub(crate) fn db(&self, dbi: MDB_dbi) -> Result<Database, c_int> {
+        if let Some(f) = self.dbi_fast.get(dbi as usize) {
+            return match f.load(std::sync::atomic::Ordering::Acquire) {
+                0 => Err(EINVAL),
+                v => Ok(Database::from_dbi(v - 1)),
+            };
+        }
         let t = self.dbis.read().unwrap_or_else(|x| x.into_inner());
         t.get(dbi).map(|e| e.db).ok_or(EINVAL)
+    }
+
+    /// Mirror the table's first handles into `dbi_fast` (called with the
+    /// write lock held, after a handle is opened or closed).
+    fn sync_dbi_fast(&self, t: &DbiTable) {
+        for (i, f) in self.dbi_fast.iter().enumerate() {
+            let v = t.get(i as MDB_dbi).map_or(0, |e| e.db.dbi() + 1);
+            f.store(v, std::sync::atomic::Ordering::Release);
+        }
     }
 
     /// The engine database of a handle that user data may be read or
@@ -115,11 +134,12 @@ impl MDB_env {
 
     /// Close handle `dbi` (no-op for 0, 1 and unknown handles).
     pub(crate) fn close_dbi(&self, dbi: MDB_dbi) {
-        let e = self
-            .dbis
-            .write()
-            .unwrap_or_else(|x| x.into_inner())
-            .remove(dbi);
+        let e = {
+            let mut t = self.dbis.write().unwrap_or_else(|x| x.into_inner());
+            let e = t.remove(dbi);
+            self.sync_dbi_fast(&t);
+            e
+        };
         if let (Some(e), Ok(en)) = (e, self.engine()) {
             en.close_db(e.db);
         }
@@ -210,17 +230,18 @@ pub unsafe extern "C" fn mdb_dbi_open(
                 }
             }
             let db = r.map_err(|e| e.code())?;
-            let h = env
-                .dbis
-                .write()
-                .unwrap_or_else(|x| x.into_inner())
-                .insert(DbiEntry {
+            let h = {
+                let mut tab = env.dbis.write().unwrap_or_else(|x| x.into_inner());
+                let h = tab.insert(DbiEntry {
                     db,
                     name: Some(name.to_vec()),
                     cmp: None,
                     dcmp: None,
                     pending: !t.rdonly,
                 });
+                env.sync_dbi_fast(&tab);
+                h
+            };
             t.new_dbis.push(h);
             // SAFETY: dbi checked non-NULL.
             unsafe { *dbi = h };

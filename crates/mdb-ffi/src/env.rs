@@ -71,6 +71,10 @@ pub struct MDB_env {
     magic: AtomicU32,
     pub(crate) st: RwLock<EnvState>,
     pub(crate) dbis: RwLock<DbiTable>,
+    /// The engine database of each of the first handles, readable without
+    /// the table's lock on every call: 0 closed, else `Database::dbi() + 1`.
+    /// Written under the table's write lock ([`MDB_env::sync_dbi_fast`]).
+    pub(crate) dbi_fast: [AtomicU32; crate::dbi::FAST_DBIS],
     pub(crate) txns: Mutex<Slab<crate::txn::MDB_txn>>,
     pub(crate) cursors: Mutex<Slab<crate::cursor::MDB_cursor>>,
     userctx: AtomicPtr<c_void>,
@@ -137,6 +141,7 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
                 tried: false,
             }),
             dbis: RwLock::new(DbiTable::new()),
+            dbi_fast: std::array::from_fn(|i| AtomicU32::new(if i < 2 { i as u32 + 1 } else { 0 })),
             txns: Mutex::new(Slab::new()),
             cursors: Mutex::new(Slab::new()),
             userctx: AtomicPtr::new(std::ptr::null_mut()),
