@@ -440,12 +440,22 @@ impl CursorState {
                     return Ok(Some(item));
                 }
             } else if same {
-                if let Some(item) = self.pos.next_plain(txn) {
-                    if self.gen != 0 {
-                        self.remember(Some(item), true);
+                let mut item = self.pos.next_plain(txn);
+                if item.is_none() {
+                    // The next leaf: no re-sync, the position is current.
+                    let rec = txn.db(self.db)?;
+                    if !self.pos.main.move_next(txn, &rec)? {
+                        return Ok(None);
                     }
-                    return Ok(Some(item));
+                    item = match self.pos.current_plain(txn) {
+                        Some(item) => Some(item),
+                        None => self.pos.current(txn)?,
+                    };
                 }
+                if self.gen != 0 {
+                    self.remember(item, true);
+                }
+                return Ok(item);
             }
             if same {
                 // After a delete the cursor already stands on the next item.
