@@ -341,7 +341,7 @@ pub(crate) fn drop_tree(pager: &mut Pager<'_>, t: &mut Tree) -> Result<()> {
                 } else if n.flags() & F_BIGDATA != 0 {
                     runs.push(n.ov_pgno());
                 } else if n.flags() & F_SUBDATA != 0 && n.dsize() == 48 {
-                    let r = DbRecord::decode(n.data());
+                    let r = DbRecord::read(n.data())?;
                     trees.push((r.root, r.depth));
                 }
             }

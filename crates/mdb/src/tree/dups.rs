@@ -34,7 +34,7 @@ pub(crate) fn dups_of<'a, S: PageRead>(s: &'a S, n: Node<'a>) -> Result<Dups<'a>
         if n.dsize() != 48 || n.data().len() != 48 {
             return Err(Error::Corrupted);
         }
-        return Ok(Dups::SubDb(DbRecord::decode(n.data())));
+        return Ok(Dups::SubDb(DbRecord::read(n.data())?));
     }
     Ok(Dups::SubPage(Page::new(n.data())?))
 }

@@ -122,7 +122,7 @@ pub(crate) fn lookup_named<S: Snapshot>(s: &S, name: &[u8]) -> Result<Option<DbR
             if n.flags() & (F_SUBDATA | F_DUPDATA) != F_SUBDATA || n.dsize() != 48 {
                 return Err(Error::Incompatible);
             }
-            Ok(Some(DbRecord::decode(n.data())))
+            Ok(Some(DbRecord::read(n.data())?))
         }
     }
 }
