@@ -234,7 +234,12 @@ pub unsafe extern "C" fn mdb_cursor_get(
     guard(|| {
         code((|| {
             // SAFETY: cursor per the lmdb.h contract.
-            let (cur, t) = unsafe { bound(cursor)? };
+            let cur = unsafe { cursor_ref(cursor)? };
+            // SAFETY: a bound cursor's transaction is live (it unbinds them at its end).
+            let t = unsafe { txn_ref(cur.txn)? };
+            // Checks the transaction is usable (as `bound`), once.
+            let view = t.view()?;
+            let st = cur.st.as_mut().ok_or(EINVAL)?;
             // SAFETY: non-NULL pointers are the caller's values.
             let k = || unsafe { key.as_ref().map(|v| bytes(v)) }.ok_or(EINVAL);
             // SAFETY: as above.
@@ -283,8 +288,7 @@ pub unsafe extern "C" fn mdb_cursor_get(
                     return Err(MDB_BAD_VALSIZE);
                 }
             }
-            let st = cur.st.as_mut().ok_or(EINVAL)?;
-            let r = match t.view()? {
+            let r = match view {
                 View::Ro(r) => st.get(r, cop),
                 View::Rw(w) => st.get(&*w, cop),
             };

@@ -55,6 +55,10 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
             let path = &mut self.pos.main.path;
             let l = path.leaf();
             let i = path.ix[l] + 1;
+            if let Some(item) = crate::format::page::plain_item(p.bytes(), i) {
+                path.ix[l] = i;
+                return Ok(Some(item));
+            }
             if i < p.len() {
                 path.ix[l] = i;
                 let n = p.node(i)?;
@@ -423,53 +427,59 @@ impl CursorState {
 
     /// Perform `op`; returns the item (key, value) the cursor lands on, or
     /// `None` for LMDB's `MDB_NOTFOUND`.
+    #[inline]
     pub fn get<'t, T: Snapshot>(
         &mut self,
         txn: &'t T,
         op: CursorOp<'_>,
     ) -> Result<Option<Item<'t>>> {
-        // A scan step on a plain database that stays on the leaf: nothing
-        // changed since the last call, so no record or re-sync is needed.
+        // The scan step on a plain database, to the next item of the same
+        // leaf: nothing changed since the last call, so no record or
+        // re-sync is needed. Small enough to inline into the caller.
         if let CursorOp::Next = op {
             let p = &self.pos;
-            let same = self.gen == txn.generation() && p.dcmp.is_none() && !p.unset();
-            if same && self.pos.just_deleted {
-                // A delete left the cursor on this item and remembered its key.
-                if let Some(item) = self.pos.current_plain(txn) {
-                    self.pos.just_deleted = false;
+            if self.gen == txn.generation() && p.dcmp.is_none() && !p.unset() && !p.just_deleted {
+                if let Some(item) = self.pos.next_plain(txn) {
+                    if self.gen != 0 {
+                        self.remember(Some(item), true);
+                    }
                     return Ok(Some(item));
                 }
-            } else if same {
-                let mut item = self.pos.next_plain(txn);
-                if item.is_none() {
+            }
+        }
+        self.get_general(txn, op)
+    }
+
+    #[inline(never)]
+    fn get_general<'t, T: Snapshot>(
+        &mut self,
+        txn: &'t T,
+        op: CursorOp<'_>,
+    ) -> Result<Option<Item<'t>>> {
+        if let CursorOp::Next = op {
+            let p = &self.pos;
+            if self.gen == txn.generation() && p.dcmp.is_none() && !p.unset() {
+                if self.pos.just_deleted {
+                    // A delete left the cursor on this item and remembered
+                    // its key.
+                    if let Some(item) = self.pos.current_plain(txn) {
+                        self.pos.just_deleted = false;
+                        return Ok(Some(item));
+                    }
+                } else {
                     // The next leaf: no re-sync, the position is current.
                     let rec = txn.db(self.db)?;
                     if !self.pos.main.move_next(txn, &rec)? {
                         return Ok(None);
                     }
-                    item = match self.pos.current_plain(txn) {
+                    let item = match self.pos.current_plain(txn) {
                         Some(item) => Some(item),
                         None => self.pos.current(txn)?,
                     };
-                }
-                if self.gen != 0 {
-                    self.remember(item, true);
-                }
-                return Ok(item);
-            }
-            if same {
-                // After a delete the cursor already stands on the next item.
-                let item = if self.pos.just_deleted {
-                    self.pos.current(txn)?
-                } else {
-                    self.pos.next_in_leaf(txn)?
-                };
-                if let Some(item) = item {
-                    self.pos.just_deleted = false;
                     if self.gen != 0 {
-                        self.remember(Some(item), true);
+                        self.remember(item, true);
                     }
-                    return Ok(Some(item));
+                    return Ok(item);
                 }
             }
         }

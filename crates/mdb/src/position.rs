@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::format::cmp::CmpFn;
 use crate::format::meta::DbRecord;
-use crate::format::page::{search, Node, Page};
+use crate::format::page::{plain_item, search, Node, Page};
 use crate::pager::PageRead;
 use crate::tree::dups::*;
 use crate::tree::*;
@@ -178,9 +178,9 @@ impl Position {
     #[inline(always)]
     pub(crate) fn next_plain<'a, S: PageRead>(&mut self, s: &'a S) -> Option<Item<'a>> {
         let l = self.main.path.leaf();
-        let p = s.page(self.main.path.pg[l]).ok()?;
+        let b = s.page_bytes(self.main.path.pg[l]).ok()?;
         let i = self.main.path.ix[l] + 1;
-        let item = p.plain_item(i)?;
+        let item = plain_item(b, i)?;
         self.main.path.ix[l] = i;
         Some(item)
     }
@@ -190,9 +190,10 @@ impl Position {
     #[inline(always)]
     pub(crate) fn current_plain<'a, S: PageRead>(&self, s: &'a S) -> Option<Item<'a>> {
         let l = self.main.path.leaf();
-        s.page(self.main.path.pg[l])
-            .ok()?
-            .plain_item(self.main.path.ix[l])
+        plain_item(
+            s.page_bytes(self.main.path.pg[l]).ok()?,
+            self.main.path.ix[l],
+        )
     }
 
     /// Plain databases: the next item if it is on the same leaf (one page
@@ -206,9 +207,6 @@ impl Position {
             return Ok(None);
         }
         self.main.path.ix[l] = i;
-        if let Some(item) = p.plain_item(i) {
-            return Ok(Some(item));
-        }
         let n = p.node(i)?;
         Ok(Some((n.key(), node_value(s, n)?)))
     }

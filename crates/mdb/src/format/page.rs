@@ -292,31 +292,6 @@ impl<'a> Page<'a> {
             branch,
         })
     }
-    /// Key and inline value of node `i` of a leaf, when it is a plain
-    /// item (no overflow, duplicates or database record) that lies within
-    /// the page: the scan step. `None` otherwise; [`Page::node`] then says
-    /// why.
-    #[inline(always)]
-    pub(crate) fn plain_item(&self, i: usize) -> Option<(&'a [u8], &'a [u8])> {
-        let b = self.b;
-        let lower = self.lower() as usize;
-        let at = HDR + 2 * i;
-        if at + 2 > lower {
-            return None;
-        }
-        let off = u16::from_le_bytes(*b.get(at..)?.first_chunk::<2>()?) as usize;
-        let h = b.get(off..)?.first_chunk::<NODE_HDR>()?;
-        let flags = u16::from_le_bytes([h[4], h[5]]);
-        if off < lower || flags & (F_BIGDATA | F_SUBDATA | F_DUPDATA) != 0 || self.is_leaf2() {
-            return None;
-        }
-        let ds = u16::from_le_bytes([h[0], h[1]]) as usize
-            | (u16::from_le_bytes([h[2], h[3]]) as usize) << 16;
-        let ks = u16::from_le_bytes([h[6], h[7]]) as usize;
-        let k = off + NODE_HDR;
-        let kv = b.get(k..k + ks + ds)?;
-        Some(kv.split_at(ks))
-    }
     /// Key of node `i` (for LEAF2 pages: the i-th packed fixed-size key).
     #[inline]
     pub fn key(&self, i: usize) -> Result<&'a [u8]> {
@@ -431,6 +406,36 @@ pub fn search(p: &Page<'_>, key: &[u8], cmp: crate::format::cmp::CmpFn) -> Resul
     } else {
         bisect(p, |i| Ok(cmp.compare(p.node_key(i)?, key)))
     }
+}
+
+/// Key and inline value of node `i` of the leaf page `b` (raw bytes, not
+/// validated), when it is a plain item (no overflow, duplicates or database
+/// record) that lies within the page: the scan step, with no [`Page::new`].
+/// `None` for anything else (a branch or LEAF2 page, a bad offset...);
+/// [`Page::node`] then says why.
+#[inline(always)]
+pub(crate) fn plain_item(b: &[u8], i: usize) -> Option<(&[u8], &[u8])> {
+    let h = b.first_chunk::<HDR>()?;
+    let (flags, lower) = (
+        u16::from_le_bytes([h[10], h[11]]),
+        u16::from_le_bytes([h[12], h[13]]) as usize,
+    );
+    let at = HDR + 2 * i;
+    if at + 2 > lower || flags & (P_LEAF | P_LEAF2) != P_LEAF {
+        return None;
+    }
+    let off = u16::from_le_bytes(*b.get(at..)?.first_chunk::<2>()?) as usize;
+    let n = b.get(off..)?.first_chunk::<NODE_HDR>()?;
+    let nflags = u16::from_le_bytes([n[4], n[5]]);
+    if off < lower || nflags & (F_BIGDATA | F_SUBDATA | F_DUPDATA) != 0 {
+        return None;
+    }
+    let ds = u16::from_le_bytes([n[0], n[1]]) as usize
+        | (u16::from_le_bytes([n[2], n[3]]) as usize) << 16;
+    let ks = u16::from_le_bytes([n[6], n[7]]) as usize;
+    let k = off + NODE_HDR;
+    let kv = b.get(k..k + ks + ds)?;
+    Some(kv.split_at(ks))
 }
 
 /// [`search`] of a node page in the default order: the hottest loop of

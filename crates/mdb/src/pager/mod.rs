@@ -24,6 +24,12 @@ use std::collections::HashMap;
 pub trait PageRead {
     /// A tree page (branch or leaf), its header checked.
     fn page(&self, pgno: u64) -> Result<Page<'_>>;
+    /// The raw bytes of page `pgno`, not validated (for readers that check
+    /// every field they use, like [`crate::format::page::plain_item`]).
+    #[inline]
+    fn page_bytes(&self, pgno: u64) -> Result<&[u8]> {
+        self.page(pgno).map(|p| p.bytes())
+    }
     /// `len` value bytes stored in the overflow run starting at `pgno`.
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]>;
 }
@@ -205,10 +211,14 @@ pub(crate) struct Saved {
 impl PageRead for Pager<'_> {
     #[inline]
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
+        Page::new(self.page_bytes(pgno)?)
+    }
+    #[inline]
+    fn page_bytes(&self, pgno: u64) -> Result<&[u8]> {
         if let Some(b) = self.dirty.get(&pgno) {
-            return Page::new(b);
+            return Ok(b);
         }
-        Page::new(self.committed(pgno, self.env.psize)?)
+        self.committed(pgno, self.env.psize)
     }
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         if let Some(b) = self.dirty.get(&pgno) {
@@ -239,6 +249,14 @@ impl PageRead for MapView<'_> {
         }
         let ps = self.env.psize;
         Page::new(self.env.map.slice(pgno as usize * ps, ps)?)
+    }
+    #[inline]
+    fn page_bytes(&self, pgno: u64) -> Result<&[u8]> {
+        if pgno >= self.bound.get() || pgno < 2 {
+            reach(self.env, &self.bound, self.last, pgno, 1)?;
+        }
+        let ps = self.env.psize;
+        self.env.map.slice(pgno as usize * ps, ps)
     }
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         let ps = self.env.psize;

@@ -265,6 +265,10 @@ impl PageRead for RoTxn<'_> {
         self.view.page(pgno)
     }
     #[inline]
+    fn page_bytes(&self, pgno: u64) -> Result<&[u8]> {
+        self.view.page_bytes(pgno)
+    }
+    #[inline]
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         self.view.overflow(pgno, len)
     }

@@ -250,6 +250,10 @@ impl PageRead for RwTxn<'_> {
         self.pg.page(pgno)
     }
     #[inline]
+    fn page_bytes(&self, pgno: u64) -> Result<&[u8]> {
+        self.pg.page_bytes(pgno)
+    }
+    #[inline]
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         self.pg.overflow(pgno, len)
     }
