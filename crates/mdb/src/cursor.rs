@@ -425,6 +425,13 @@ impl CursorState {
         }
     }
 
+    /// A positioned cursor of a plain database whose transaction has not
+    /// changed since its last call: NEXT may step without a re-sync.
+    #[inline(always)]
+    fn in_step<T: Snapshot>(&self, txn: &T) -> bool {
+        self.gen == txn.generation() && self.pos.dcmp.is_none() && !self.pos.unset()
+    }
+
     /// Perform `op`; returns the item (key, value) the cursor lands on, or
     /// `None` for LMDB's `MDB_NOTFOUND`.
     #[inline]
@@ -437,8 +444,7 @@ impl CursorState {
         // leaf: nothing changed since the last call, so no record or
         // re-sync is needed. Small enough to inline into the caller.
         if let CursorOp::Next = op {
-            let p = &self.pos;
-            if self.gen == txn.generation() && p.dcmp.is_none() && !p.unset() && !p.just_deleted {
+            if self.in_step(txn) && !self.pos.just_deleted {
                 if let Some(item) = self.pos.next_plain(txn) {
                     if self.gen != 0 {
                         self.remember(Some(item), true);
@@ -457,8 +463,7 @@ impl CursorState {
         op: CursorOp<'_>,
     ) -> Result<Option<Item<'t>>> {
         if let CursorOp::Next = op {
-            let p = &self.pos;
-            if self.gen == txn.generation() && p.dcmp.is_none() && !p.unset() {
+            if self.in_step(txn) {
                 if self.pos.just_deleted {
                     // A delete left the cursor on this item and remembered
                     // its key.
