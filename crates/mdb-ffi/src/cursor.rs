@@ -85,7 +85,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
     dbi: MDB_dbi,
     cursor: *mut *mut MDB_cursor,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
@@ -131,7 +131,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
 /// `mdb_cursor_close`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_close(cursor: *mut MDB_cursor) {
-    guard(|| {
+    guard(move || {
         // SAFETY: cursor per the lmdb.h contract.
         let Ok(cur) = (unsafe { cursor_ref(cursor) }) else {
             return 0;
@@ -155,7 +155,7 @@ pub unsafe extern "C" fn mdb_cursor_close(cursor: *mut MDB_cursor) {
 /// `mdb_cursor_renew`: bind a read cursor to another read transaction.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cursor) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: pointers per the lmdb.h contract.
             let (t, cur) = unsafe { (txn_ref(txn)?, cursor_ref(cursor)?) };
@@ -231,7 +231,7 @@ pub unsafe extern "C" fn mdb_cursor_get(
     data: *mut MDB_val,
     op: c_int,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: cursor per the lmdb.h contract.
             let cur = unsafe { cursor_ref(cursor)? };
@@ -314,7 +314,7 @@ pub unsafe extern "C" fn mdb_cursor_put(
     data: *mut MDB_val,
     flags: c_uint,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: cursor per the lmdb.h contract.
             let (cur, t) = unsafe { bound(cursor)? };
@@ -405,7 +405,7 @@ pub unsafe extern "C" fn mdb_cursor_put(
 /// `mdb_cursor_del`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: cursor per the lmdb.h contract.
             let (cur, t) = unsafe { bound(cursor)? };
@@ -420,7 +420,7 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
 /// `mdb_cursor_count`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cursor_count(cursor: *mut MDB_cursor, countp: *mut usize) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: cursor per the lmdb.h contract.
             let (cur, t) = unsafe { bound(cursor)? };

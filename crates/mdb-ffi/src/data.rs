@@ -47,7 +47,7 @@ pub unsafe extern "C" fn mdb_get(
     key: *mut MDB_val,
     data: *mut MDB_val,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
@@ -89,7 +89,7 @@ pub unsafe extern "C" fn mdb_put(
     data: *mut MDB_val,
     flags: c_uint,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
@@ -147,7 +147,7 @@ pub unsafe extern "C" fn mdb_del(
     key: *mut MDB_val,
     data: *mut MDB_val,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };

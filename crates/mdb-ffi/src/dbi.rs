@@ -154,7 +154,7 @@ pub unsafe extern "C" fn mdb_dbi_open(
     flags: c_uint,
     dbi: *mut MDB_dbi,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
@@ -257,7 +257,7 @@ pub unsafe extern "C" fn mdb_dbi_flags(
     dbi: MDB_dbi,
     flags: *mut c_uint,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
@@ -281,7 +281,7 @@ pub unsafe extern "C" fn mdb_dbi_flags(
 /// `mdb_dbi_close`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_dbi_close(env: *mut MDB_env, dbi: MDB_dbi) {
-    guard(|| {
+    guard(move || {
         // SAFETY: env per the lmdb.h contract.
         if let Ok(e) = unsafe { crate::env::env_ref(env) } {
             e.close_dbi(dbi);
@@ -297,7 +297,7 @@ pub unsafe extern "C" fn mdb_stat(
     dbi: MDB_dbi,
     stat: *mut MDB_stat,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
@@ -325,7 +325,7 @@ pub unsafe extern "C" fn mdb_drop(
     dbi: MDB_dbi,
     del: c_int,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
@@ -368,7 +368,7 @@ fn set_cmp(
     f: Option<MDB_cmp_func>,
     dup: bool,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
@@ -413,7 +413,7 @@ pub unsafe extern "C" fn mdb_set_dupsort(
 }
 
 fn check_handle(txn: *mut crate::txn::MDB_txn, dbi: MDB_dbi) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };

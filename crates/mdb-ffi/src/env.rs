@@ -122,7 +122,7 @@ pub(crate) unsafe fn env_ref<'a>(env: *mut MDB_env) -> Result<&'a MDB_env, c_int
 /// `mdb_env_create`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
-    guard(|| {
+    guard(move || {
         if env.is_null() {
             return EINVAL;
         }
@@ -176,7 +176,7 @@ pub unsafe extern "C" fn mdb_env_open(
     flags: c_uint,
     mode: libc::mode_t,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? };
@@ -212,7 +212,7 @@ pub unsafe extern "C" fn mdb_env_open(
 /// `mdb_env_close`: aborts what the caller left open, then frees everything.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_close(env: *mut MDB_env) {
-    guard(|| {
+    guard(move || {
         // SAFETY: env per the lmdb.h contract.
         let Ok(e) = (unsafe { env_ref(env) }) else {
             return 0;
@@ -246,7 +246,7 @@ pub unsafe extern "C" fn mdb_env_close(env: *mut MDB_env) {
 }
 
 fn copy(env: *mut MDB_env, to: Target, flags: c_uint) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? }.engine()?;
@@ -324,7 +324,7 @@ pub(crate) fn fill_stat(out: *mut MDB_stat, s: &mdb::Stat) {
 /// `mdb_env_stat`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_stat(env: *mut MDB_env, stat: *mut MDB_stat) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? }.engine()?;
@@ -340,7 +340,7 @@ pub unsafe extern "C" fn mdb_env_stat(env: *mut MDB_env, stat: *mut MDB_stat) ->
 /// `mdb_env_info`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_info(env: *mut MDB_env, info: *mut MDB_envinfo) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? }.engine()?;
@@ -367,7 +367,7 @@ pub unsafe extern "C" fn mdb_env_info(env: *mut MDB_env, info: *mut MDB_envinfo)
 /// `mdb_env_sync`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_sync(env: *mut MDB_env, force: c_int) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? }.engine()?;
@@ -383,7 +383,7 @@ pub unsafe extern "C" fn mdb_env_set_flags(
     flags: c_uint,
     onoff: c_int,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? };
@@ -406,7 +406,7 @@ pub unsafe extern "C" fn mdb_env_set_flags(
 /// `mdb_env_get_flags`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_get_flags(env: *mut MDB_env, flags: *mut c_uint) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? };
@@ -423,7 +423,7 @@ pub unsafe extern "C" fn mdb_env_get_flags(env: *mut MDB_env, flags: *mut c_uint
 /// `mdb_env_get_path`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_get_path(env: *mut MDB_env, path: *mut *const c_char) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? };
@@ -442,7 +442,7 @@ pub unsafe extern "C" fn mdb_env_get_path(env: *mut MDB_env, path: *mut *const c
 /// `mdb_env_get_fd`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_get_fd(env: *mut MDB_env, fd: *mut c_int) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? };
@@ -468,7 +468,7 @@ pub unsafe extern "C" fn mdb_env_get_fd(env: *mut MDB_env, fd: *mut c_int) -> c_
 /// pointers dangling.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_mapsize(env: *mut MDB_env, size: usize) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? };
@@ -490,7 +490,7 @@ pub unsafe extern "C" fn mdb_env_set_mapsize(env: *mut MDB_env, size: usize) -> 
 /// `mdb_env_set_maxreaders` (before open only).
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_maxreaders(env: *mut MDB_env, readers: c_uint) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? };
@@ -507,7 +507,7 @@ pub unsafe extern "C" fn mdb_env_set_maxreaders(env: *mut MDB_env, readers: c_ui
 /// `mdb_env_get_maxreaders`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_get_maxreaders(env: *mut MDB_env, readers: *mut c_uint) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? };
@@ -532,7 +532,7 @@ pub unsafe extern "C" fn mdb_env_get_maxreaders(env: *mut MDB_env, readers: *mut
 /// `mdb_env_set_maxdbs` (before open only).
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_maxdbs(env: *mut MDB_env, dbs: MDB_dbi) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? };
@@ -555,7 +555,7 @@ pub extern "C" fn mdb_env_get_maxkeysize(_env: *mut MDB_env) -> c_int {
 /// `mdb_env_set_userctx`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_userctx(env: *mut MDB_env, ctx: *mut c_void) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             unsafe { env_ref(env)? }
@@ -585,7 +585,7 @@ pub unsafe extern "C" fn mdb_env_set_assert(
     env: *mut MDB_env,
     func: Option<MDB_assert_func>,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? };
@@ -602,7 +602,7 @@ pub unsafe extern "C" fn mdb_reader_list(
     func: Option<MDB_msg_func>,
     ctx: *mut c_void,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         // SAFETY: env per the lmdb.h contract.
         let (Ok(e), Some(func)) = (unsafe { env_ref(env) }, func) else {
             return -1;
@@ -627,7 +627,7 @@ pub unsafe extern "C" fn mdb_reader_list(
 /// `mdb_reader_check`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_reader_check(env: *mut MDB_env, dead: *mut c_int) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             if !dead.is_null() {
                 // SAFETY: non-NULL out-pointer.

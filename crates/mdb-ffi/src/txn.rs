@@ -224,7 +224,7 @@ pub unsafe extern "C" fn mdb_txn_begin(
     flags: c_uint,
     txn: *mut *mut MDB_txn,
 ) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? };
@@ -417,7 +417,7 @@ pub unsafe extern "C" fn mdb_txn_id(txn: *mut MDB_txn) -> usize {
 /// `mdb_txn_commit`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_txn_commit(txn: *mut MDB_txn) -> c_int {
-    guard(|| {
+    guard(move || {
         // SAFETY: txn per the lmdb.h contract.
         match unsafe { txn_ref(txn) } {
             // SAFETY: a live transaction.
@@ -430,7 +430,7 @@ pub unsafe extern "C" fn mdb_txn_commit(txn: *mut MDB_txn) -> c_int {
 /// `mdb_txn_abort`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_txn_abort(txn: *mut MDB_txn) {
-    guard(|| {
+    guard(move || {
         // SAFETY: txn per the lmdb.h contract.
         if unsafe { txn_ref(txn) }.is_ok() {
             // SAFETY: a live transaction.
@@ -443,7 +443,7 @@ pub unsafe extern "C" fn mdb_txn_abort(txn: *mut MDB_txn) {
 /// `mdb_txn_reset`: end a read transaction's snapshot, keep the handle.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
-    guard(|| {
+    guard(move || {
         // SAFETY: txn per the lmdb.h contract.
         let Ok(t) = (unsafe { txn_ref(txn) }) else {
             return 0;
@@ -478,7 +478,7 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
 /// `mdb_txn_renew`: a fresh snapshot for a reset read transaction.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
-    guard(|| {
+    guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
