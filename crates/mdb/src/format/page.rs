@@ -889,6 +889,9 @@ mod tests {
             let p = Page::new(&b).unwrap();
             let (i, exact) = search(&p, &key, crate::format::cmp::CmpFn::rust(cmp)).unwrap();
             assert_eq!(exact, model.binary_search_by(|(k, _)| k.cmp(&key)).is_ok());
+            // The default order's own search agrees.
+            let lexical = crate::format::cmp::Order::Lexical.cmp_fn();
+            assert_eq!(search(&p, &key, lexical).unwrap(), (i, exact));
             if exact {
                 edit::remove(&mut b, i);
                 model.remove(i);
@@ -900,7 +903,9 @@ mod tests {
             for (j, (k, v)) in model.iter().enumerate() {
                 let n = p.node(j).unwrap();
                 assert_eq!((n.key(), n.data()), (&k[..], &v[..]));
+                assert_eq!(plain_item(&b, j), Some((&k[..], &v[..])));
             }
+            assert_eq!(plain_item(&b, model.len()), None);
         }
         for at in 0..HDR + 2 * model.len().max(1) + 16 {
             let mut c = b.clone();
@@ -913,6 +918,10 @@ mod tests {
                     let _ = p.node_key(j);
                 }
                 let _ = search(&p, b"k030", crate::format::cmp::CmpFn::rust(cmp));
+                let _ = search(&p, b"k030", crate::format::cmp::Order::Lexical.cmp_fn());
+            }
+            for j in 0..model.len() + 2 {
+                let _ = plain_item(&c, j);
             }
         }
     }
