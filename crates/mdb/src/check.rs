@@ -2434,13 +2434,7 @@ mod tests {
         );
         let base = data_file(dir.path());
         assert_ok(&check_bytes(&base));
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut rnd = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rnd = crate::format::xorshift(0x9E37_79B9_7F4A_7C15);
         let mut found = 0;
         for i in 0..2000 {
             let mut c = base.clone();

@@ -223,13 +223,7 @@ mod tests {
     /// lengths (a fixed xorshift sequence, small enough for Miri).
     #[test]
     fn lexical_is_slice_order() {
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::format::xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..600 {
             let prefix: Vec<u8> = (0..next() % 20).map(|_| (next() % 3) as u8).collect();
             let mut tail = || -> Vec<u8> { (0..next() % 12).map(|_| (next() % 3) as u8).collect() };

@@ -16,3 +16,15 @@ pub mod cmp;
 pub mod flags;
 pub mod meta;
 pub mod page;
+
+/// A fixed xorshift sequence for tests: deterministic, cheap enough for
+/// Miri, no dependency.
+#[cfg(test)]
+pub(crate) fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}

@@ -873,13 +873,7 @@ mod tests {
     /// `Corrupted`, never panic (small enough for Miri).
     #[test]
     fn edits_match_a_model_and_corruption_never_panics() {
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::format::xorshift(0x2545_f491_4f6c_dd1d);
         let mut b = vec![0u8; 512];
         edit::init(&mut b, 3, P_LEAF);
         let mut model: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
