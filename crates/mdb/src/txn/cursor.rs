@@ -150,7 +150,7 @@ impl RwTxn<'_> {
             // Delete at the position itself, no search from the root. The
             // key is kept (in the cursor's buffer) only to find the next
             // item if the tree changes shape.
-            {
+            let subdb = {
                 let path = &st.pos.main.path;
                 let leaf = self.page(path.pg[path.leaf()])?;
                 let i = path.ix[path.leaf()];
@@ -158,8 +158,11 @@ impl RwTxn<'_> {
                     return Err(Error::NotFound);
                 }
                 st.remember_key(leaf.key(i)?);
-            }
-            if self.del_at(db, &mut st.pos.main.path)? {
+                db == Database::MAIN
+                    && !leaf.is_leaf2()
+                    && leaf.node(i)?.flags() & crate::format::page::F_SUBDATA != 0
+            };
+            if self.del_at(db, rec, &mut st.pos.main.path, subdb)? {
                 st.pos.just_deleted = true;
                 let path = &st.pos.main.path;
                 let next = self.page(path.pg[path.leaf()])?.key(path.ix[path.leaf()])?;

@@ -6,13 +6,18 @@ use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::format::meta::DbRecord;
 use crate::format::page::F_SUBDATA;
-use crate::pager::PageRead;
 use crate::tree::check_key;
 use crate::tree::{self, Path, Tree, Value, WriteFlags};
 use crate::txn::RwTxn;
 
 impl<'env> RwTxn<'env> {
     fn check_usable(&self, db: Database) -> Result<DbRecord> {
+        self.start_change(db)?;
+        self.rec(db)
+    }
+
+    /// The checks every change of `db` starts with.
+    fn start_change(&self, db: Database) -> Result<()> {
         if self.broken.get() {
             return Err(Error::BadTxn);
         }
@@ -21,7 +26,7 @@ impl<'env> RwTxn<'env> {
         if db == Database::FREE {
             return Err(Error::Os(libc::EINVAL));
         }
-        self.rec(db)
+        Ok(())
     }
 
     /// The tree of `db` as of now.
@@ -233,26 +238,28 @@ impl<'env> RwTxn<'env> {
 
     /// Delete the item a cursor of a plain (not DUPSORT) database is on,
     /// with no search from the root: `path` is its position in the tree as
-    /// it is now, updated in place (no copies of the path). Returns whether
-    /// it now stands on the following item, on the same leaf, with the tree
-    /// in the same shape (else the caller searches again).
-    pub(crate) fn del_at(&mut self, db: Database, path: &mut Path) -> Result<bool> {
-        let rec = self.check_usable(db)?;
+    /// it is now, updated in place (no copies of the path), `rec` the
+    /// database's record and `subdb` whether the item is a named database's
+    /// record (the caller read the leaf). Returns whether it now stands on
+    /// the following item, on the same leaf, with the tree in the same
+    /// shape (else the caller searches again).
+    pub(crate) fn del_at(
+        &mut self,
+        db: Database,
+        rec: DbRecord,
+        path: &mut Path,
+        subdb: bool,
+    ) -> Result<bool> {
+        self.start_change(db)?;
         let mut t = self.tree_of(db, rec);
         if t.dups.is_some() || path.len == 0 || path.len != t.rec.depth as usize {
             return Err(Error::Os(libc::EINVAL));
         }
-        let i = path.ix[path.leaf()];
-        {
-            let leaf = self.page(path.pg[path.leaf()])?;
-            if i >= leaf.len() {
-                return Err(Error::NotFound);
-            }
-            if db == Database::MAIN && !leaf.is_leaf2() && leaf.node(i)?.flags() & F_SUBDATA != 0 {
-                // A named database's record goes with `delete_db` (see `del`).
-                return Err(Error::Incompatible);
-            }
+        if subdb {
+            // A named database's record goes with `delete_db` (see `del`).
+            return Err(Error::Incompatible);
         }
+        let i = path.ix[path.leaf()];
         let r = tree::remove_at(&mut self.pg, &mut t, path, i);
         self.set_rec(db, t.rec);
         let kept = self.fail_on_fatal(r)?;
