@@ -412,6 +412,10 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
             let st = cur.st.as_mut().ok_or(EINVAL)?;
             let w = t.write()?;
             let r = w.cursor_del(st, flags & put_flags::NODUPDATA != 0);
+            if r == Err(mdb::Error::Incompatible) {
+                // A named database's record: LMDB fails the txn, as `mdb_del`.
+                t.broken = true;
+            }
             t.note(r)
         })())
     })

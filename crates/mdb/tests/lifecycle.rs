@@ -330,6 +330,14 @@ fn map_resize_named_record_and_appenddup_rules() {
     let d = w.create_db("dups", DbFlags::DUP_SORT).unwrap();
     // A named database's record cannot be deleted as a plain key.
     assert_eq!(w.del(Database::MAIN, b"dups"), Err(Error::Incompatible));
+    // Nor through a cursor standing on it; the transaction stays usable.
+    {
+        let mut c = w.write_cursor(Database::MAIN).unwrap();
+        assert!(c.set_key(b"dups").unwrap().is_some());
+        assert_eq!(c.del(false), Err(Error::Incompatible));
+        assert_eq!(c.get_current().unwrap().map(|(k, _)| k), Some(&b"dups"[..]));
+    }
+    assert!(!w.is_broken());
     // APPENDDUP: strictly greater than the key's last value.
     w.put(d, b"k", b"b", WriteFlags::EMPTY).unwrap();
     assert_eq!(

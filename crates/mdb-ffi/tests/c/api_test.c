@@ -731,6 +731,20 @@ static void test_put_get_del(void)
 	k = V("a");
 	CHECK(mdb_get(txn, 1, &k, &d), MDB_BAD_TXN);
 	mdb_txn_abort(txn);
+	/* so does deleting it through a cursor on the main DB */
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, "dup", MDB_CREATE | MDB_DUPSORT, &dup));
+	{
+		MDB_cursor *mc;
+		MUST(mdb_cursor_open(txn, 1, &mc));
+		k = V("dup");
+		OK(mdb_cursor_get(mc, &k, &d, MDB_SET));
+		CHECK(mdb_cursor_del(mc, 0), MDB_INCOMPATIBLE);
+		k = V("a");
+		CHECK(mdb_get(txn, 1, &k, &d), MDB_BAD_TXN);
+		mdb_cursor_close(mc);
+	}
+	mdb_txn_abort(txn);
 	/* put onto a named DB's record: INCOMPATIBLE, txn still usable */
 	MUST(mdb_txn_begin(env, NULL, 0, &txn));
 	MUST(mdb_dbi_open(txn, "dup", MDB_CREATE | MDB_DUPSORT, &dup));
