@@ -631,6 +631,7 @@ impl Env {
     }
 
     /// Key and duplicate comparators of `db` with record flags `flags`.
+    #[inline]
     pub(crate) fn comparators(
         &self,
         db: Database,

@@ -135,6 +135,7 @@ pub enum Order {
 
 impl Order {
     /// The order of a database's keys (REVERSEKEY before INTEGERKEY, as LMDB).
+    #[inline]
     pub fn of_keys(flags: u16) -> Order {
         use crate::format::flags::{INTEGERKEY, REVERSEKEY};
         Order::first_of(
@@ -145,6 +146,7 @@ impl Order {
 
     /// The order of a DUPSORT database's values (INTEGERDUP before
     /// REVERSEDUP, as LMDB).
+    #[inline]
     pub fn of_dups(flags: u16) -> Order {
         use crate::format::flags::{INTEGERDUP, REVERSEDUP};
         Order::first_of(
@@ -154,6 +156,7 @@ impl Order {
     }
 
     /// The order of the first of `choices` whose flag is in `flags`, else lexical.
+    #[inline]
     fn first_of(flags: u16, choices: [(u16, Order); 2]) -> Order {
         choices
             .into_iter()
@@ -172,6 +175,7 @@ impl Order {
     }
 
     /// This order as a comparator.
+    #[inline]
     pub fn cmp_fn(self) -> CmpFn {
         match self {
             Order::Lexical => CmpFn(Kind::Lexical),
@@ -182,11 +186,13 @@ impl Order {
 }
 
 /// The key comparator LMDB derives from a database's flags.
+#[inline]
 pub fn for_flags(flags: u16) -> CmpFn {
     Order::of_keys(flags).cmp_fn()
 }
 
 /// The duplicate-value comparator LMDB derives from a DUPSORT database's flags.
+#[inline]
 pub fn dup_for_flags(flags: u16) -> CmpFn {
     Order::of_dups(flags).cmp_fn()
 }
