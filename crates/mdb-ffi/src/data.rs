@@ -103,7 +103,9 @@ pub unsafe extern "C" fn mdb_put(
             let (k, d) = unsafe { (bytes(&*key), &mut *data) };
             let mut scratch = std::mem::take(&mut t.scratch);
             let r = (|| {
-                let w = t.write()?;
+                // The arguments are copied first only if they may point into
+                // a page of this transaction (see `WriteRoot::lent`).
+                let (w, lent) = t.write_lent()?;
                 let wf = WriteFlags(flags & put_flags::ENGINE);
                 if flags & put_flags::RESERVE != 0 {
                     let dflags = db_flags(w, db)?;
@@ -111,8 +113,13 @@ pub unsafe extern "C" fn mdb_put(
                     if dflags & db_flags::DUPSORT != 0 {
                         return Err(EINVAL);
                     }
-                    let (k, _) = stash(&mut scratch, k, &[]);
+                    let k = if lent {
+                        stash(&mut scratch, k, &[]).0
+                    } else {
+                        k
+                    };
                     let r = w.reserve(db, k, d.mv_size, wf).map(|b| b.as_mut_ptr());
+                    t.lend();
                     let p = t.note(r)?;
                     d.mv_data = p.cast();
                     return Ok(());
@@ -123,13 +130,19 @@ pub unsafe extern "C" fn mdb_put(
                     return Err(MDB_BAD_VALSIZE);
                 }
                 // SAFETY: the caller's data bytes.
-                let (k, v) = stash(&mut scratch, k, unsafe { bytes(d) });
+                let v = unsafe { bytes(d) };
+                let (k, v) = if lent {
+                    stash(&mut scratch, k, v)
+                } else {
+                    (k, v)
+                };
                 let r = w.put(db, k, v, wf);
                 if r == Err(mdb::Error::KeyExist) && flags & put_flags::NOOVERWRITE != 0 {
                     if let Ok(Some(old)) = w.get(db, k) {
                         // SAFETY: data checked non-NULL.
                         unsafe { set_val(data, old) };
                     }
+                    t.lend();
                 }
                 t.note(r)
             })();
@@ -161,17 +174,26 @@ pub unsafe extern "C" fn mdb_del(
             let k = unsafe { bytes(&*key) };
             let mut scratch = std::mem::take(&mut t.scratch);
             let r = (|| {
-                let w = t.write()?;
+                let (w, lent) = t.write_lent()?;
                 if k.is_empty() || k.len() > MAX_KEY {
                     return Err(MDB_BAD_VALSIZE);
                 }
                 let dup = db_flags(w, db)? & db_flags::DUPSORT != 0;
                 let r = if dup && !data.is_null() {
                     // SAFETY: checked non-NULL; the caller's data.
-                    let (k, v) = stash(&mut scratch, k, unsafe { bytes(&*data) });
+                    let v = unsafe { bytes(&*data) };
+                    let (k, v) = if lent {
+                        stash(&mut scratch, k, v)
+                    } else {
+                        (k, v)
+                    };
                     w.del_dup(db, k, v)
                 } else {
-                    let (k, _) = stash(&mut scratch, k, &[]);
+                    let k = if lent {
+                        stash(&mut scratch, k, &[]).0
+                    } else {
+                        k
+                    };
                     w.del(db, k)
                 };
                 if r == Err(mdb::Error::Incompatible) {

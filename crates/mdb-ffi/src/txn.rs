@@ -25,6 +25,11 @@ pub(crate) struct WriteRoot {
     /// From `Box::into_raw`; freed in `Drop` after the stack is emptied.
     rw: *mut RwTxn<'static>,
     stack: Vec<NestedTxn<'static, 'static>>,
+    /// Some call handed C a pointer into this transaction's pages (a value
+    /// read through it, a reserved slot): a later put's arguments may point
+    /// into a page it changes, so they are copied first. Until then they
+    /// are the caller's own memory or committed pages, which no put writes.
+    pub(crate) lent: bool,
 }
 
 impl WriteRoot {
@@ -32,6 +37,7 @@ impl WriteRoot {
         WriteRoot {
             rw: Box::into_raw(Box::new(w)),
             stack: Vec::new(),
+            lent: false,
         }
     }
 
@@ -177,28 +183,65 @@ impl MDB_txn {
             }
     }
 
-    /// The engine transaction (`EINVAL` for a reset read transaction).
+    /// The engine transaction (`EINVAL` for a reset read transaction), to
+    /// read through: what it returns may reach C, so a write transaction
+    /// counts as having lent pointers into its pages.
     pub(crate) fn view(&mut self) -> Result<View<'_>, c_int> {
         self.usable()?;
-        match &mut self.kind {
-            Kind::Read(r) => Ok(View::Ro(r)),
-            Kind::Write(root) => Ok(View::Rw(root.top())),
+        let root = match &mut self.kind {
+            Kind::Read(r) => return Ok(View::Ro(r)),
+            Kind::Write(root) => &mut **root,
             // SAFETY: a child's root belongs to its top-level ancestor, alive
             // while the child is.
-            Kind::Child(root) => Ok(View::Rw(unsafe { (**root).top() })),
+            Kind::Child(root) => unsafe { &mut **root },
+            Kind::Reset(_) | Kind::Dead => return Err(EINVAL),
+        };
+        root.lent = true;
+        Ok(View::Rw(root.top()))
+    }
+
+    /// The root of a write transaction (`EACCES` for a read-only one).
+    fn root(&mut self) -> Result<&mut WriteRoot, c_int> {
+        match &mut self.kind {
+            Kind::Write(root) => Ok(root),
+            // SAFETY: a child's root belongs to its top-level ancestor, alive
+            // while the child is.
+            Kind::Child(root) => Ok(unsafe { &mut **root }),
+            Kind::Read(_) => Err(EACCES),
             Kind::Reset(_) | Kind::Dead => Err(EINVAL),
         }
     }
 
-    /// The engine write transaction (`EACCES` for a read-only one).
+    /// The engine write transaction (`EACCES` for a read-only one), for a
+    /// call that hands C no pointer into its pages, and whether an earlier
+    /// call did (see [`WriteRoot::lent`]).
+    pub(crate) fn write_lent(&mut self) -> Result<(&mut RwTxn<'static>, bool), c_int> {
+        if self.rdonly {
+            return Err(EACCES);
+        }
+        self.usable()?;
+        let root = self.root()?;
+        let lent = root.lent;
+        Ok((root.top(), lent))
+    }
+
+    /// Note that this (write) transaction handed C a pointer into its pages.
+    pub(crate) fn lend(&mut self) {
+        if let Ok(root) = self.root() {
+            root.lent = true;
+        }
+    }
+
+    /// The engine write transaction (`EACCES` for a read-only one), for a
+    /// call that may hand C a pointer into its pages.
     pub(crate) fn write(&mut self) -> Result<&mut RwTxn<'static>, c_int> {
         if self.rdonly {
             return Err(EACCES);
         }
-        match self.view()? {
-            View::Rw(w) => Ok(w),
-            View::Ro(_) => Err(EACCES),
-        }
+        self.usable()?;
+        let root = self.root()?;
+        root.lent = true;
+        Ok(root.top())
     }
 
     /// Record the outcome of a write operation (§7.1).

@@ -1731,6 +1731,93 @@ static void test_uncommitted_handles(void)
 /* ---- §15: what LMDB crashes on, we refuse ---------------------------- */
 
 #ifdef MDB_FFI_OURS
+/* Put and del arguments that point into the transaction's own pages (a
+ * value just read, a reserved slot, a key from a cursor) are copied before
+ * the pages change: LMDB would copy bytes its own edit already moved. */
+static void test_put_from_own_pages(void)
+{
+	MDB_env *env = open_env("own_pages", 0, 0, 0);
+	MDB_txn *txn;
+	MDB_cursor *c;
+	MDB_val k, d, got;
+	char key[16], val[100], want[100];
+	int i;
+
+	MUST(env == NULL);
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	memset(val, 'A', sizeof val);
+	memcpy(want, val, sizeof val);
+	/* A write transaction that never lent a pointer: no copies needed. */
+	for (i = 0; i < 20; i++) {
+		snprintf(key, sizeof key, "m%03d", i);
+		k = V(key);
+		d.mv_size = sizeof val;
+		d.mv_data = val;
+		OK(mdb_put(txn, 1, &k, &d, 0));
+	}
+	/* Every new key sorts before the one whose value it copies, on the
+	 * same leaf, and the leaf splits on the way. */
+	for (i = 0; i < 200; i++) {
+		k = V("m010");
+		OK(mdb_get(txn, 1, &k, &d));
+		snprintf(key, sizeof key, "a%03d", i);
+		k = V(key);
+		OK(mdb_put(txn, 1, &k, &d, 0));
+	}
+	/* A key straight from a page. */
+	MUST(mdb_cursor_open(txn, 1, &c));
+	OK(mdb_cursor_get(c, &k, &d, MDB_FIRST));
+	d = V("first");
+	OK(mdb_put(txn, 1, &k, &d, 0));
+	OK(mdb_cursor_get(c, &k, &d, MDB_LAST));
+	OK(mdb_del(txn, 1, &k, NULL));
+	mdb_cursor_close(c);
+	/* Overwrite a key with a shorter copy of a value stored below it on
+	 * the same leaf: removing the old node moves that value, and the next
+	 * one's bytes take its place. */
+	for (i = 0; i < 20; i++) {
+		memset(val, 'a' + i, sizeof val);
+		snprintf(key, sizeof key, "z%03d", i);
+		k = V(key);
+		d.mv_size = sizeof val;
+		d.mv_data = val;
+		OK(mdb_put(txn, 1, &k, &d, 0));
+	}
+	k = V("z010");
+	OK(mdb_get(txn, 1, &k, &d));
+	d.mv_size = 99;
+	k = V("z000");
+	OK(mdb_put(txn, 1, &k, &d, 0));
+	/* A reserved slot as the value of another key. */
+	k = V("r");
+	d.mv_size = 50;
+	OK(mdb_put(txn, 1, &k, &d, MDB_RESERVE));
+	memset(d.mv_data, 'R', 50);
+	k = V("0");
+	OK(mdb_put(txn, 1, &k, &d, 0));
+	OK(mdb_txn_commit(txn));
+
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+	for (i = 1; i < 200; i++) {
+		snprintf(key, sizeof key, "a%03d", i);
+		k = V(key);
+		OK(mdb_get(txn, 1, &k, &got));
+		TRUE(got.mv_size == sizeof want && memcmp(got.mv_data, want, sizeof want) == 0);
+	}
+	k = V("a000");
+	OK(mdb_get(txn, 1, &k, &got));
+	TRUE(got.mv_size == 5 && memcmp(got.mv_data, "first", 5) == 0);
+	k = V("0");
+	OK(mdb_get(txn, 1, &k, &got));
+	TRUE(got.mv_size == 50 && memcmp(got.mv_data, "RRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRRR", 50) == 0);
+	k = V("z000");
+	OK(mdb_get(txn, 1, &k, &got));
+	memset(want, 'a' + 10, 99);
+	TRUE(got.mv_size == 99 && memcmp(got.mv_data, want, 99) == 0);
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+}
+
 static void test_hardening(void)
 {
 	MDB_env *env;
@@ -1855,6 +1942,7 @@ int main(int argc, char **argv)
 	test_copy();
 	test_readers();
 #ifdef MDB_FFI_OURS
+	test_put_from_own_pages();
 	test_hardening();
 #endif
 	printf("%d checks, %d failures\n", checks, failures);

@@ -18,9 +18,28 @@ pub fn library() -> PathBuf {
     let lib = profile_dir.join("liblmdb.so");
     assert!(
         lib.exists(),
-        "{} is missing: cargo builds it with the tests (crate-type cdylib)",
+        "{} is missing: build it with `cargo build -p mdb-ffi`",
         lib.display()
     );
+    // `cargo test` does not rebuild a cdylib: a stale one would test old code.
+    let built = lib.metadata().and_then(|m| m.modified()).unwrap();
+    let crates = crate_dir().parent().unwrap().to_path_buf();
+    let mut dirs = vec![crates.join("mdb/src"), crates.join("mdb-ffi/src")];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if e.metadata().and_then(|m| m.modified()).unwrap() > built {
+                panic!(
+                    "{} is older than {}: rebuild it with `cargo build -p mdb-ffi` \
+                     (scripts/test.sh does)",
+                    lib.display(),
+                    path.display()
+                );
+            }
+        }
+    }
     lib
 }
 
