@@ -101,53 +101,49 @@ pub unsafe extern "C" fn mdb_put(
             }
             // SAFETY: checked non-NULL; the caller's values.
             let (k, d) = unsafe { (bytes(&*key), &mut *data) };
-            let mut scratch = std::mem::take(&mut t.scratch);
-            let r = (|| {
-                // The arguments are copied first only if they may point into
-                // a page of this transaction (see `WriteRoot::lent`).
-                let (w, lent) = t.write_lent()?;
-                let wf = WriteFlags(flags & put_flags::ENGINE);
-                if flags & put_flags::RESERVE != 0 {
-                    let dflags = db_flags(w, db)?;
-                    check_sizes(k, d.mv_size, dflags)?;
-                    if dflags & db_flags::DUPSORT != 0 {
-                        return Err(EINVAL);
-                    }
-                    let k = if lent {
-                        stash(&mut scratch, k, &[]).0
-                    } else {
-                        k
-                    };
-                    let r = w.reserve(db, k, d.mv_size, wf).map(|b| b.as_mut_ptr());
-                    t.lend();
-                    let p = t.note(r)?;
-                    d.mv_data = p.cast();
-                    return Ok(());
+            // The arguments are copied first only if they may point into a
+            // page of this transaction (see `WriteRoot::lent`).
+            let (w, scratch) = t.write_lent()?;
+            let wf = WriteFlags(flags & put_flags::ENGINE);
+            if flags & put_flags::RESERVE != 0 {
+                let dflags = db_flags(w, db)?;
+                check_sizes(k, d.mv_size, dflags)?;
+                if dflags & db_flags::DUPSORT != 0 {
+                    return Err(EINVAL);
                 }
-                // The engine checks sizes against the database's flags too;
-                // these two keep a bad call from copying a huge value first.
-                if k.is_empty() || k.len() > MAX_KEY || d.mv_size > u32::MAX as usize {
-                    return Err(MDB_BAD_VALSIZE);
-                }
-                // SAFETY: the caller's data bytes.
-                let v = unsafe { bytes(d) };
-                let (k, v) = if lent {
-                    stash(&mut scratch, k, v)
-                } else {
-                    (k, v)
+                let k = match scratch {
+                    Some(s) => stash(s, k, &[]).0,
+                    None => k,
                 };
-                let r = w.put(db, k, v, wf);
-                if r == Err(mdb::Error::KeyExist) && flags & put_flags::NOOVERWRITE != 0 {
-                    if let Ok(Some(old)) = w.get(db, k) {
-                        // SAFETY: data checked non-NULL.
-                        unsafe { set_val(data, old) };
-                    }
-                    t.lend();
+                let r = w.reserve(db, k, d.mv_size, wf).map(|b| b.as_mut_ptr());
+                t.lend();
+                let p = t.note(r)?;
+                d.mv_data = p.cast();
+                return Ok(());
+            }
+            // The engine checks sizes against the database's flags too;
+            // these two keep a bad call from copying a huge value first.
+            if k.is_empty() || k.len() > MAX_KEY || d.mv_size > u32::MAX as usize {
+                return Err(MDB_BAD_VALSIZE);
+            }
+            // SAFETY: the caller's data bytes.
+            let v = unsafe { bytes(d) };
+            let (k, v) = match scratch {
+                Some(s) => stash(s, k, v),
+                None => (k, v),
+            };
+            let r = w.put(db, k, v, wf);
+            let answered = r == Err(mdb::Error::KeyExist) && flags & put_flags::NOOVERWRITE != 0;
+            if answered {
+                if let Ok(Some(old)) = w.get(db, k) {
+                    // SAFETY: data checked non-NULL.
+                    unsafe { set_val(data, old) };
                 }
-                t.note(r)
-            })();
-            t.scratch = scratch;
-            r
+            }
+            if answered {
+                t.lend();
+            }
+            t.note(r)
         })())
     })
 }
@@ -172,42 +168,35 @@ pub unsafe extern "C" fn mdb_del(
             }
             // SAFETY: checked non-NULL; the caller's key.
             let k = unsafe { bytes(&*key) };
-            let mut scratch = std::mem::take(&mut t.scratch);
-            let r = (|| {
-                let (w, lent) = t.write_lent()?;
-                if k.is_empty() || k.len() > MAX_KEY {
-                    return Err(MDB_BAD_VALSIZE);
-                }
-                let dup = db_flags(w, db)? & db_flags::DUPSORT != 0;
-                let r = if dup && !data.is_null() {
-                    // SAFETY: checked non-NULL; the caller's data.
-                    let v = unsafe { bytes(&*data) };
-                    let (k, v) = if lent {
-                        stash(&mut scratch, k, v)
-                    } else {
-                        (k, v)
-                    };
-                    w.del_dup(db, k, v)
-                } else {
-                    let k = if lent {
-                        stash(&mut scratch, k, &[]).0
-                    } else {
-                        k
-                    };
-                    w.del(db, k)
+            let (w, scratch) = t.write_lent()?;
+            if k.is_empty() || k.len() > MAX_KEY {
+                return Err(MDB_BAD_VALSIZE);
+            }
+            let dup = db_flags(w, db)? & db_flags::DUPSORT != 0;
+            let r = if dup && !data.is_null() {
+                // SAFETY: checked non-NULL; the caller's data.
+                let v = unsafe { bytes(&*data) };
+                let (k, v) = match scratch {
+                    Some(s) => stash(s, k, v),
+                    None => (k, v),
                 };
-                if r == Err(mdb::Error::Incompatible) {
-                    // A named database's record, which only `mdb_drop` may
-                    // delete: the engine refuses, and LMDB fails the txn too.
-                    t.broken = true;
-                }
-                match t.note(r)? {
-                    true => Ok(()),
-                    false => Err(MDB_NOTFOUND),
-                }
-            })();
-            t.scratch = scratch;
-            r
+                w.del_dup(db, k, v)
+            } else {
+                let k = match scratch {
+                    Some(s) => stash(s, k, &[]).0,
+                    None => k,
+                };
+                w.del(db, k)
+            };
+            if r == Err(mdb::Error::Incompatible) {
+                // A named database's record, which only `mdb_drop` may
+                // delete: the engine refuses, and LMDB fails the txn too.
+                t.broken = true;
+            }
+            match t.note(r)? {
+                true => Ok(()),
+                false => Err(MDB_NOTFOUND),
+            }
         })())
     })
 }

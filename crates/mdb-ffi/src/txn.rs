@@ -213,16 +213,25 @@ impl MDB_txn {
     }
 
     /// The engine write transaction (`EACCES` for a read-only one), for a
-    /// call that hands C no pointer into its pages, and whether an earlier
-    /// call did (see [`WriteRoot::lent`]).
-    pub(crate) fn write_lent(&mut self) -> Result<(&mut RwTxn<'static>, bool), c_int> {
+    /// call that hands C no pointer into its pages, and, if an earlier call
+    /// did (see [`WriteRoot::lent`]), the buffer to copy arguments into.
+    pub(crate) fn write_lent(
+        &mut self,
+    ) -> Result<(&mut RwTxn<'static>, Option<&mut Vec<u8>>), c_int> {
         if self.rdonly {
             return Err(EACCES);
         }
         self.usable()?;
-        let root = self.root()?;
-        let lent = root.lent;
-        Ok((root.top(), lent))
+        let root = match &mut self.kind {
+            Kind::Write(root) => &mut **root,
+            // SAFETY: a child's root belongs to its top-level ancestor, alive
+            // while the child is.
+            Kind::Child(root) => unsafe { &mut **root },
+            Kind::Read(_) => return Err(EACCES),
+            Kind::Reset(_) | Kind::Dead => return Err(EINVAL),
+        };
+        let scratch = root.lent.then_some(&mut self.scratch);
+        Ok((root.top(), scratch))
     }
 
     /// Note that this (write) transaction handed C a pointer into its pages.
