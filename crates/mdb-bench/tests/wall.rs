@@ -58,7 +58,7 @@ fn every_workload_yields_times_for_both_engines() {
         assert!(cells[3].parse::<f64>().is_ok(), "{w}: ratio {:?}", cells[3]);
     }
     assert!(
-        out.contains("Full scan against reading the data file"),
+        out.contains("Full scan against summing the mapped data file"),
         "{out}"
     );
 }
