@@ -300,7 +300,7 @@ impl<'a> Page<'a> {
             let off = HDR + i * ks;
             return self.b.get(off..off + ks).ok_or(Error::Corrupted);
         }
-        Ok(self.node(i)?.key())
+        self.node_key(i)
     }
     /// Key of node `i` of a node page (not LEAF2), reading only what the
     /// key needs: the search path.
@@ -519,6 +519,7 @@ impl NodeData<'_> {
 /// Mutable operations on a dirty page buffer.
 pub mod edit {
     use super::*;
+    use std::ops::Range;
 
     /// Initialise an empty branch or leaf page.
     pub fn init(b: &mut [u8], pgno: u64, flags: u16) {
@@ -631,13 +632,46 @@ pub mod edit {
         true
     }
 
+    /// Append nodes `range` of the node page `src` to the end of `b`, in
+    /// order, in one pass (no per-node pointer shifting). Returns false, with
+    /// `b`'s nodes unchanged (only its free gap written), when they do not
+    /// fit: the header is updated last.
+    pub fn append_nodes(b: &mut [u8], src: &Page<'_>, range: Range<usize>) -> Result<bool> {
+        let mut ends = (lower(b), upper(b));
+        for j in range {
+            if !push_node(b, &mut ends, src.node(j)?.raw()) {
+                return Ok(false);
+            }
+        }
+        wr16(b, 12, ends.0 as u16);
+        wr16(b, 14, ends.1 as u16);
+        Ok(true)
+    }
+
+    /// Store `raw` below the node area and its pointer after the others,
+    /// moving `(lower, upper)`; false if it does not fit.
+    #[inline]
+    fn push_node(b: &mut [u8], (lo, up): &mut (usize, usize), raw: &[u8]) -> bool {
+        let fp = (raw.len() + 1) & !1;
+        if *up - *lo < fp + 2 {
+            return false;
+        }
+        *up -= fp;
+        b[*up..*up + raw.len()].copy_from_slice(raw);
+        wr16(b, *lo, *up as u16);
+        *lo += 2;
+        true
+    }
+
     /// Remove node `i`, closing the gap in the node area.
     pub fn remove(b: &mut [u8], i: usize) {
         let (lo, up) = (lower(b), upper(b));
         let p = HDR + 2 * i;
         let off = rd16(b, p) as usize;
-        let node = Page { b }.node(i).expect("dirty page is well-formed");
-        let fp = node.footprint();
+        // A dirty page is one this process wrote: its node is well-formed.
+        let h = NodeHeader::read(b, off).expect("dirty page is well-formed");
+        let leaf = rd16(b, 10) & P_LEAF != 0;
+        let fp = footprint(h.ksize as usize, h.stored(leaf));
         // Shift the nodes stored below this one up by its footprint.
         b.copy_within(up..off, up + fp);
         // Four pointers at a time, branch-free: each lane below `off` gains
@@ -752,10 +786,13 @@ pub mod edit {
     pub fn rebuild(b: &mut [u8], flags: u16, nodes: &[&[u8]]) -> bool {
         let pgno = rd64(b, 0);
         init(b, pgno, flags);
-        for (i, raw) in nodes.iter().enumerate() {
-            if !insert_raw(b, i, raw) {
+        let mut ends = (HDR, b.len());
+        for raw in nodes {
+            if !push_node(b, &mut ends, raw) {
                 return false;
             }
+            wr16(b, 12, ends.0 as u16);
+            wr16(b, 14, ends.1 as u16);
         }
         true
     }
@@ -866,6 +903,44 @@ mod tests {
         }
         // 4080 / (2 + 112) = 35
         assert_eq!(n, 35);
+    }
+
+    /// Moving a run of nodes to the end of another page keeps them in order;
+    /// a run that does not fit leaves the target's nodes as they were.
+    #[test]
+    fn append_nodes_moves_runs_in_order() {
+        let mut src = vec![0u8; 512];
+        edit::init(&mut src, 1, P_LEAF);
+        let mut model = Vec::new();
+        for i in 0..12usize {
+            let (k, v) = (
+                format!("key{i:02}").into_bytes(),
+                vec![b'a' + i as u8; i * 3],
+            );
+            assert!(edit::insert_leaf(&mut src, i, &k, NodeData::Inline(&v)));
+            model.push((k, v));
+        }
+        let mut dst = vec![0u8; 512];
+        edit::init(&mut dst, 2, P_LEAF);
+        let s = Page::new(&src).unwrap();
+        assert!(edit::append_nodes(&mut dst, &s, 0..5).unwrap());
+        assert!(edit::append_nodes(&mut dst, &s, 5..9).unwrap());
+        let before = dst.clone();
+        let mut small = vec![0u8; 256];
+        edit::init(&mut small, 3, P_LEAF);
+        assert!(!edit::append_nodes(&mut small, &s, 0..12).unwrap());
+        assert_eq!(Page::new(&small).unwrap().len(), 0);
+        let d = Page::new(&dst).unwrap();
+        assert_eq!(d.len(), 9);
+        for (j, (k, v)) in model[..9].iter().enumerate() {
+            let n = d.node(j).unwrap();
+            assert_eq!((n.key(), n.data()), (&k[..], &v[..]));
+        }
+        assert_eq!(
+            d.used(),
+            (0..9).map(|j| s.node(j).unwrap().footprint() + 2).sum()
+        );
+        assert_eq!(before, dst);
     }
 
     /// Random inserts and removes on a leaf page against a sorted model,

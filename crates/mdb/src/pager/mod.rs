@@ -88,6 +88,58 @@ pub(crate) struct Pager<'env> {
     /// The path to the rightmost leaf of the tree the last APPEND put went
     /// to (all dirty), valid while `moves` equals the second field.
     pub(crate) append: Option<AppendCache>,
+    /// Dirty pages that have left the dirty table (freed, or rolled back by
+    /// a nested abort): while this has not moved, every page once dirty
+    /// still is.
+    pub(crate) lost: u64,
+    /// The pages of the last path made wholly dirty, so that the next
+    /// copy-on-write of a path through the same pages (the next put under
+    /// the same branches, the next delete at a cursor) skips their lookups.
+    pub(crate) dirty_path: DirtyPath,
+}
+
+/// Page numbers of a root-to-leaf path, every one dirty when `lost` was the
+/// pager's.
+#[derive(Clone, Copy)]
+pub(crate) struct DirtyPath {
+    pub(crate) pg: [u64; DIRTY_PATH_MAX],
+    pub(crate) len: usize,
+    pub(crate) lost: u64,
+}
+
+/// Deeper paths are rechecked below this many levels (trees deeper than 8
+/// need billions of items).
+pub(crate) const DIRTY_PATH_MAX: usize = 8;
+
+impl DirtyPath {
+    const NONE: DirtyPath = DirtyPath {
+        pg: [0; DIRTY_PATH_MAX],
+        len: 0,
+        lost: u64::MAX,
+    };
+
+    /// How many leading pages of `pg` are known to be dirty.
+    #[inline]
+    pub(crate) fn known(&self, pg: &[u64], lost: u64) -> usize {
+        if self.lost != lost {
+            return 0;
+        }
+        let n = pg.len().min(self.len);
+        pg[..n]
+            .iter()
+            .zip(&self.pg[..n])
+            .take_while(|(a, b)| a == b)
+            .count()
+    }
+
+    /// Remember `pg`, all dirty now.
+    #[inline]
+    pub(crate) fn set(&mut self, pg: &[u64], lost: u64) {
+        let n = pg.len().min(DIRTY_PATH_MAX);
+        self.pg[..n].copy_from_slice(&pg[..n]);
+        self.len = n;
+        self.lost = lost;
+    }
 }
 
 impl<'env> Pager<'env> {
@@ -111,6 +163,8 @@ impl<'env> Pager<'env> {
             last_insert: (0, usize::MAX),
             moves: 0,
             append: None,
+            lost: 0,
+            dirty_path: DirtyPath::NONE,
         }
     }
 
@@ -147,6 +201,7 @@ impl<'env> Pager<'env> {
     pub(crate) fn free_pages(&mut self, pg: u64, n: usize) {
         self.moves += 1;
         if let Some(buf) = self.dirty.remove(&pg) {
+            self.lost += 1;
             if buf.len() == self.env.psize {
                 self.spare.push(buf);
             }
@@ -183,6 +238,7 @@ impl<'env> Pager<'env> {
     /// Go back to `s`.
     pub(crate) fn restore(&mut self, s: Saved) {
         self.append = None;
+        self.lost += 1;
         self.dirty = s.dirty;
         self.next_pgno = s.next_pgno;
         self.free = s.free;

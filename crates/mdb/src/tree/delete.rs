@@ -30,37 +30,37 @@ pub(crate) fn tree_del(pager: &mut Pager<'_>, t: &mut Tree, key: &[u8]) -> Resul
     if !exact {
         return Ok(false);
     }
-    remove_at(pager, t, &mut path, i)?;
+    remove_at(pager, t, &mut path, i, None)?;
     Ok(true)
 }
 
 /// Remove the item at leaf index `i` of `path` (a position in `t` as it
 /// is now), then rebalance. When the tree kept its shape,
 /// `path` (made dirty) still leads to the leaf, now with the following item
-/// at `i`: returns the leaf's new length then, else `None`.
+/// at `i`: returns the leaf's new length then (and copies that item's key
+/// into `next`, if there is one), else `None`.
 pub(crate) fn remove_at(
     pager: &mut Pager<'_>,
     t: &mut Tree,
     path: &mut Path,
     i: usize,
+    next: Option<&mut Vec<u8>>,
 ) -> Result<Option<usize>> {
     touch_path(pager, t, path)?;
     let lvl = path.leaf();
     let leaf = path.pg[lvl];
-    let (leaf2, big) = {
-        let p = Page::new(pager.dirty.get(&leaf).ok_or(Error::Corrupted)?)?;
-        if p.is_leaf2() {
-            (true, None)
-        } else {
-            let n = p.node(i)?;
-            (false, (n.flags() & F_BIGDATA != 0).then(|| n.ov_pgno()))
-        }
-    };
-    if let Some(pg) = big {
-        free_overflow(pager, t, pg)?;
-    }
     let cap = pager.psize() - HDR;
-    let buf = pager.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+    let mut buf = pager.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+    let p = Page::new(buf)?;
+    let leaf2 = p.is_leaf2();
+    if !leaf2 {
+        let n = p.node(i)?;
+        if n.flags() & F_BIGDATA != 0 {
+            let pg = n.ov_pgno();
+            free_overflow(pager, t, pg)?;
+            buf = pager.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+        }
+    }
     if leaf2 {
         edit::remove_leaf2(buf, i);
     } else {
@@ -68,16 +68,18 @@ pub(crate) fn remove_at(
     }
     t.rec.entries -= 1;
     // The fill rules `rebalance` restores, checked on the buffer at hand.
-    let (len, used) = {
-        let p = Page::new(buf)?;
-        (p.len(), p.used())
-    };
+    let p = Page::new(buf)?;
+    let (len, used) = (p.len(), p.used());
     let low = if lvl == 0 {
         len == 0
     } else {
         used * 1000 < FILL_THRESHOLD * cap || len < 1
     };
     if !low {
+        if let Some(next) = next.filter(|_| i < len) {
+            next.clear();
+            next.extend_from_slice(p.key(i)?);
+        }
         return Ok(Some(len));
     }
     rebalance(pager, t, path, lvl)?;
@@ -163,13 +165,13 @@ fn leaves_in_place(
     let [Some(lb), Some(rb)] = pager.dirty.get_disjoint_mut([&lpg, &rpg]) else {
         return Ok(None);
     };
-    let (ln, lu, r) = {
+    let (lu, r) = {
         let (l, r) = (Page::new(lb)?, Page::new(rb)?);
         let plain = |p: &Page<'_>| p.is_leaf() && !p.is_leaf2();
         if !plain(&l) || !plain(&r) {
             return Ok(None);
         }
-        (l.len(), l.used(), r)
+        (l.used(), r)
     };
     let rflags = r.flags();
     let ru = r.used();
@@ -193,10 +195,8 @@ fn leaves_in_place(
             return Ok(None);
         }
     }
-    for j in 0..k {
-        if !edit::insert_raw(lb, ln + j, r.raw_entry(j)?) {
-            return Err(Error::PageFull);
-        }
+    if !edit::append_nodes(lb, &r, 0..k)? {
+        return Err(Error::PageFull);
     }
     let parent = path.pg[lvl - 1];
     if merge {
@@ -206,13 +206,11 @@ fn leaves_in_place(
         return Ok(Some(rebalance(pager, t, path, lvl - 1)));
     }
     // The right page keeps its other entries, rebuilt from a copy.
-    copy.copy_from_slice(rb);
+    edit::copy_page(copy, rb);
     let c = Page::new(copy)?;
     edit::init(rb, rpg, rflags);
-    for j in k..c.len() {
-        if !edit::insert_raw(rb, j - k, c.raw_entry(j)?) {
-            return Err(Error::PageFull);
-        }
+    if !edit::append_nodes(rb, &c, k..c.len())? {
+        return Err(Error::PageFull);
     }
     let new_sep = raw_key(c.raw_entry(k)?);
     if new_sep != sep {

@@ -343,7 +343,8 @@ pub(crate) fn free_new_overflow(
 pub(crate) fn touch_path(pager: &mut Pager<'_>, t: &mut Tree, path: &mut Path) -> Result<()> {
     // Whatever the caller changes next may move items: cached paths end.
     pager.moves += 1;
-    for l in 0..path.len {
+    let known = pager.dirty_path.known(&path.pg[..path.len], pager.lost);
+    for l in known..path.len {
         let old = path.pg[l];
         if pager.dirty.contains_key(&old) {
             continue;
@@ -363,6 +364,7 @@ pub(crate) fn touch_path(pager: &mut Pager<'_>, t: &mut Tree, path: &mut Path) -
             edit::set_child(parent, path.ix[l - 1], new);
         }
     }
+    pager.dirty_path.set(&path.pg[..path.len], pager.lost);
     Ok(())
 }
 

@@ -157,16 +157,18 @@ impl RwTxn<'_> {
                 if i >= leaf.len() {
                     return Err(Error::NotFound);
                 }
-                st.remember_key(leaf.key(i)?);
-                db == Database::MAIN
-                    && !leaf.is_leaf2()
-                    && leaf.node(i)?.flags() & crate::format::page::F_SUBDATA != 0
+                if leaf.is_leaf2() {
+                    st.remember_key(leaf.key(i)?);
+                    false
+                } else {
+                    let node = leaf.node(i)?;
+                    st.remember_key(node.key());
+                    db == Database::MAIN && node.flags() & crate::format::page::F_SUBDATA != 0
+                }
             };
-            if self.del_at(db, rec, &mut st.pos.main.path, subdb)? {
+            // (`remember_key` above set the rest of what a re-find needs.)
+            if self.del_at(db, rec, &mut st.pos.main.path, subdb, &mut st.key)? {
                 st.pos.just_deleted = true;
-                let path = &st.pos.main.path;
-                let next = self.page(path.pg[path.leaf()])?.key(path.ix[path.leaf()])?;
-                st.remember_key(next);
             } else {
                 let rec = self.db(db)?;
                 st.pos.seek(&*self, &rec, &st.key)?;

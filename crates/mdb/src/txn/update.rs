@@ -242,13 +242,14 @@ impl<'env> RwTxn<'env> {
     /// database's record and `subdb` whether the item is a named database's
     /// record (the caller read the leaf). Returns whether it now stands on
     /// the following item, on the same leaf, with the tree in the same
-    /// shape (else the caller searches again).
+    /// shape (else the caller searches again); `next` then holds its key.
     pub(crate) fn del_at(
         &mut self,
         db: Database,
         rec: DbRecord,
         path: &mut Path,
         subdb: bool,
+        next: &mut Vec<u8>,
     ) -> Result<bool> {
         self.start_change(db)?;
         let mut t = self.tree_of(db, rec);
@@ -260,7 +261,7 @@ impl<'env> RwTxn<'env> {
             return Err(Error::Incompatible);
         }
         let i = path.ix[path.leaf()];
-        let r = tree::remove_at(&mut self.pg, &mut t, path, i);
+        let r = tree::remove_at(&mut self.pg, &mut t, path, i, Some(next));
         self.set_rec(db, t.rec);
         let kept = self.fail_on_fatal(r)?;
         Ok(kept.is_some_and(|len| i < len))
