@@ -663,6 +663,28 @@ pub mod edit {
         true
     }
 
+    /// When the lowest node of the node area (at `up`) is as big as the
+    /// node removed at `off`, move it into the hole: one node's bytes
+    /// instead of every node stored below the hole (fixed-size items).
+    fn fill_hole(
+        b: &mut [u8],
+        (lo, up): (usize, usize),
+        (off, fp): (usize, usize),
+        leaf: bool,
+    ) -> bool {
+        let same = NodeHeader::read(b, up)
+            .is_some_and(|h| footprint(h.ksize as usize, h.stored(leaf)) == fp);
+        if !same {
+            return false;
+        }
+        let Some(at) = (HDR..lo).step_by(2).find(|&at| rd16(b, at) as usize == up) else {
+            return false;
+        };
+        b.copy_within(up..up + fp, off);
+        wr16(b, at, off as u16);
+        true
+    }
+
     /// Remove node `i`, closing the gap in the node area.
     pub fn remove(b: &mut [u8], i: usize) {
         let (lo, up) = (lower(b), upper(b));
@@ -672,6 +694,12 @@ pub mod edit {
         let h = NodeHeader::read(b, off).expect("dirty page is well-formed");
         let leaf = rd16(b, 10) & P_LEAF != 0;
         let fp = footprint(h.ksize as usize, h.stored(leaf));
+        if off - up > fp && fill_hole(b, (lo, up), (off, fp), leaf) {
+            b.copy_within(p + 2..lo, p);
+            wr16(b, 12, (lo - 2) as u16);
+            wr16(b, 14, (up + fp) as u16);
+            return;
+        }
         // Shift the nodes stored below this one up by its footprint.
         b.copy_within(up..off, up + fp);
         // Four pointers at a time, branch-free: each lane below `off` gains
