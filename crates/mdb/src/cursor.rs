@@ -396,15 +396,6 @@ impl CursorState {
         Ok(())
     }
 
-    /// Remember the key of a plain database's item as the one to re-find.
-    pub(crate) fn remember_key(&mut self, key: &[u8]) {
-        debug_assert!(self.pos.dcmp.is_none());
-        self.key.clear();
-        self.key.extend_from_slice(key);
-        self.val.clear();
-        self.saved = true;
-    }
-
     pub(crate) fn remember(&mut self, item: Option<Item<'_>>, write: bool) {
         if !write {
             return;

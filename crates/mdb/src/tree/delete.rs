@@ -37,14 +37,20 @@ pub(crate) fn tree_del(pager: &mut Pager<'_>, t: &mut Tree, key: &[u8]) -> Resul
 /// Remove the item at leaf index `i` of `path` (a position in `t` as it
 /// is now), then rebalance. When the tree kept its shape,
 /// `path` (made dirty) still leads to the leaf, now with the following item
-/// at `i`: returns the leaf's new length then (and copies that item's key
-/// into `next`, if there is one), else `None`.
+/// at `i`: returns the leaf's new length then, else `None`.
+///
+/// A cursor deleting at its position passes `cur`: its key buffer then
+/// holds the key of the item that follows on the leaf, if the tree kept its
+/// shape and there is one, else the deleted key (to search from); `NotFound`
+/// for a position past the leaf's end and `Incompatible` for a named
+/// database's record (with `no_subdb`) leave the buffer and the items as
+/// they were.
 pub(crate) fn remove_at(
     pager: &mut Pager<'_>,
     t: &mut Tree,
     path: &mut Path,
     i: usize,
-    next: Option<&mut Vec<u8>>,
+    mut cur: Option<AtCursor<'_>>,
 ) -> Result<Option<usize>> {
     touch_path(pager, t, path)?;
     let lvl = path.leaf();
@@ -52,14 +58,32 @@ pub(crate) fn remove_at(
     let cap = pager.psize() - HDR;
     let mut buf = pager.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
     let p = Page::new(buf)?;
+    if i >= p.len() {
+        return Err(Error::NotFound);
+    }
     let leaf2 = p.is_leaf2();
-    if !leaf2 {
-        let n = p.node(i)?;
-        if n.flags() & F_BIGDATA != 0 {
-            let pg = n.ov_pgno();
-            free_overflow(pager, t, pg)?;
-            buf = pager.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+    let mut big = None;
+    if leaf2 {
+        if let Some(c) = &mut cur {
+            c.key.clear();
+            c.key.extend_from_slice(p.key(i)?);
         }
+    } else {
+        let n = p.node(i)?;
+        if let Some(c) = &mut cur {
+            if c.no_subdb && n.flags() & F_SUBDATA != 0 {
+                return Err(Error::Incompatible);
+            }
+            c.key.clear();
+            c.key.extend_from_slice(n.key());
+        }
+        if n.flags() & F_BIGDATA != 0 {
+            big = Some(n.ov_pgno());
+        }
+    }
+    if let Some(pg) = big {
+        free_overflow(pager, t, pg)?;
+        buf = pager.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
     }
     if leaf2 {
         edit::remove_leaf2(buf, i);
@@ -76,14 +100,22 @@ pub(crate) fn remove_at(
         used * 1000 < FILL_THRESHOLD * cap || len < 1
     };
     if !low {
-        if let Some(next) = next.filter(|_| i < len) {
-            next.clear();
-            next.extend_from_slice(p.key(i)?);
+        if let Some(c) = cur.filter(|_| i < len) {
+            c.key.clear();
+            c.key.extend_from_slice(p.key(i)?);
         }
         return Ok(Some(len));
     }
     rebalance(pager, t, path, lvl)?;
     Ok(None)
+}
+
+/// What [`remove_at`] needs of a cursor deleting at its position.
+pub(crate) struct AtCursor<'a> {
+    /// The cursor's key buffer.
+    pub(crate) key: &'a mut Vec<u8>,
+    /// Refuse to remove a named database's record (the main database).
+    pub(crate) no_subdb: bool,
 }
 
 /// Restore fill rules after a removal at level `lvl` of `path`.

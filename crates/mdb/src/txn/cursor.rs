@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::cursor::{CursorOp, CursorState};
-use crate::pager::PageRead;
 use crate::tree::{Item, WriteFlags};
 
 /// A cursor of the write transaction that can also put and delete.
@@ -150,33 +149,27 @@ impl RwTxn<'_> {
             // Delete at the position itself, no search from the root. The
             // key is kept (in the cursor's buffer) only to find the next
             // item if the tree changes shape.
-            let subdb = {
-                let path = &st.pos.main.path;
-                let leaf = self.page(path.pg[path.leaf()])?;
-                let i = path.ix[path.leaf()];
-                if i >= leaf.len() {
-                    return Err(Error::NotFound);
-                }
-                if leaf.is_leaf2() {
-                    st.remember_key(leaf.key(i)?);
-                    false
-                } else {
-                    let node = leaf.node(i)?;
-                    st.remember_key(node.key());
-                    db == Database::MAIN && node.flags() & crate::format::page::F_SUBDATA != 0
-                }
-            };
-            // (`remember_key` above set the rest of what a re-find needs.)
-            if self.del_at(db, rec, &mut st.pos.main.path, subdb, &mut st.key)? {
-                st.pos.just_deleted = true;
-            } else {
-                let rec = self.db(db)?;
-                st.pos.seek(&*self, &rec, &st.key)?;
-                if !st.pos.unset() {
+            match self.del_at(db, rec, &mut st.pos.main.path, &mut st.key) {
+                Ok(true) => {
                     st.pos.just_deleted = true;
+                    st.val.clear();
+                    st.saved = true;
                 }
-                let cur = st.pos.current(&*self)?;
-                st.remember(cur, true);
+                Ok(false) => {
+                    let rec = self.db(db)?;
+                    st.pos.seek(&*self, &rec, &st.key)?;
+                    if !st.pos.unset() {
+                        st.pos.just_deleted = true;
+                    }
+                    let cur = st.pos.current(&*self)?;
+                    st.remember(cur, true);
+                }
+                Err(e @ (Error::NotFound | Error::Incompatible)) => {
+                    // Nothing moved: the cursor stays where it was.
+                    st.gen = self.generation();
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
             }
             st.gen = self.generation();
             return Ok(());

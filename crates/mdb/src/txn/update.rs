@@ -239,29 +239,29 @@ impl<'env> RwTxn<'env> {
     /// Delete the item a cursor of a plain (not DUPSORT) database is on,
     /// with no search from the root: `path` is its position in the tree as
     /// it is now, updated in place (no copies of the path), `rec` the
-    /// database's record and `subdb` whether the item is a named database's
-    /// record (the caller read the leaf). Returns whether it now stands on
-    /// the following item, on the same leaf, with the tree in the same
-    /// shape (else the caller searches again); `next` then holds its key.
+    /// database's record. Returns whether it now stands on the following
+    /// item, on the same leaf, with the tree in the same shape; `key` then
+    /// holds that item's key, else the deleted one, to search from
+    /// (`tree::remove_at`).
     pub(crate) fn del_at(
         &mut self,
         db: Database,
         rec: DbRecord,
         path: &mut Path,
-        subdb: bool,
-        next: &mut Vec<u8>,
+        key: &mut Vec<u8>,
     ) -> Result<bool> {
         self.start_change(db)?;
         let mut t = self.tree_of(db, rec);
         if t.dups.is_some() || path.len == 0 || path.len != t.rec.depth as usize {
             return Err(Error::Os(libc::EINVAL));
         }
-        if subdb {
-            // A named database's record goes with `delete_db` (see `del`).
-            return Err(Error::Incompatible);
-        }
         let i = path.ix[path.leaf()];
-        let r = tree::remove_at(&mut self.pg, &mut t, path, i, Some(next));
+        // A named database's record goes with `delete_db` (see `del`).
+        let cur = tree::AtCursor {
+            key,
+            no_subdb: db == Database::MAIN,
+        };
+        let r = tree::remove_at(&mut self.pg, &mut t, path, i, Some(cur));
         self.set_rec(db, t.rec);
         let kept = self.fail_on_fatal(r)?;
         Ok(kept.is_some_and(|len| i < len))
