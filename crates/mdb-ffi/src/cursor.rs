@@ -8,7 +8,7 @@
 use crate::data::{check_sizes, db_flags, stash};
 use crate::env::MDB_env;
 use crate::guard::{code, guard, guard_or};
-use crate::txn::{txn_ref, MDB_txn, View};
+use crate::txn::{txn_ref, Kind, MDB_txn, View};
 use crate::types::*;
 use mdb::{CursorOp, CursorState, WriteFlags};
 use std::os::raw::{c_int, c_uint};
@@ -232,6 +232,12 @@ pub unsafe extern "C" fn mdb_cursor_get(
     op: c_int,
 ) -> c_int {
     guard(move || {
+        if op == NEXT || op == PREV {
+            // SAFETY: cursor and outputs per the lmdb.h contract.
+            if let Some(rc) = unsafe { step_read(cursor, key, data, op) } {
+                return rc;
+            }
+        }
         code((|| {
             // SAFETY: cursor per the lmdb.h contract.
             let cur = unsafe { cursor_ref(cursor)? };
@@ -303,6 +309,51 @@ pub unsafe extern "C" fn mdb_cursor_get(
             }
             Ok(())
         })())
+    })
+}
+
+/// NEXT or PREV in a read-only transaction, the loop of most scans: the
+/// general path's checks, minus those a read transaction cannot fail (it
+/// has no child and cannot break). `None`: another case, for the general
+/// path.
+///
+/// # Safety
+/// As [`mdb_cursor_get`].
+#[inline]
+unsafe fn step_read(
+    cursor: *mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    op: c_int,
+) -> Option<c_int> {
+    // SAFETY: NULL or a cursor from `mdb_cursor_open` (pooled structs stay
+    // allocated until their environment closes).
+    let cur = unsafe { cursor.as_mut() }?;
+    if !cur.live {
+        return None;
+    }
+    // SAFETY: a bound cursor's transaction is live (it unbinds them at its end).
+    let t = unsafe { cur.txn.as_ref() }?;
+    let (true, false, Kind::Read(r), Some(st)) = (t.live, t.broken, &t.kind, cur.st.as_mut())
+    else {
+        return None;
+    };
+    let cop = if op == NEXT {
+        CursorOp::Next
+    } else {
+        CursorOp::Prev
+    };
+    Some(match st.get(r, cop) {
+        Ok(Some((k, v))) => {
+            // SAFETY: output pointers are NULL or the caller's MDB_vals.
+            unsafe {
+                set_val(key, k);
+                set_val(data, v);
+            }
+            0
+        }
+        Ok(None) => MDB_NOTFOUND,
+        Err(e) => e.code(),
     })
 }
 
