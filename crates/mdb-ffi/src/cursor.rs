@@ -234,7 +234,7 @@ pub unsafe extern "C" fn mdb_cursor_get(
     guard(move || {
         if op == NEXT || op == PREV {
             // SAFETY: cursor and outputs per the lmdb.h contract.
-            if let Some(rc) = unsafe { step_read(cursor, key, data, op) } {
+            if let Some(rc) = unsafe { step(cursor, key, data, op) } {
                 return rc;
             }
         }
@@ -312,15 +312,14 @@ pub unsafe extern "C" fn mdb_cursor_get(
     })
 }
 
-/// NEXT or PREV in a read-only transaction, the loop of most scans: the
-/// general path's checks, minus those a read transaction cannot fail (it
-/// has no child and cannot break). `None`: another case, for the general
-/// path.
+/// NEXT or PREV in a top-level transaction, the loop of most scans: the
+/// general path's checks, without building a `CursorOp` from any of the
+/// other codes. `None`: another case, for the general path.
 ///
 /// # Safety
 /// As [`mdb_cursor_get`].
 #[inline]
-unsafe fn step_read(
+unsafe fn step(
     cursor: *mut MDB_cursor,
     key: *mut MDB_val,
     data: *mut MDB_val,
@@ -333,17 +332,26 @@ unsafe fn step_read(
         return None;
     }
     // SAFETY: a bound cursor's transaction is live (it unbinds them at its end).
-    let t = unsafe { cur.txn.as_ref() }?;
-    let (true, false, Kind::Read(r), Some(st)) = (t.live, t.broken, &t.kind, cur.st.as_mut())
-    else {
+    let t = unsafe { cur.txn.as_mut() }?;
+    let st = cur.st.as_mut()?;
+    if !t.live || t.broken || !t.child.is_null() {
         return None;
-    };
+    }
     let cop = if op == NEXT {
         CursorOp::Next
     } else {
         CursorOp::Prev
     };
-    Some(match st.get(r, cop) {
+    let r = match &mut t.kind {
+        Kind::Read(r) => st.get(r, cop),
+        Kind::Write(root) if !root.top_ref().is_broken() => {
+            // What it returns reaches C (see `MDB_txn::view`).
+            root.lent = true;
+            st.get(&*root.top(), cop)
+        }
+        _ => return None,
+    };
+    Some(match r {
         Ok(Some((k, v))) => {
             // SAFETY: output pointers are NULL or the caller's MDB_vals.
             unsafe {

@@ -51,7 +51,7 @@ impl WriteRoot {
     }
 
     /// The innermost transaction level, shared.
-    fn top_ref(&self) -> &RwTxn<'static> {
+    pub(crate) fn top_ref(&self) -> &RwTxn<'static> {
         match self.stack.last() {
             Some(n) => n,
             // SAFETY: rw is valid until Drop, and no savepoint borrows it now.

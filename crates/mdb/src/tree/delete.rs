@@ -92,7 +92,7 @@ pub(crate) fn remove_at(
     }
     t.rec.entries -= 1;
     // The fill rules `rebalance` restores, checked on the buffer at hand.
-    let p = Page::new(buf)?;
+    let p = Page::edited(buf);
     let (len, used) = (p.len(), p.used());
     let low = if lvl == 0 {
         len == 0
