@@ -16,8 +16,15 @@
 //! it knows bytes and files, not pages or transactions.
 #![allow(dead_code)] // integrated into the commit path by the lead
 
+pub(crate) mod checkpoint;
+pub(crate) mod log;
+mod open;
 pub(crate) mod record;
 mod seam;
+pub(crate) mod segment;
 
 #[cfg(test)]
 mod testutil;
+
+#[cfg(test)]
+mod log_tests;
