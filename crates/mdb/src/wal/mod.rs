@@ -28,3 +28,5 @@ mod testutil;
 
 #[cfg(test)]
 mod log_tests;
+#[cfg(test)]
+mod powercut;
