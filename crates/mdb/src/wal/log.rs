@@ -20,6 +20,8 @@ use std::sync::Arc;
 
 /// The smallest segment size; smaller settings are raised to it.
 pub(crate) const MIN_SEGMENT: u64 = 64 << 10;
+/// The largest segment size; larger settings are lowered to it.
+pub(crate) const MAX_SEGMENT: u64 = 1 << 40;
 /// Segment sizes are multiples of this.
 const SEGMENT_ALIGN: u64 = 4096;
 
@@ -140,7 +142,7 @@ pub(crate) struct Log {
 impl LogOptions {
     /// The options with the segment size raised to a valid one.
     pub(crate) fn normalized(self) -> LogOptions {
-        let size = self.segment_size.max(MIN_SEGMENT);
+        let size = self.segment_size.clamp(MIN_SEGMENT, MAX_SEGMENT);
         LogOptions {
             segment_size: size.div_ceil(SEGMENT_ALIGN) * SEGMENT_ALIGN,
             ..self
