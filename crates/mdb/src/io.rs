@@ -41,6 +41,43 @@ pub enum IoOp {
         /// New length.
         len: u64,
     },
+    /// Writing bytes (records, a segment header) into write-ahead-log
+    /// segment `seq`.
+    LogWrite {
+        /// Segment sequence number.
+        seq: u64,
+        /// Offset in the segment.
+        offset: u64,
+        /// Bytes.
+        len: usize,
+    },
+    /// Flushing log segment `seq` to stable storage.
+    LogSync {
+        /// Segment sequence number.
+        seq: u64,
+    },
+    /// Making segment `seq` ready for records: creating and zero-filling
+    /// it, or renaming a spare segment into it (a tear leaves the step half
+    /// done).
+    LogPrepare {
+        /// Segment sequence number.
+        seq: u64,
+    },
+    /// Retiring segment `seq` once checkpointed: invalidating its header,
+    /// and deleting it unless it is kept as a spare.
+    LogRetire {
+        /// Segment sequence number.
+        seq: u64,
+    },
+    /// Writing a slot of the log's checkpoint file.
+    CheckpointWrite {
+        /// Offset in the checkpoint file.
+        offset: u64,
+        /// Bytes.
+        len: usize,
+    },
+    /// Flushing the checkpoint file.
+    CheckpointSync,
 }
 
 /// What a [`FaultInjector`] wants done with an [`IoOp`].

@@ -29,6 +29,7 @@ mod position;
 mod snapshot;
 mod tree;
 mod txn;
+mod wal;
 
 /// Version string printed by the tools' `-V`.
 pub const VERSION_STRING: &str = concat!(

@@ -1,0 +1,370 @@
+//! The log: segment files in one directory, records appended at the tail.
+//!
+//! Records chain: each carries its txnid, one more than the previous
+//! record's, and the previous record's CRC. The log is the longest chain
+//! from the first segment that holds records: the first record that does
+//! not parse or does not chain ends it (a torn or lost write), and a later
+//! segment continues it only if its header's anchor is that end (see
+//! `segment.rs`). A record that survived a crash past a lost one is
+//! thereby never resurrected once the log has rewritten its place.
+
+use super::record::{self, RecordParts, RecordView};
+use super::seam::Seam;
+use super::segment::{self, Anchor, Pool, SegHeader, SEG_HEADER};
+use crate::error::{Error, Result};
+use crate::io::{FaultInjector, IoOp};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The smallest segment size; smaller settings are raised to it.
+pub(crate) const MIN_SEGMENT: u64 = 64 << 10;
+/// The largest segment size; larger settings are lowered to it.
+pub(crate) const MAX_SEGMENT: u64 = 1 << 40;
+/// Segment sizes are multiples of this.
+const SEGMENT_ALIGN: u64 = 4096;
+
+/// How a [`Log`] lays out and recycles its segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LogOptions {
+    /// Bytes of a segment (a record larger than this gets a segment of its
+    /// own size).
+    pub(crate) segment_size: u64,
+    /// Checkpointed segments kept to be renamed into new ones, rather than
+    /// zero-filling new files.
+    pub(crate) spare_segments: usize,
+}
+
+impl Default for LogOptions {
+    fn default() -> Self {
+        LogOptions {
+            segment_size: 64 << 20,
+            spare_segments: 2,
+        }
+    }
+}
+
+/// The end of the chain: the last record's txnid and CRC, `None` before
+/// the log's first record.
+pub(crate) type ChainEnd = Option<(u64, u32)>;
+
+/// Where [`Log::append`] put a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LogPos {
+    /// Segment sequence number.
+    pub(crate) seq: u64,
+    /// Offset in the segment.
+    pub(crate) offset: u64,
+    /// Bytes, padding included.
+    pub(crate) len: u64,
+}
+
+/// A segment holding part of the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SegmentInfo {
+    pub(crate) seq: u64,
+    pub(crate) path: PathBuf,
+    /// The file's length.
+    pub(crate) size: u64,
+    /// Where its records begin to chain from (`Unused` until the first).
+    pub(crate) anchor: Anchor,
+    pub(crate) first_txnid: Option<u64>,
+    pub(crate) last_txnid: Option<u64>,
+    /// Offset just past its last record.
+    pub(crate) end: u64,
+}
+
+impl SegmentInfo {
+    /// A segment without records.
+    pub(super) fn empty(dir: &Path, seq: u64, size: u64) -> SegmentInfo {
+        SegmentInfo {
+            seq,
+            path: segment::path(dir, seq),
+            size,
+            anchor: Anchor::Unused,
+            first_txnid: None,
+            last_txnid: None,
+            end: SEG_HEADER as u64,
+        }
+    }
+}
+
+/// Whether record `r` may follow the chain end `end`.
+fn follows(end: ChainEnd, r: &RecordView<'_>) -> bool {
+    match end {
+        None => r.prev_crc() == 0,
+        Some((t, c)) => t.checked_add(1) == Some(r.txnid()) && r.prev_crc() == c,
+    }
+}
+
+/// Walk the records of segment `seq` (its bytes from offset 0) from `chain`
+/// on, while they parse and chain; returns the offset past the last one and
+/// the new chain end.
+pub(crate) fn walk<'a>(
+    bytes: &'a [u8],
+    seq: u64,
+    mut chain: ChainEnd,
+    mut f: impl FnMut(RecordView<'a>) -> Result<()>,
+) -> Result<(u64, ChainEnd)> {
+    let mut off = SEG_HEADER;
+    while let Some((r, len)) = bytes.get(off..).and_then(|b| record::parse(b, seq)) {
+        if !follows(chain, &r) {
+            break;
+        }
+        f(r)?;
+        chain = Some((r.txnid(), r.crc()));
+        off += len;
+    }
+    Ok((off as u64, chain))
+}
+
+/// A write-ahead log directory (see the module documentation).
+pub(crate) struct Log {
+    pub(super) pool: Pool,
+    /// Segments of the log before the current one, oldest first; never
+    /// written again.
+    pub(super) done: Vec<SegmentInfo>,
+    /// The segment records are appended to.
+    pub(super) cur: SegmentInfo,
+    pub(super) cur_file: File,
+    /// The segment the log moves on to, zero-filled and synced.
+    pub(super) next: Option<(SegmentInfo, File)>,
+    pub(super) chain: ChainEnd,
+    /// Earlier segments written since the last sync.
+    pub(super) unsynced: Vec<(u64, File)>,
+    /// Whether the current segment was written since the last sync.
+    pub(super) dirty: bool,
+    /// The record being written, reused across appends.
+    pub(super) buf: Vec<u8>,
+}
+
+impl LogOptions {
+    /// The options with the segment size raised to a valid one.
+    pub(crate) fn normalized(self) -> LogOptions {
+        let size = self.segment_size.clamp(MIN_SEGMENT, MAX_SEGMENT);
+        LogOptions {
+            segment_size: size.div_ceil(SEGMENT_ALIGN) * SEGMENT_ALIGN,
+            ..self
+        }
+    }
+}
+
+impl Log {
+    /// Open the log in `dir`, creating the directory if missing: find the
+    /// end of the chain of valid records, append after it.
+    pub(crate) fn open(
+        dir: &Path,
+        opts: LogOptions,
+        fault: Option<Arc<dyn FaultInjector>>,
+    ) -> Result<Log> {
+        super::open::open(dir, opts.normalized(), Seam(fault))
+    }
+
+    /// The txnid the next record must carry, `None` when any will do (the
+    /// log has never held a record).
+    pub(crate) fn next_txnid(&self) -> Option<u64> {
+        self.chain.map(|(t, _)| t.wrapping_add(1))
+    }
+
+    /// The txnid of the oldest record retained.
+    pub(crate) fn first_txnid(&self) -> Option<u64> {
+        self.segments().iter().find_map(|s| s.first_txnid)
+    }
+
+    /// The txnid of the newest record.
+    pub(crate) fn last_txnid(&self) -> Option<u64> {
+        self.segments().iter().rev().find_map(|s| s.last_txnid)
+    }
+
+    /// The segments holding the log, oldest first. All but the last are
+    /// full and never written again (a backup may copy them).
+    pub(crate) fn segments(&self) -> Vec<SegmentInfo> {
+        let mut v = self.done.clone();
+        if self.cur.anchor != Anchor::Unused {
+            v.push(self.cur.clone());
+        }
+        v
+    }
+
+    /// Append the record of `parts` at the tail, moving to a new segment if
+    /// it does not fit. Not durable until [`Log::sync`]. On error nothing
+    /// is appended (a torn write is overwritten by the next append).
+    pub(crate) fn append(&mut self, parts: &RecordParts<'_>) -> Result<LogPos> {
+        if self.next_txnid().is_some_and(|t| t != parts.txnid) {
+            return Err(Error::Os(libc::EINVAL));
+        }
+        let len = record::encoded_len(parts)?;
+        if self
+            .cur
+            .end
+            .checked_add(len)
+            .is_none_or(|e| e > self.cur.size)
+        {
+            self.switch(len)?;
+        }
+        self.buf.clear();
+        // The first record of a segment goes with the header naming its
+        // anchor, in one write covered by the same sync.
+        let at = self.cur.end;
+        let fresh = at == SEG_HEADER as u64;
+        let anchor = Anchor::After(self.chain);
+        if fresh {
+            let h = SegHeader {
+                seq: self.cur.seq,
+                size: self.cur.size,
+                anchor,
+            };
+            self.buf.extend_from_slice(&h.encode());
+        }
+        let prev_crc = self.chain.map_or(0, |(_, c)| c);
+        let (rlen, crc) = record::encode_into(&mut self.buf, self.cur.seq, prev_crc, parts)?;
+        let offset = if fresh { 0 } else { at };
+        let op = IoOp::LogWrite {
+            seq: self.cur.seq,
+            offset,
+            len: self.buf.len(),
+        };
+        self.dirty = true;
+        self.pool
+            .seam
+            .write_at(op, &self.cur_file, &self.buf, offset)?;
+        let seg = &mut self.cur;
+        if fresh {
+            seg.anchor = anchor;
+        }
+        seg.end = at + rlen as u64;
+        seg.first_txnid.get_or_insert(parts.txnid);
+        seg.last_txnid = Some(parts.txnid);
+        self.chain = Some((parts.txnid, crc));
+        let pos = LogPos {
+            seq: seg.seq,
+            offset: at,
+            len: rlen as u64,
+        };
+        if self.next.is_none() && seg.end > seg.size / 2 {
+            // Ahead of need, off the next commits' path; a failure here is
+            // retried, and reported, when the segment is really needed.
+            let _ = self.prepare_next();
+        }
+        Ok(pos)
+    }
+
+    /// Make every record appended so far durable: fdatasync the segments
+    /// written since the last sync, oldest first. After an error the log's
+    /// durability is unknown (the kernel may have dropped the failed
+    /// pages): the caller must stop committing.
+    pub(crate) fn sync(&mut self) -> Result<()> {
+        while let Some((seq, file)) = self.unsynced.first() {
+            self.pool.seam.sync(IoOp::LogSync { seq: *seq }, file)?;
+            self.unsynced.remove(0);
+        }
+        if self.dirty {
+            let op = IoOp::LogSync { seq: self.cur.seq };
+            self.pool.seam.sync(op, &self.cur_file)?;
+            self.dirty = false;
+        }
+        Ok(())
+    }
+
+    /// Make the next segment ready (renaming a spare, or creating one), so
+    /// that moving to it costs the commit path nothing. Called by
+    /// [`Log::append`] once the current segment is half full; a
+    /// checkpointer may call it earlier.
+    pub(crate) fn prepare_next(&mut self) -> Result<()> {
+        if self.next.is_none() {
+            self.next = Some(self.make_segment(self.pool.segment_size)?);
+        }
+        Ok(())
+    }
+
+    /// Retire the segments, oldest first, whose records all have txnids up
+    /// to `txnid` (checkpointed: the data file holds them), keeping up to
+    /// `spare_segments` of them for reuse. The current segment stays.
+    pub(crate) fn release_through(&mut self, txnid: u64) -> Result<()> {
+        while let Some(seg) = self.done.first() {
+            if seg.last_txnid.is_some_and(|l| l > txnid) {
+                break;
+            }
+            let (seq, size) = (seg.seq, seg.size);
+            self.pool.retire(seq, size)?;
+            self.unsynced.retain(|(s, _)| *s != seq);
+            self.done.remove(0);
+        }
+        Ok(())
+    }
+
+    /// Visit, oldest first, every record with a txnid above `after`.
+    /// A record found invalid short of where the log was known to end is
+    /// `Corrupted` (the files changed since the log was opened).
+    pub(crate) fn scan(
+        &self,
+        after: u64,
+        mut f: impl FnMut(RecordView<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let mut buf = Vec::new();
+        for seg in self.segments() {
+            if seg.last_txnid.is_none_or(|l| l <= after) {
+                continue;
+            }
+            let opened;
+            let file = if seg.seq == self.cur.seq {
+                &self.cur_file
+            } else {
+                opened = segment::open(&self.pool.dir, seg.seq)?;
+                &opened
+            };
+            buf.resize(usize::try_from(seg.end).map_err(|_| Error::Corrupted)?, 0);
+            file.read_exact_at(&mut buf, 0)?;
+            let chain = match SegHeader::parse(&buf) {
+                Some(h) if h.seq == seg.seq && h.anchor == seg.anchor => match h.anchor {
+                    Anchor::After(chain) => chain,
+                    Anchor::Unused => return Err(Error::Corrupted),
+                },
+                _ => return Err(Error::Corrupted),
+            };
+            let visit = |r: RecordView<'_>| if r.txnid() > after { f(r) } else { Ok(()) };
+            let (end, _) = walk(&buf, seg.seq, chain, visit)?;
+            if end != seg.end {
+                return Err(Error::Corrupted);
+            }
+        }
+        Ok(())
+    }
+
+    /// A new empty segment of `size` bytes.
+    pub(super) fn make_segment(&mut self, size: u64) -> Result<(SegmentInfo, File)> {
+        let (seq, size, file) = self.pool.make(size)?;
+        Ok((SegmentInfo::empty(&self.pool.dir, seq, size), file))
+    }
+
+    /// Move to a new segment with room for a record of `len` bytes.
+    fn switch(&mut self, len: u64) -> Result<()> {
+        let need = (SEG_HEADER as u64).saturating_add(len);
+        let regular = self.pool.segment_size;
+        let (info, file) = if need > regular {
+            // A segment of its own; the prepared one would now come before
+            // it in sequence order, so it goes back to the spares.
+            if let Some((n, _)) = self.next.take() {
+                self.pool.discard(n.seq, n.size)?;
+            }
+            self.make_segment(need.div_ceil(SEGMENT_ALIGN) * SEGMENT_ALIGN)?
+        } else {
+            match self.next.take() {
+                Some(n) => n,
+                None => self.make_segment(regular)?,
+            }
+        };
+        let old_file = std::mem::replace(&mut self.cur_file, file);
+        let old = std::mem::replace(&mut self.cur, info);
+        if std::mem::take(&mut self.dirty) {
+            self.unsynced.push((old.seq, old_file));
+        }
+        if old.anchor == Anchor::Unused {
+            self.pool.discard(old.seq, old.size)
+        } else {
+            self.done.push(old);
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! Segment files: `<16 hex digits seq>.wal`, a fixed-size header, then
+//! records back to back. Segments are zero-filled and synced before any
+//! record goes in, so an append's fdatasync never has file metadata to
+//! commit.
+//!
+//! The header says whether the segment holds records and, if it does, the
+//! *anchor*: the txnid and CRC of the record written just before its first
+//! one (or that the log starts there). At open a segment continues the log
+//! only if its anchor is the log's end so far, which tells a segment the
+//! appender moved on to from one left over from a past the log has since
+//! rewritten.
+
+use super::seam::{sync_dir, Seam};
+use crate::error::{Error, Result};
+use crate::format::bytes::{get16, get32, get64};
+use crate::io::{IoAction, IoOp};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// "MDWS": marks a segment header.
+const MAGIC: u32 = 0x5357_444d;
+const VERSION: u16 = 1;
+/// Bytes of the header; records start here (8-aligned).
+pub(crate) const SEG_HEADER: usize = 40;
+/// Name of the file a new segment is zero-filled under before its rename.
+const TEMP_NAME: &str = "segment.tmp";
+
+/// Where a segment's records chain on from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Anchor {
+    /// Prepared or retired: holds no records of the log.
+    Unused,
+    /// Holds records; the first follows the record `(txnid, crc)`, or
+    /// starts the log when `None`.
+    After(Option<(u64, u32)>),
+}
+
+/// A segment header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SegHeader {
+    pub(crate) seq: u64,
+    /// The file's length.
+    pub(crate) size: u64,
+    pub(crate) anchor: Anchor,
+}
+
+impl SegHeader {
+    pub(crate) fn encode(&self) -> [u8; SEG_HEADER] {
+        let (state, txnid, crc) = match self.anchor {
+            Anchor::Unused => (0u16, 0, 0),
+            Anchor::After(None) => (1, 0, 0),
+            Anchor::After(Some((t, c))) => (2, t, c),
+        };
+        let mut b = [0u8; SEG_HEADER];
+        b[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+        b[4..6].copy_from_slice(&VERSION.to_le_bytes());
+        b[6..8].copy_from_slice(&state.to_le_bytes());
+        b[8..16].copy_from_slice(&self.seq.to_le_bytes());
+        b[16..24].copy_from_slice(&self.size.to_le_bytes());
+        b[24..32].copy_from_slice(&txnid.to_le_bytes());
+        b[32..36].copy_from_slice(&crc.to_le_bytes());
+        let sum = crc32c::crc32c(&b[..36]);
+        b[36..40].copy_from_slice(&sum.to_le_bytes());
+        b
+    }
+
+    /// The header at the start of `b`, `None` unless whole and valid.
+    pub(crate) fn parse(b: &[u8]) -> Option<SegHeader> {
+        if get32(b, 0)? != MAGIC
+            || get16(b, 4)? != VERSION
+            || crc32c::crc32c(b.get(..36)?) != get32(b, 36)?
+        {
+            return None;
+        }
+        let anchor = match get16(b, 6)? {
+            0 => Anchor::Unused,
+            1 => Anchor::After(None),
+            2 => Anchor::After(Some((get64(b, 24)?, get32(b, 32)?))),
+            _ => return None,
+        };
+        Some(SegHeader {
+            seq: get64(b, 8)?,
+            size: get64(b, 16)?,
+            anchor,
+        })
+    }
+}
+
+/// The path of segment `seq` in `dir`.
+pub(crate) fn path(dir: &Path, seq: u64) -> PathBuf {
+    dir.join(format!("{seq:016x}.wal"))
+}
+
+/// The sequence number a segment file name stands for.
+fn parse_name(name: &str) -> Option<u64> {
+    let hex = name.strip_suffix(".wal")?;
+    if hex.len() != 16 || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
+}
+
+/// The sequence numbers of the segment files in `dir`, ascending; removes
+/// a segment left half-made by a crash.
+pub(crate) fn list(dir: &Path) -> Result<Vec<u64>> {
+    let mut seqs = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name();
+        let name = name.to_string_lossy();
+        if name == TEMP_NAME {
+            std::fs::remove_file(dir.join(TEMP_NAME))?;
+        } else if let Some(seq) = parse_name(&name) {
+            seqs.push(seq);
+        }
+    }
+    seqs.sort_unstable();
+    Ok(seqs)
+}
+
+/// Open segment `seq` for reading and writing.
+pub(crate) fn open(dir: &Path, seq: u64) -> Result<File> {
+    Ok(OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path(dir, seq))?)
+}
+
+/// Read segment `seq`'s header; `None` when it is not a valid header of
+/// that segment with the file's length.
+pub(crate) fn read_header(file: &File, seq: u64) -> Result<Option<SegHeader>> {
+    let mut b = [0u8; SEG_HEADER];
+    let len = file.metadata()?.len();
+    if len < SEG_HEADER as u64 {
+        return Ok(None);
+    }
+    file.read_exact_at(&mut b, 0)?;
+    Ok(SegHeader::parse(&b).filter(|h| h.seq == seq && h.size == len))
+}
+
+/// Write the header of an unused segment (unsynced).
+fn write_unused(file: &File, seq: u64, size: u64) -> Result<()> {
+    let header = SegHeader {
+        seq,
+        size,
+        anchor: Anchor::Unused,
+    };
+    Ok(file.write_all_at(&header.encode(), 0)?)
+}
+
+/// Create segment `seq` of `size` bytes: zero-filled (really written, since
+/// on ext4 a first write into fallocated space still commits metadata)
+/// under a temporary name, synced, renamed, and the directory synced.
+pub(crate) fn create(dir: &Path, seam: &Seam, seq: u64, size: u64) -> Result<File> {
+    // A tear zero-fills a prefix and stops: the file keeps its temporary name.
+    let fill = match seam.ask(IoOp::LogPrepare { seq }) {
+        IoAction::Proceed => size,
+        IoAction::Fail(e) => return Err(Error::Os(e)),
+        IoAction::Tear(n) => (n as u64).min(size),
+    };
+    let temp = dir.join(TEMP_NAME);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&temp)?;
+    let zeros = vec![0u8; (1 << 20).min(size as usize)];
+    let mut off = 0u64;
+    while off < fill {
+        let n = (fill - off).min(zeros.len() as u64);
+        file.write_all_at(&zeros[..n as usize], off)?;
+        off += n;
+    }
+    if fill < size {
+        return Err(Error::Os(libc::EIO));
+    }
+    write_unused(&file, seq, size)?;
+    file.sync_all()?;
+    std::fs::rename(&temp, path(dir, seq))?;
+    sync_dir(dir)?;
+    Ok(file)
+}
+
+/// Turn spare segment `*from` into the empty segment `to` (its stale
+/// records carry the old sequence number, so they no longer parse): rename,
+/// rewrite the header, sync both. `*from` follows the file's name, so a
+/// failure leaves the spare usable for another attempt.
+pub(crate) fn recycle(dir: &Path, seam: &Seam, from: &mut u64, to: u64, size: u64) -> Result<File> {
+    // A tear renames and stops: the header still names the old segment.
+    let torn = match seam.ask(IoOp::LogPrepare { seq: to }) {
+        IoAction::Proceed => false,
+        IoAction::Fail(e) => return Err(Error::Os(e)),
+        IoAction::Tear(_) => true,
+    };
+    std::fs::rename(path(dir, *from), path(dir, to))?;
+    *from = to;
+    if torn {
+        return Err(Error::Os(libc::EIO));
+    }
+    let file = open(dir, to)?;
+    write_unused(&file, to, size)?;
+    file.sync_data()?;
+    sync_dir(dir)?;
+    Ok(file)
+}
+
+/// Retire checkpointed segment `seq`: mark it unused (synced, so retiring
+/// segments oldest first never leaves a gap in the log), then delete it
+/// unless it is to be kept as a spare.
+pub(crate) fn retire(dir: &Path, seam: &Seam, seq: u64, size: u64, keep: bool) -> Result<()> {
+    seam.check(IoOp::LogRetire { seq })?;
+    let file = open(dir, seq)?;
+    write_unused(&file, seq, size)?;
+    file.sync_data()?;
+    if !keep {
+        // Not synced: should the name come back after a crash, the file is
+        // an unused segment, a spare.
+        std::fs::remove_file(path(dir, seq))?;
+    }
+    Ok(())
+}
+
+/// The segment files not in the log: spares to rename into new segments,
+/// and the sequence numbers still free.
+pub(crate) struct Pool {
+    pub(crate) dir: PathBuf,
+    pub(crate) seam: Seam,
+    /// Size of a regular segment.
+    pub(crate) segment_size: u64,
+    /// How many spares to keep.
+    pub(crate) max_spares: usize,
+    /// Unused files of `segment_size` bytes, by their name's sequence number.
+    pub(crate) spares: Vec<u64>,
+    /// Above every sequence number ever used in the directory.
+    pub(crate) next_seq: u64,
+}
+
+impl Pool {
+    /// A new empty segment `(seq, size, file)` of `size` bytes: a spare
+    /// renamed when one has that size, else a new zero-filled file.
+    pub(crate) fn make(&mut self, size: u64) -> Result<(u64, u64, File)> {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let file = match self.spares.last_mut() {
+            Some(from) if size == self.segment_size => {
+                let file = recycle(&self.dir, &self.seam, from, seq, size)?;
+                self.spares.pop();
+                file
+            }
+            _ => create(&self.dir, &self.seam, seq, size)?,
+        };
+        Ok((seq, size, file))
+    }
+
+    /// Keep an unused segment file as a spare, or delete it.
+    pub(crate) fn discard(&mut self, seq: u64, size: u64) -> Result<()> {
+        if size == self.segment_size && self.spares.len() < self.max_spares {
+            self.spares.push(seq);
+            Ok(())
+        } else {
+            Ok(std::fs::remove_file(path(&self.dir, seq))?)
+        }
+    }
+
+    /// Retire a segment that held records (see [`retire`]) into the spares
+    /// or out of the directory.
+    pub(crate) fn retire(&mut self, seq: u64, size: u64) -> Result<()> {
+        let keep = size == self.segment_size && self.spares.len() < self.max_spares;
+        retire(&self.dir, &self.seam, seq, size, keep)?;
+        if keep {
+            self.spares.push(seq);
+        }
+        Ok(())
+    }
+}
