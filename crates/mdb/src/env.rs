@@ -1,5 +1,6 @@
 //! The environment: data file, map, lock file, and the database registry.
 
+use crate::checkpointer::{Checkpointer, WalEnv};
 use crate::db::{Database, Stat};
 use crate::error::{Error, Result};
 use crate::format::meta::{Meta, META_LEN};
@@ -7,6 +8,7 @@ use crate::io::{CommitSink, DataFile, FaultInjector, FileSink, MapSink};
 use crate::lock::ThreadSlots;
 use crate::lock::{LockFile, ReaderInfo};
 use crate::mmap::Map;
+use crate::wal::mode::{dir_for as wal_dir, Wal, WalOptions, WalSink};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -102,6 +104,7 @@ pub struct EnvOptions {
     no_lock: bool,
     mode: u32,
     fault: Option<Arc<dyn FaultInjector>>,
+    wal: Option<WalOptions>,
 }
 
 impl Default for EnvOptions {
@@ -121,6 +124,7 @@ impl EnvOptions {
             no_lock: false,
             mode: 0o644,
             fault: None,
+            wal: None,
         }
     }
     /// Map size in bytes (0 = take it from the file). It bounds the database size.
@@ -162,6 +166,29 @@ impl EnvOptions {
     /// File mode for created files (before the umask).
     pub fn mode(&mut self, mode: u32) -> &mut Self {
         self.mode = mode;
+        self
+    }
+    /// Write-ahead-log mode: a commit is durable once its record (pages
+    /// and meta) is in the log, with one sync of the log instead of two of
+    /// the data file; a checkpointer syncs the data file later, and an open
+    /// after a crash rolls the log forward. The data file stays an LMDB
+    /// file. The log lives in `wal/` beside the data file (`<file>-wal/`
+    /// with NO_SUB_DIR). NO_SYNC and NO_META_SYNC do not apply: every
+    /// commit syncs the log.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, EnvOptions, Txn, WalOptions, WriteFlags};
+    /// let env = EnvOptions::new().wal(WalOptions::default()).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?; // durable: the log is synced
+    /// env.checkpoint()?; // the data file too
+    /// assert!(dir.path().join("wal").is_dir());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn wal(&mut self, w: WalOptions) -> &mut Self {
+        self.wal = Some(w);
         self
     }
     /// Route every data-file write and sync through `f` (tests).
@@ -234,6 +261,9 @@ pub struct Env {
     /// Some database has a user comparator (see [`Env::set_compare`]).
     pub(crate) custom_cmp: AtomicBool,
     pub(crate) id: usize,
+    /// WAL mode: the log, shared with the checkpointer thread.
+    pub(crate) wal: Option<Arc<WalEnv>>,
+    checkpointer: Option<Checkpointer>,
 }
 
 /// Reader slots of the in-memory table of NO_LOCK (LMDB has no limit there).
@@ -315,6 +345,7 @@ impl Env {
         let df = DataFile::new(file, meta_sync, o.fault.clone());
 
         let flen = df.len()?;
+        let wal = open_wal(o, path, flags, &df, &lock, flen)?;
         let created = flen == 0;
         let mut meta = if flen == 0 {
             if rdonly {
@@ -398,6 +429,17 @@ impl Env {
         ];
         dbis.reserve(o.max_dbs as usize);
         let file_pages = AtomicU64::new(df.len()? / psize as u64);
+        let wal = match wal {
+            Some(w) => {
+                let own = DataFile::new(df.file.try_clone()?, None, o.fault.clone());
+                Some(Arc::new(WalEnv::new(w, own, lock.clone(), psize)))
+            }
+            None => None,
+        };
+        let checkpointer = match &wal {
+            Some(w) if w.wal.opts.checkpointer => Some(Checkpointer::spawn(w.clone())?),
+            _ => None,
+        };
         Ok(Env {
             path: path.to_path_buf(),
             flags: AtomicU32::new(flags.0),
@@ -415,7 +457,33 @@ impl Env {
             panicked: AtomicBool::new(false),
             custom_cmp: AtomicBool::new(false),
             id: NEXT_ENV_ID.fetch_add(1, Ordering::Relaxed),
+            wal,
+            checkpointer,
         })
+    }
+
+    /// WAL mode: sync the data file and record that it holds every commit
+    /// so far, so that the log segments before it are recycled (the
+    /// checkpointer thread does this every `checkpoint_interval`). Returns
+    /// the txnid the checkpoint covers. `Incompatible` outside WAL mode;
+    /// `BadTxn` from the thread holding this environment's write
+    /// transaction.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, EnvOptions, WalOptions, WriteFlags};
+    /// let env = EnvOptions::new().wal(WalOptions::default()).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// assert_eq!(env.checkpoint()?, env.info()?.last_txnid);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn checkpoint(&self) -> Result<u64> {
+        match &self.wal {
+            Some(w) => w.checkpoint(),
+            None => Err(Error::Incompatible),
+        }
     }
 
     /// The path the environment was opened with.
@@ -588,10 +656,17 @@ impl Env {
         self.sink().sync_pages(force)
     }
 
-    /// Where commits write: the data file, or the map under WRITEMAP.
+    /// Where commits write: the log then the data file (WAL mode), the
+    /// data file, or the map under WRITEMAP.
     pub(crate) fn sink(&self) -> Box<dyn CommitSink + '_> {
         let f = self.flags();
-        if f.contains(EnvFlags::WRITE_MAP) {
+        if let Some(w) = &self.wal {
+            Box::new(WalSink {
+                wal: &w.wal,
+                file: &self.file,
+                psize: self.psize,
+            })
+        } else if f.contains(EnvFlags::WRITE_MAP) {
             Box::new(MapSink {
                 file: &self.file,
                 map: &self.map,
@@ -803,7 +878,50 @@ impl Drop for Env {
         // The lock file may outlive this Env (shared with another Env of
         // this process): give back the slots of our threads now.
         self.thread_slots.release_all();
+        drop(self.checkpointer.take());
+        if let Some(w) = &self.wal {
+            if !self.panicked.load(Ordering::Relaxed) {
+                // The last checkpoint; a failure leaves the log to replay.
+                let _ = w.checkpoint();
+            }
+        }
     }
+}
+
+/// The log of the environment at `path`, for WAL mode (`o.wal`); also, when
+/// this process opens the environment alone and a log exists, roll it
+/// forward onto the data file first (after a crash it may hold commits the
+/// data file lacks), whether or not WAL mode is asked for now.
+fn open_wal(
+    o: &EnvOptions,
+    path: &Path,
+    flags: EnvFlags,
+    df: &DataFile,
+    lock: &LockFile,
+    flen: u64,
+) -> Result<Option<Wal>> {
+    let dir = wal_dir(path, flags.contains(EnvFlags::NO_SUB_DIR));
+    if flags.contains(EnvFlags::READ_ONLY) || (o.wal.is_none() && !dir.is_dir()) {
+        return Ok(None);
+    }
+    let w = Wal::open(&dir, o.wal.unwrap_or_default(), o.fault.clone())?;
+    if lock.opening_alone() && flen > 0 {
+        let psize = |m: &Meta| m.psize() as usize;
+        let read = |at: u64| -> Result<Meta> {
+            let mut b = [0u8; META_LEN];
+            df.read_exact_at(&mut b, at)?;
+            Meta::decode(&b)
+        };
+        let m0 = read(0)?;
+        w.reconcile(df, psize(&m0), true)?;
+        let m = pick_meta(read(0), read(psize(&m0) as u64))?.1;
+        if m.txnid > w.checkpointed() {
+            // Replayed records, or commits made without the log.
+            df.sync_data()?;
+            w.checkpoint(&m)?;
+        }
+    }
+    Ok(o.wal.is_some().then_some(w))
 }
 
 /// The current meta of a file from its two meta pages, and its slot. A

@@ -318,6 +318,41 @@ pub(crate) trait CommitSink {
     /// Write the meta update at file offset `offset`, durable before it
     /// returns when `durable`. An error here leaves the meta page unknown.
     fn write_meta(&self, offset: u64, bytes: &[u8], durable: bool) -> Result<()>;
+    /// One whole commit: by default the pages, their sync (unless
+    /// `c.sync_pages` is off), then the meta update.
+    fn commit(&self, c: &Commit<'_>) -> std::result::Result<(), CommitFailure> {
+        self.write_pages(c.runs).map_err(CommitFailure::Clean)?;
+        if c.sync_pages {
+            self.sync_pages(false).map_err(CommitFailure::Clean)?;
+        }
+        self.write_meta(c.meta_off, c.meta, c.durable_meta)
+            .map_err(CommitFailure::Fatal)
+    }
+}
+
+/// The bytes of one commit and how durable they must be.
+pub(crate) struct Commit<'a> {
+    /// The transaction committing.
+    pub(crate) txnid: u64,
+    /// Dirty page runs `(file offset, bytes)`, sorted by offset.
+    pub(crate) runs: &'a [(u64, &'a [u8])],
+    /// Where the meta update goes, and its bytes.
+    pub(crate) meta_off: u64,
+    pub(crate) meta: &'a [u8],
+    /// Sync the pages before the meta (not under NO_SYNC).
+    pub(crate) sync_pages: bool,
+    /// Write the meta durably (not under NO_SYNC or NO_META_SYNC).
+    pub(crate) durable_meta: bool,
+}
+
+/// How a failed commit left the environment.
+#[derive(Debug)]
+pub(crate) enum CommitFailure {
+    /// Nothing of it is visible, and the file is as before.
+    Clean(Error),
+    /// The meta page, or what the data file holds, is unknown: the
+    /// environment must stop writing (a reopen settles it).
+    Fatal(Error),
 }
 
 /// Commits written with `pwrite` to the data file.

@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 pub mod check;
+mod checkpointer;
 mod copy;
 mod cursor;
 mod db;
@@ -50,3 +51,4 @@ pub use lock::ReaderInfo;
 pub use tree::Item;
 pub use tree::WriteFlags;
 pub use txn::{NestedTxn, RoTxn, RwCursor, RwTxn, Txn};
+pub use wal::mode::WalOptions;

@@ -431,6 +431,12 @@ impl LockFile {
         self.first
     }
 
+    /// Whether this process opens the environment alone: it initialised
+    /// the lock file and still holds it exclusively (before `finish_open`).
+    pub(crate) fn opening_alone(&self) -> bool {
+        self.first && self.exclusive.load(Ordering::Acquire)
+    }
+
     /// Called after the data file was read: if we are the first opener, store `txnid` and downgrade byte 0 to shared.
     pub fn finish_open(&self, txnid: u64) -> Result<()> {
         if self.first && self.exclusive.swap(false, Ordering::AcqRel) {

@@ -6,6 +6,7 @@ use crate::env::EnvFlags;
 use crate::error::{Error, Result};
 use crate::format::meta::{Meta, META_WRITE_OFF};
 use crate::format::page::NodeData;
+use crate::io::{Commit, CommitFailure};
 use crate::tree;
 use crate::txn::RwTxn;
 use crate::WriteFlags;
@@ -78,25 +79,36 @@ impl RwTxn<'_> {
         let mut pgs: Vec<u64> = self.pg.dirty.keys().copied().collect();
         pgs.sort_unstable();
         let flags = env.flags();
-        let meta_off = (self.pg.txnid & 1) * ps as u64 + META_WRITE_OFF as u64;
-        let upd = meta.encode_update();
         let runs: Vec<(u64, &[u8])> = pgs
             .iter()
             .map(|pg| (*pg * ps as u64, &self.pg.dirty[pg][..]))
             .collect();
-        let sink = env.sink();
-        sink.write_pages(&runs)?;
-        if !flags.contains(EnvFlags::NO_SYNC) {
-            sink.sync_pages(false)?;
-        }
-        let durable = !flags.contains(EnvFlags::NO_SYNC) && !flags.contains(EnvFlags::NO_META_SYNC);
-        if let Err(e) = sink.write_meta(meta_off, &upd, durable) {
-            // The meta page may be half written: only a reopen can tell.
-            env.panicked
-                .store(true, std::sync::atomic::Ordering::Relaxed);
-            return Err(e);
+        let upd = meta.encode_update();
+        let no_sync = flags.contains(EnvFlags::NO_SYNC);
+        let c = Commit {
+            txnid: self.pg.txnid,
+            runs: &runs,
+            meta_off: (self.pg.txnid & 1) * ps as u64 + META_WRITE_OFF as u64,
+            meta: &upd,
+            sync_pages: !no_sync,
+            durable_meta: !no_sync && !flags.contains(EnvFlags::NO_META_SYNC),
+        };
+        match env.sink().commit(&c) {
+            Ok(()) => {}
+            Err(CommitFailure::Clean(e)) => return Err(e),
+            Err(CommitFailure::Fatal(e)) => {
+                // Only a reopen can tell what the file holds now.
+                env.panicked
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                return Err(e);
+            }
         }
         env.lock.set_txnid(self.pg.txnid);
+        if let Some(w) = &env.wal {
+            if w.wal.wants_checkpoint() {
+                w.kick();
+            }
+        }
         Ok(())
     }
 }

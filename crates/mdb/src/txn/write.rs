@@ -80,6 +80,17 @@ impl Env {
             l.unlock_writer();
             e
         };
+        if let Some(w) = &self.wal {
+            // Replay what a writer that died after its log sync left, and
+            // see what other processes did to the log.
+            if let Some(t) = w
+                .wal
+                .reconcile(&self.file, self.psize, false)
+                .map_err(unlock)?
+            {
+                l.set_txnid(t);
+            }
+        }
         let (slot, base) = self.current_meta().map_err(unlock)?;
         self.check_mapped(&base).map_err(unlock)?;
         // The new meta goes to the slot the base is not in, also when a
@@ -89,6 +100,9 @@ impl Env {
             .checked_add(if base.txnid & 1 == slot as u64 { 1 } else { 2 })
             .ok_or(Error::Corrupted)
             .map_err(unlock)?;
+        if let Some(w) = &self.wal {
+            w.wal.expect(&self.file, &base, txnid).map_err(unlock)?;
+        }
         let oldest = l.oldest_reader(base.txnid);
         Ok(RwTxn {
             env: self,

@@ -114,6 +114,19 @@ impl Checkpoint {
         })
     }
 
+    /// [`Checkpoint::read`], also taking note of the newest seq (another
+    /// process may have written one): the next write goes after it.
+    pub(crate) fn refresh(&mut self) -> Result<Option<CheckpointState>> {
+        let s = self.read()?;
+        self.last_seq = s.as_ref().map_or(0, |s| s.seq);
+        Ok(s)
+    }
+
+    /// Seq of the newest slot as last read or written.
+    pub(crate) fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
     /// Record that the data file holds everything up to `txnid`, with that
     /// transaction's `meta` update: write the older slot, then fdatasync.
     pub(crate) fn write(&mut self, txnid: u64, meta: &[u8]) -> Result<()> {

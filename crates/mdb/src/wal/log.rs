@@ -172,9 +172,9 @@ impl Log {
         self.segments().iter().find_map(|s| s.first_txnid)
     }
 
-    /// The txnid of the newest record.
+    /// The txnid of the newest record (the end of the chain).
     pub(crate) fn last_txnid(&self) -> Option<u64> {
-        self.segments().iter().rev().find_map(|s| s.last_txnid)
+        self.chain.map(|(t, _)| t)
     }
 
     /// The segments holding the log, oldest first. All but the last are
@@ -291,6 +291,27 @@ impl Log {
             self.unsynced.retain(|(s, _)| *s != seq);
             self.done.remove(0);
         }
+        Ok(())
+    }
+
+    /// Start the log over: retire every segment (a checkpoint covers all
+    /// their records: the data file moved past them without the log, as
+    /// when a writer outside WAL mode committed), then continue in a new
+    /// segment whose first record may carry any txnid.
+    pub(crate) fn restart(&mut self) -> Result<()> {
+        self.release_through(u64::MAX)?;
+        if self.cur.anchor != Anchor::Unused {
+            let (info, file) = match self.next.take() {
+                Some(n) => n,
+                None => self.make_segment(self.pool.segment_size)?,
+            };
+            let old = std::mem::replace(&mut self.cur, info);
+            self.cur_file = file;
+            self.dirty = false;
+            self.unsynced.retain(|(s, _)| *s != old.seq);
+            self.pool.retire(old.seq, old.size)?;
+        }
+        self.chain = None;
         Ok(())
     }
 

@@ -10,14 +10,16 @@
 //! - `log.rs`, `open.rs`: the log, appends and syncs at its tail, recycling
 //!   checkpointed segments, and finding the tail at open.
 //! - `checkpoint.rs`: the two-slot checkpoint file.
+//! - `mode.rs`: what commits, opens and checkpoints of an environment in
+//!   WAL mode do with the log and the data file (`WalSink`, `Wal`).
 //!
 //! Every write and sync goes through the I/O seam (`IoOp::Log*`,
 //! `IoOp::Checkpoint*`). This layer sits beside `io`, below the engine:
 //! it knows bytes and files, not pages or transactions.
-#![allow(dead_code)] // integrated into the commit path by the lead
 
 pub(crate) mod checkpoint;
 pub(crate) mod log;
+pub(crate) mod mode;
 mod open;
 pub(crate) mod record;
 mod seam;

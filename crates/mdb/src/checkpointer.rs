@@ -1,0 +1,146 @@
+//! WAL mode at the environment: the log state shared with the background
+//! checkpointer thread, and what a checkpoint does.
+//!
+//! A checkpoint reads the newest meta, syncs the data file (every page of
+//! that transaction was written before its meta), then, under the writer
+//! lock so that no process changes the log meanwhile, records the
+//! checkpoint and recycles the log segments it covers. The thread takes one
+//! every `checkpoint_interval`, or sooner once `checkpoint_bytes` of log
+//! were written; `Env::checkpoint` takes one on demand and closing the
+//! environment takes a last one.
+
+use crate::error::{Error, Result};
+use crate::format::meta::{Meta, META_LEN};
+use crate::io::DataFile;
+use crate::lock::LockFile;
+use crate::wal::mode::Wal;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+/// What an environment in WAL mode shares with its checkpointer thread.
+pub(crate) struct WalEnv {
+    pub(crate) wal: Wal,
+    /// A descriptor of the data file of its own (the thread outlives no
+    /// `Env`, but must not borrow one).
+    file: DataFile,
+    lock: Arc<LockFile>,
+    psize: usize,
+    wake: Mutex<Wake>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct Wake {
+    stop: bool,
+    kick: bool,
+}
+
+/// The background checkpointer of one environment; stopped and joined on
+/// drop.
+pub(crate) struct Checkpointer {
+    shared: Arc<WalEnv>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl WalEnv {
+    pub(crate) fn new(wal: Wal, file: DataFile, lock: Arc<LockFile>, psize: usize) -> WalEnv {
+        WalEnv {
+            wal,
+            file,
+            lock,
+            psize,
+            wake: Mutex::new(Wake::default()),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// The newest meta of the data file as it is now.
+    fn newest_meta(&self) -> Result<Meta> {
+        let read = |slot: u64| {
+            let mut b = [0u8; META_LEN];
+            self.file.read_exact_at(&mut b, slot * self.psize as u64)?;
+            Meta::decode(&b)
+        };
+        Ok(crate::env::pick_meta(read(0), read(1))?.1)
+    }
+
+    /// Take a checkpoint; returns the txnid it covers. The calling thread
+    /// must not hold this environment's write transaction (`BadTxn`).
+    pub(crate) fn checkpoint(&self) -> Result<u64> {
+        let m = self.newest_meta()?;
+        if m.txnid <= self.wal.checkpointed() {
+            return Ok(self.wal.checkpointed());
+        }
+        self.file.sync_data()?;
+        if self.lock.lock_writer()? {
+            // A writer died: its uncommitted pages are unreferenced.
+            self.lock.set_txnid(m.txnid.max(self.lock.txnid()));
+        }
+        let r = (|| {
+            // Another process may have written the log since: look again,
+            // and replay what a writer that died after its log sync left.
+            if let Some(t) = self.wal.reconcile(&self.file, self.psize, false)? {
+                self.lock.set_txnid(t);
+            }
+            self.wal.checkpoint(&m)
+        })();
+        self.lock.unlock_writer();
+        r.map(|()| m.txnid)
+    }
+
+    /// Ask the thread for a checkpoint soon (enough log was written).
+    pub(crate) fn kick(&self) {
+        let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
+        w.kick = true;
+        self.cv.notify_one();
+    }
+}
+
+impl Checkpointer {
+    /// Start the thread.
+    pub(crate) fn spawn(shared: Arc<WalEnv>) -> Result<Checkpointer> {
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("mdb-checkpointer".into())
+            .spawn(move || run(&s))
+            .map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EAGAIN)))?;
+        Ok(Checkpointer {
+            shared,
+            thread: Some(thread),
+        })
+    }
+}
+
+fn run(s: &WalEnv) {
+    let every = s.wal.opts.checkpoint_interval;
+    loop {
+        let mut w = s.wake.lock().unwrap_or_else(|p| p.into_inner());
+        if !w.stop && !w.kick {
+            w =
+                s.cv.wait_timeout(w, every)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+        }
+        if w.stop {
+            return;
+        }
+        w.kick = false;
+        drop(w);
+        // A failure is retried next time; the log keeps every commit
+        // durable meanwhile, and `Env::checkpoint` reports errors.
+        let _ = s.checkpoint();
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        {
+            let mut w = self.shared.wake.lock().unwrap_or_else(|p| p.into_inner());
+            w.stop = true;
+            self.shared.cv.notify_one();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! An environment's write-ahead log: what a commit, an open and a
+//! checkpoint do with the log, the checkpoint file and the data file.
+//!
+//! A commit appends one record (its dirty pages and meta update) and syncs
+//! the log: that alone makes it durable. Then it writes the pages and the
+//! meta to the data file without a sync, and the caller publishes the new
+//! txnid to readers. A checkpoint syncs the data file, records the txnid it
+//! covers in the checkpoint file, and recycles the segments it covers.
+//!
+//! The data file and the log are reconciled (`Wal::reconcile`) at open and
+//! whenever a writer begins: records the data file lacks are replayed onto
+//! it (a crash after the log sync), and commits the log lacks (a writer
+//! outside WAL mode, such as LMDB itself) end the log with a checkpoint.
+//! This layer knows files and bytes; the caller holds the writer lock.
+
+use super::checkpoint::Checkpoint;
+use super::log::{Log, LogOptions};
+use super::record::RecordParts;
+use crate::error::{Error, Result};
+use crate::format::meta::{Meta, META_LEN};
+use crate::io::{Commit, CommitFailure, CommitSink, DataFile, FaultInjector};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Settings of write-ahead-log mode ([`crate::EnvOptions::wal`]).
+///
+/// ```
+/// use std::time::Duration;
+/// let mut w = mdb::WalOptions::default();
+/// w.checkpoint_interval = Duration::from_secs(10);
+/// assert_eq!(w.segment_size, 64 << 20);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WalOptions {
+    /// Bytes of one log segment (preallocated, recycled after checkpoints).
+    pub segment_size: u64,
+    /// The background checkpointer syncs the data file this often.
+    pub checkpoint_interval: Duration,
+    /// ... and as soon as this many log bytes were written since the last
+    /// checkpoint.
+    pub checkpoint_bytes: u64,
+    /// Run the background checkpointer thread (checkpoints still happen on
+    /// [`crate::Env::checkpoint`] and when the environment closes).
+    pub checkpointer: bool,
+}
+
+impl Default for WalOptions {
+    fn default() -> Self {
+        WalOptions {
+            segment_size: 64 << 20,
+            checkpoint_interval: Duration::from_secs(30),
+            checkpoint_bytes: 256 << 20,
+            checkpointer: true,
+        }
+    }
+}
+
+/// Where the log of the environment at `data` (its data file) lives:
+/// `wal/` beside the data file, or `<file>-wal/` for NO_SUB_DIR.
+pub(crate) fn dir_for(env_path: &Path, no_subdir: bool) -> PathBuf {
+    if no_subdir {
+        let mut p = env_path.as_os_str().to_owned();
+        p.push("-wal");
+        PathBuf::from(p)
+    } else {
+        env_path.join("wal")
+    }
+}
+
+/// The log state of one environment handle.
+pub(crate) struct Wal {
+    inner: Mutex<Inner>,
+    pub(crate) opts: WalOptions,
+    dir: PathBuf,
+    fault: Option<Arc<dyn FaultInjector>>,
+}
+
+struct Inner {
+    log: Log,
+    ckpt: Checkpoint,
+    /// The checkpoint as last read or written: (seq, txnid).
+    seen: (u64, u64),
+    /// Log bytes appended since the last checkpoint.
+    since_ckpt: u64,
+}
+
+/// A meta page of the data file, as read back (none when invalid).
+fn read_meta(df: &DataFile, psize: usize, slot: u64) -> Option<Meta> {
+    let mut b = [0u8; META_LEN];
+    df.read_exact_at(&mut b, slot * psize as u64).ok()?;
+    Meta::decode(&b).ok()
+}
+
+/// The newest valid meta of the data file.
+fn newest_meta(df: &DataFile, psize: usize) -> Option<Meta> {
+    match (read_meta(df, psize, 0), read_meta(df, psize, 1)) {
+        (Some(a), Some(b)) => Some(if a.txnid >= b.txnid { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+impl Wal {
+    /// Open the log in `dir` (created if missing).
+    pub(crate) fn open(
+        dir: &Path,
+        opts: WalOptions,
+        fault: Option<Arc<dyn FaultInjector>>,
+    ) -> Result<Wal> {
+        let log = Log::open(dir, log_options(&opts), fault.clone())?;
+        let ckpt = Checkpoint::open(dir, fault.clone())?;
+        let seen = ckpt.read()?.map_or((0, 0), |s| (s.seq, s.txnid));
+        Ok(Wal {
+            inner: Mutex::new(Inner {
+                log,
+                ckpt,
+                seen,
+                since_ckpt: 0,
+            }),
+            opts,
+            dir: dir.to_path_buf(),
+            fault,
+        })
+    }
+
+    fn inner(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Bring the data file and the log into agreement (the caller holds the
+    /// writer lock, or opens the environment alone). At open (`at_open`),
+    /// after a possible crash of the machine, the metas are not trusted:
+    /// every record past the checkpoint is written again. Returns the txnid
+    /// the data file now holds when records were replayed (to publish).
+    pub(crate) fn reconcile(
+        &self,
+        df: &DataFile,
+        psize: usize,
+        at_open: bool,
+    ) -> Result<Option<u64>> {
+        let mut g = self.inner();
+        let inner = &mut *g;
+        let meta = newest_meta(df, psize);
+        let cp = inner.ckpt.refresh()?;
+        let cp_seen = cp.as_ref().map_or((0, 0), |s| (s.seq, s.txnid));
+        let fresh = cp_seen == inner.seen
+            && meta.is_some_and(|m| inner.log.last_txnid().is_none_or(|l| l == m.txnid));
+        if fresh && !at_open {
+            // This handle wrote the last commit and saw the last checkpoint.
+            return Ok(None);
+        }
+        if !fresh && !at_open {
+            // Another process wrote the log or checkpointed since this
+            // handle last looked: read the directory again.
+            inner.log = Log::open(&self.dir, log_options(&self.opts), self.fault.clone())?;
+        }
+        inner.seen = cp_seen;
+        let meta_txnid = meta.map(|m| m.txnid);
+        let Some(last) = inner.log.last_txnid() else {
+            // An empty log: the data file is all there is.
+            return match meta {
+                Some(_) => Ok(None),
+                None => Err(Error::Invalid),
+            };
+        };
+        if meta_txnid.is_some_and(|m| m > last) || !meta_agrees(inner, df, meta)? {
+            // The data file moved on without the log: it holds commits of
+            // a writer outside WAL mode (synced by it). Start over from it.
+            let m = meta.ok_or(Error::Invalid)?;
+            df.sync_data()?;
+            inner.checkpoint_at(&m)?;
+            inner.log.restart()?;
+            return Ok(None);
+        }
+        let after = if at_open {
+            cp_seen.1
+        } else {
+            meta_txnid.unwrap_or(cp_seen.1)
+        };
+        if last <= after {
+            return Ok(None);
+        }
+        if inner.log.first_txnid().is_some_and(|f| f > after + 1) {
+            // Records the data file needs are gone.
+            return Err(Error::Corrupted);
+        }
+        inner.log.scan(after, |r| {
+            if r.psize() as usize != psize {
+                return Err(Error::Corrupted);
+            }
+            let runs: Vec<(u64, &[u8])> = r.runs().map(|(pg, b)| (pg * psize as u64, b)).collect();
+            df.write_pages(&runs)?;
+            let (off, m) = r.meta();
+            df.write_meta(off, m, false)
+        })?;
+        Ok(Some(last))
+    }
+
+    /// Before a writer commits as `txnid` on top of `base`: a txnid the log
+    /// cannot chain (a damaged file skips one) starts the log over.
+    pub(crate) fn expect(&self, df: &DataFile, base: &Meta, txnid: u64) -> Result<()> {
+        let mut inner = self.inner();
+        if inner.log.next_txnid().is_none_or(|t| t == txnid) {
+            return Ok(());
+        }
+        df.sync_data()?;
+        inner.checkpoint_at(base)?;
+        inner.log.restart()
+    }
+
+    /// Commit `c`: log record, log sync, then the data file (pages and
+    /// meta, unsynced); the caller publishes the txnid after. Under NO_SYNC
+    /// the log is still synced: WAL mode never trades safety for speed
+    /// silently.
+    fn commit(
+        &self,
+        df: &DataFile,
+        psize: usize,
+        c: &Commit<'_>,
+    ) -> std::result::Result<(), CommitFailure> {
+        let mut inner = self.inner();
+        let pages: Vec<(u64, &[u8])> = c
+            .runs
+            .iter()
+            .map(|&(off, b)| (off / psize as u64, b))
+            .collect();
+        let parts = RecordParts {
+            txnid: c.txnid,
+            psize: psize as u32,
+            runs: &pages,
+            meta_off: c.meta_off,
+            meta: c.meta,
+        };
+        let pos = inner.log.append(&parts).map_err(CommitFailure::Clean)?;
+        inner.log.sync().map_err(CommitFailure::Fatal)?;
+        inner.since_ckpt += pos.len;
+        drop(inner);
+        df.write_pages(c.runs).map_err(CommitFailure::Fatal)?;
+        df.write_meta(c.meta_off, c.meta, false)
+            .map_err(CommitFailure::Fatal)
+    }
+
+    /// Whether enough log was written since the last checkpoint to take one.
+    pub(crate) fn wants_checkpoint(&self) -> bool {
+        self.inner().since_ckpt >= self.opts.checkpoint_bytes
+    }
+
+    /// The txnid the last checkpoint covers.
+    pub(crate) fn checkpointed(&self) -> u64 {
+        self.inner().seen.1
+    }
+
+    /// Record a checkpoint at `meta` (the caller synced the data file after
+    /// every page of that transaction was written, and holds the writer
+    /// lock), and recycle the segments it covers.
+    pub(crate) fn checkpoint(&self, meta: &Meta) -> Result<()> {
+        let mut inner = self.inner();
+        if inner.ckpt.refresh()?.is_some_and(|s| s.txnid >= meta.txnid) {
+            return Ok(());
+        }
+        inner.checkpoint_at(meta)?;
+        inner.log.release_through(meta.txnid)?;
+        // The next segment is made ready here, off the commit path.
+        inner.log.prepare_next()
+    }
+}
+
+impl Inner {
+    /// Write the checkpoint record for `meta` (the data file is synced).
+    fn checkpoint_at(&mut self, meta: &Meta) -> Result<()> {
+        self.ckpt.write(meta.txnid, &meta.encode_update())?;
+        self.seen = (self.ckpt.last_seq(), meta.txnid);
+        self.since_ckpt = 0;
+        Ok(())
+    }
+}
+
+/// Commits of an environment in WAL mode: through the log, then the data
+/// file.
+pub(crate) struct WalSink<'a> {
+    pub(crate) wal: &'a Wal,
+    pub(crate) file: &'a DataFile,
+    pub(crate) psize: usize,
+}
+
+impl CommitSink for WalSink<'_> {
+    fn write_pages(&self, runs: &[(u64, &[u8])]) -> Result<()> {
+        self.file.write_pages(runs)
+    }
+    /// Every commit is durable in the log already; `force` (`Env::sync`)
+    /// also syncs the data file.
+    fn sync_pages(&self, force: bool) -> Result<()> {
+        if force {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+    fn write_meta(&self, offset: u64, bytes: &[u8], _durable: bool) -> Result<()> {
+        self.file.write_meta(offset, bytes, false)
+    }
+    fn commit(&self, c: &Commit<'_>) -> std::result::Result<(), CommitFailure> {
+        self.wal.commit(self.file, self.psize, c)
+    }
+}
+
+fn log_options(o: &WalOptions) -> LogOptions {
+    LogOptions {
+        segment_size: o.segment_size,
+        ..LogOptions::default()
+    }
+}
+
+/// Whether the data file's meta `meta` is the log's own record of that
+/// txnid, where the log holds it (else another writer reused the txnid).
+fn meta_agrees(inner: &Inner, df: &DataFile, meta: Option<Meta>) -> Result<bool> {
+    let Some(m) = meta else {
+        return Ok(true);
+    };
+    if inner.log.first_txnid().is_none_or(|f| f > m.txnid) {
+        return Ok(true);
+    }
+    let mut agrees = true;
+    inner.log.scan(m.txnid.saturating_sub(1), |r| {
+        if r.txnid() == m.txnid {
+            let (off, bytes) = r.meta();
+            let mut b = vec![0u8; bytes.len()];
+            df.read_exact_at(&mut b, off)?;
+            agrees = b == bytes;
+        }
+        Ok(())
+    })?;
+    Ok(agrees)
+}

@@ -1,0 +1,363 @@
+//! Write-ahead-log mode: commits are durable through the log alone, a
+//! data file that lost its unsynced writes is rolled forward at open,
+//! checkpoints recycle the log, several handles (and LMDB itself, outside
+//! WAL mode) may write in turn, and I/O failures lose nothing committed.
+
+use mdb::io::{FaultInjector, IoAction, IoOp};
+use mdb::{check, Database, Env, EnvOptions, Error, Txn, WalOptions, WriteFlags};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+const CHILD_DIR: &str = "MDB_WAL_CHILD_DIR";
+
+fn wal_opts() -> WalOptions {
+    let mut w = WalOptions::default();
+    w.segment_size = 64 << 10;
+    w.checkpointer = false;
+    w
+}
+
+fn open_wal(dir: &Path) -> Env {
+    EnvOptions::new()
+        .map_size(64 << 20)
+        .wal(wal_opts())
+        .open(dir)
+        .unwrap()
+}
+
+fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    }
+}
+
+/// Transaction `n` of a seeded sequence: a few puts (values up to a few
+/// pages, some overflow) and a delete, applied to `w` and to the model.
+fn apply(w: &mut mdb::RwTxn<'_>, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, n: u64) {
+    let mut next = xorshift(0x9e37_79b9 ^ n.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+    for _ in 0..4 {
+        let k = format!("k{:05}", next() % 400).into_bytes();
+        let len = [8, 100, 700, 5000][(next() % 4) as usize];
+        let v: Vec<u8> = (0..len).map(|i| (n as usize + i) as u8).collect();
+        w.put(Database::MAIN, &k, &v, WriteFlags::EMPTY).unwrap();
+        model.insert(k, v);
+    }
+    let k = format!("k{:05}", next() % 400).into_bytes();
+    if model.remove(&k).is_some() {
+        assert!(w.del(Database::MAIN, &k).unwrap());
+    }
+}
+
+fn commit_range(env: &Env, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, from: u64, to: u64) {
+    for n in from..to {
+        let mut w = env.write_txn().unwrap();
+        apply(&mut w, model, n);
+        w.commit().unwrap();
+    }
+}
+
+fn assert_matches(env: &Env, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    let r = env.read_txn().unwrap();
+    let got: BTreeMap<Vec<u8>, Vec<u8>> = r
+        .cursor(Database::MAIN)
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let (k, v) = i.unwrap();
+            (k.to_vec(), v.to_vec())
+        })
+        .collect();
+    assert_eq!(got.len(), model.len());
+    assert!(got == *model, "contents differ from the model");
+}
+
+fn segments(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join("wal"))
+        .unwrap()
+        .filter(|e| {
+            let e = e.as_ref().unwrap();
+            e.file_name().to_string_lossy().ends_with(".wal")
+        })
+        .count()
+}
+
+#[test]
+fn commits_survive_reopen_and_checkpoints_recycle_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = BTreeMap::new();
+    {
+        let env = open_wal(dir.path());
+        commit_range(&env, &mut model, 0, 150);
+        let many = segments(dir.path());
+        assert!(
+            many > 4,
+            "150 commits of ~20 KiB fill several 64 KiB segments"
+        );
+        let t = env.checkpoint().unwrap();
+        assert_eq!(t, env.info().unwrap().last_txnid);
+        // Checkpointed segments are retired: at most the current one, the
+        // next one prepared, and two spares stay.
+        assert!(
+            segments(dir.path()) <= 4,
+            "{} segments",
+            segments(dir.path())
+        );
+        commit_range(&env, &mut model, 150, 200);
+        assert_matches(&env, &model);
+    }
+    // Reopened outside WAL mode, the data file holds everything.
+    let env = Env::open(dir.path()).unwrap();
+    assert_matches(&env, &model);
+    drop(env);
+    let rep = check::check_file(&dir.path().join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+}
+
+/// The child side of the crash tests: commit `0..20`, checkpoint, copy the
+/// data file as it is synced, commit `20..120`, and exit without closing
+/// (no last checkpoint, as after a crash).
+fn crash_child(dir: &Path) -> ! {
+    let env = open_wal(dir);
+    let mut model = BTreeMap::new();
+    commit_range(&env, &mut model, 0, 20);
+    env.checkpoint().unwrap();
+    std::fs::copy(dir.join("data.mdb"), dir.join("data.synced")).unwrap();
+    commit_range(&env, &mut model, 20, 120);
+    std::process::exit(0);
+}
+
+/// Run `crash_child` in a child process (this binary, re-run on `name`).
+fn run_crash_child(name: &str, dir: &Path) {
+    let st = Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_DIR, dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "child failed: {st:?}");
+}
+
+fn model_through(to: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    // Replaying the same seeded transactions on a scratch environment
+    // gives the model (deletes depend on what is there).
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path()).unwrap();
+    let mut model = BTreeMap::new();
+    commit_range(&env, &mut model, 0, to);
+    model
+}
+
+#[test]
+fn a_data_file_that_lost_its_unsynced_writes_is_rolled_forward() {
+    if let Some(d) = std::env::var_os(CHILD_DIR) {
+        crash_child(Path::new(&d));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    run_crash_child(
+        "a_data_file_that_lost_its_unsynced_writes_is_rolled_forward",
+        dir.path(),
+    );
+    let model = model_through(120);
+    let synced = std::fs::read(dir.path().join("data.synced")).unwrap();
+    let latest = std::fs::read(dir.path().join("data.mdb")).unwrap();
+    let psize = 4096;
+    let mut next = xorshift(0x51ed_2701);
+    // Every unsynced page lost; or each page of the newer file kept or
+    // lost at random (the kernel flushes dirty pages in any order), the
+    // file cut to the synced length or not.
+    for round in 0..6 {
+        let case = tempfile::tempdir().unwrap();
+        std::fs::create_dir(case.path().join("wal")).unwrap();
+        for e in std::fs::read_dir(dir.path().join("wal")).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), case.path().join("wal").join(e.file_name())).unwrap();
+        }
+        let mut data = if round % 3 == 0 {
+            synced.clone()
+        } else {
+            latest.clone()
+        };
+        if round % 3 == 1 {
+            for (i, page) in data.chunks_mut(psize).enumerate() {
+                if next().is_multiple_of(2) {
+                    let at = i * psize;
+                    let old = synced.get(at..at + psize);
+                    match old {
+                        Some(o) => page.copy_from_slice(o),
+                        None => page.fill(0),
+                    }
+                }
+            }
+        }
+        std::fs::write(case.path().join("data.mdb"), &data).unwrap();
+        let env = open_wal(case.path());
+        assert_matches(&env, &model);
+        // And the file is whole again without the log.
+        drop(env);
+        std::fs::remove_dir_all(case.path().join("wal")).unwrap();
+        let rep = check::check_file(&case.path().join("data.mdb")).unwrap();
+        assert!(rep.is_ok(), "round {round}: {:?}", rep.problems);
+        let env = Env::open(case.path()).unwrap();
+        assert_matches(&env, &model);
+    }
+}
+
+/// Applies `act` to the I/O steps it picks while `on` is set.
+struct Switch {
+    on: AtomicBool,
+    act: fn(IoOp) -> Option<IoAction>,
+}
+
+impl FaultInjector for Switch {
+    fn on_io(&self, op: IoOp) -> IoAction {
+        match (self.on.load(Ordering::Relaxed), (self.act)(op)) {
+            (true, Some(a)) => a,
+            _ => IoAction::Proceed,
+        }
+    }
+}
+
+/// A WAL environment with a [`Switch`] (off) on its I/O.
+fn open_switched(dir: &Path, act: fn(IoOp) -> Option<IoAction>) -> (Env, Arc<Switch>) {
+    let fault = Arc::new(Switch {
+        on: AtomicBool::new(false),
+        act,
+    });
+    let env = EnvOptions::new()
+        .wal(wal_opts())
+        .fault_injector(fault.clone())
+        .open(dir)
+        .unwrap();
+    (env, fault)
+}
+
+fn put(env: &Env, k: &[u8]) -> mdb::Result<()> {
+    let mut w = env.write_txn()?;
+    w.put(Database::MAIN, k, k, WriteFlags::EMPTY)?;
+    w.commit()
+}
+
+#[test]
+fn a_commit_the_data_file_missed_is_recovered_from_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (env, fault) = open_switched(dir.path(), |op| match op {
+            IoOp::WritePages { .. } => Some(IoAction::Fail(libc::EIO)),
+            _ => None,
+        });
+        put(&env, b"a").unwrap();
+        fault.on.store(true, Ordering::Relaxed);
+        // Durable in the log, not in the data file: the environment stops.
+        assert!(put(&env, b"b").is_err());
+        assert!(matches!(env.write_txn(), Err(Error::Panic)));
+        fault.on.store(false, Ordering::Relaxed);
+    }
+    let env = open_wal(dir.path());
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.get(Database::MAIN, b"a").unwrap(), Some(&b"a"[..]));
+    assert_eq!(r.get(Database::MAIN, b"b").unwrap(), Some(&b"b"[..]));
+}
+
+#[test]
+fn a_torn_log_write_fails_that_commit_only() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (env, fault) = open_switched(dir.path(), |op| match op {
+            IoOp::LogWrite { len, .. } => Some(IoAction::Tear(len / 2)),
+            _ => None,
+        });
+        put(&env, b"a").unwrap();
+        fault.on.store(true, Ordering::Relaxed);
+        assert!(put(&env, b"b").is_err());
+        fault.on.store(false, Ordering::Relaxed);
+        put(&env, b"c").unwrap();
+        let r = env.read_txn().unwrap();
+        assert_eq!(r.get(Database::MAIN, b"b").unwrap(), None);
+    }
+    let env = open_wal(dir.path());
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.get(Database::MAIN, b"a").unwrap(), Some(&b"a"[..]));
+    assert_eq!(r.get(Database::MAIN, b"b").unwrap(), None);
+    assert_eq!(r.get(Database::MAIN, b"c").unwrap(), Some(&b"c"[..]));
+}
+
+#[test]
+fn two_handles_write_and_checkpoint_in_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = BTreeMap::new();
+    {
+        let a = open_wal(dir.path());
+        let b = open_wal(dir.path());
+        for round in 0..12u64 {
+            let (w, c) = if round % 2 == 0 { (&a, &b) } else { (&b, &a) };
+            commit_range(w, &mut model, round * 10, round * 10 + 10);
+            if round % 3 == 2 {
+                c.checkpoint().unwrap();
+            }
+            assert_matches(c, &model);
+        }
+    }
+    let env = open_wal(dir.path());
+    assert_matches(&env, &model);
+}
+
+/// Child side: commit `0..30` in WAL mode and exit without closing.
+fn crash_child_early(dir: &Path) -> ! {
+    let env = open_wal(dir);
+    commit_range(&env, &mut BTreeMap::new(), 0, 30);
+    std::process::exit(0);
+}
+
+#[test]
+fn commits_of_lmdb_outside_wal_mode_are_kept() {
+    if let Some(d) = std::env::var_os(CHILD_DIR) {
+        crash_child_early(Path::new(&d));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A WAL-mode writer dies with commits past its last checkpoint...
+    run_crash_child("commits_of_lmdb_outside_wal_mode_are_kept", dir.path());
+    let mut model = model_through(30);
+    // ... then Debian's LMDB commits without the log, reusing pages freed
+    // by those commits (python3-lmdb links Debian's liblmdb).
+    let script = r#"
+import lmdb, sys
+env = lmdb.open(sys.argv[1], map_size=64 << 20)
+for i in range(20):
+    with env.begin(write=True) as t:
+        for j in range(20):
+            t.delete(b"k%05d" % (i * 20 + j))
+        t.put(b"py%02d" % i, b"v" * 3000)
+"#;
+    let st = Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .arg(dir.path())
+        .env_remove("LD_LIBRARY_PATH")
+        .status()
+        .expect("Debian's python3-lmdb is needed");
+    assert!(st.success());
+    for i in 0..20 {
+        for j in 0..20 {
+            model.remove(format!("k{:05}", i * 20 + j).as_bytes());
+        }
+        model.insert(format!("py{i:02}").into_bytes(), vec![b'v'; 3000]);
+    }
+    {
+        // The log's records are older than LMDB's commits: none is
+        // replayed over them, and the log starts again after them.
+        let env = open_wal(dir.path());
+        assert_matches(&env, &model);
+        commit_range(&env, &mut model, 30, 60);
+    }
+    let env = open_wal(dir.path());
+    assert_matches(&env, &model);
+    drop(env);
+    let rep = check::check_file(&dir.path().join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+}
