@@ -30,7 +30,7 @@ const WORKLOADS: [&str; 10] = [
 const USAGE: &str = "\
 usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
                  [--sync-n M] [--dir PATH] [--engine mdb|lmdb]
-                 [--malloc-dynamic] [--keep] [--markdown]
+                 [--malloc-dynamic] [--wal] [--keep] [--markdown]
 
   workloads: load, get, scan, file_read, append_load, cursor_delete,
              sync_put, index_load, index_get_both, index_scan
@@ -51,6 +51,7 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
   --malloc-dynamic
                leave glibc's malloc trimming adaptive (by default freed heap
                memory is kept, so results do not depend on engine order)
+  --wal        open mdb in write-ahead-log mode (LMDB has none)
   --keep       keep the databases (paths printed on stderr), e.g. for mdb_stat
   --markdown   print the results as a markdown table
 
@@ -129,6 +130,7 @@ fn parse_args() -> Result<Args, String> {
             "--markdown" => a.markdown = true,
             "--malloc-dynamic" => a.malloc_dynamic = true,
             "--keep" => a.keep = true,
+            "--wal" => workloads::MDB_WAL.store(true, std::sync::atomic::Ordering::Relaxed),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -414,7 +416,16 @@ fn run(a: &Args) -> Res<()> {
     let header = [
         format!("commit: {}", git_commit()),
         format!("machine: {nproc} CPUs (nproc), {}, Linux {}", cpu_model(), kernel()),
-        format!("engines: {} vs {}", mdb::VERSION_STRING, lmdb::version()),
+        format!(
+            "engines: {}{} vs {}",
+            mdb::VERSION_STRING,
+            if workloads::MDB_WAL.load(std::sync::atomic::Ordering::Relaxed) {
+                " in WAL mode"
+            } else {
+                ""
+            },
+            lmdb::version()
+        ),
         format!(
             "load/get/scan: N = {} keys of 16 B, values of {} B, {} puts per txn, dir {}",
             a.n,

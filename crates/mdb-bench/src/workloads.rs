@@ -175,13 +175,24 @@ pub enum Db {
     Lmdb(lmdb::Env),
 }
 
+/// `--wal`: open mdb in write-ahead-log mode (set once by `main`).
+pub static MDB_WAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// mdb's options for a benchmark environment.
+fn mdb_options() -> mdb::EnvOptions {
+    let mut o = mdb::EnvOptions::new();
+    o.map_size(MAP_SIZE);
+    if MDB_WAL.load(std::sync::atomic::Ordering::Relaxed) {
+        o.wal(mdb::WalOptions::default());
+    }
+    o
+}
+
 impl Db {
     pub fn open(engine: Engine, dir: &Path) -> Res<Db> {
         std::fs::create_dir_all(dir)?;
         Ok(match engine {
-            Engine::Mdb => Db::Mdb(Box::new(
-                mdb::EnvOptions::new().map_size(MAP_SIZE).open(dir)?,
-            )),
+            Engine::Mdb => Db::Mdb(Box::new(mdb_options().open(dir)?)),
             Engine::Lmdb => Db::Lmdb(lmdb::Env::open(dir, MAP_SIZE, 1)?),
         })
     }
@@ -200,12 +211,7 @@ impl Index {
         std::fs::create_dir_all(dir)?;
         Ok(match engine {
             Engine::Mdb => {
-                let env = Box::new(
-                    mdb::EnvOptions::new()
-                        .map_size(MAP_SIZE)
-                        .max_dbs(2)
-                        .open(dir)?,
-                );
+                let env = Box::new(mdb_options().max_dbs(2).open(dir)?);
                 let mut w = env.write_txn()?;
                 let flags =
                     mdb::DbFlags::DUP_SORT | mdb::DbFlags::DUP_FIXED | mdb::DbFlags::INTEGER_DUP;
