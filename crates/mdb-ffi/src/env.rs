@@ -21,6 +21,8 @@ pub(crate) struct Config {
     pub(crate) max_dbs: u32,
     pub(crate) flags: u32,
     pub(crate) mode: u32,
+    /// Write-ahead-log mode (`mdb_env_set_wal`, or `MDB_WAL=1` at open).
+    pub(crate) wal: bool,
 }
 
 /// What `mdb_env_open` establishes.
@@ -135,6 +137,7 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
                     max_dbs: 0,
                     flags: 0,
                     mode: 0o644,
+                    wal: false,
                 },
                 engine: None,
                 path: None,
@@ -164,8 +167,13 @@ fn open_engine(cfg: &Config, path: &Path) -> mdb::Result<mdb::Env> {
         .max_dbs(cfg.max_dbs)
         .max_readers(cfg.max_readers)
         .flags(EnvFlags(cfg.flags & !env_flags::NOLOCK))
-        .mode(cfg.mode)
-        .open(path)
+        .mode(cfg.mode);
+    // Existing LMDB programs gain WAL mode with no code change.
+    let from_env = std::env::var_os("MDB_WAL").is_some_and(|v| v == "1");
+    if (cfg.wal || from_env) && cfg.flags & env_flags::RDONLY == 0 {
+        o.wal(mdb::WalOptions::default());
+    }
+    o.open(path)
 }
 
 /// `mdb_env_open`.

@@ -28,6 +28,7 @@ pub mod cursor;
 pub mod data;
 pub mod dbi;
 pub mod env;
+pub mod ext;
 pub mod guard;
 pub mod txn;
 pub mod types;

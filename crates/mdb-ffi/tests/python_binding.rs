@@ -32,3 +32,32 @@ fn py_lmdb_script_passes_on_debian_liblmdb() {
     let out = run_script(None);
     assert!(out.contains("checks passed"), "{out}");
 }
+
+/// `MDB_WAL=1` puts an unchanged python3-lmdb program in WAL mode: its
+/// commits go through the log, a process that exits without closing loses
+/// nothing, and Debian's `mdb_dump` reads the data file after a clean close.
+#[test]
+fn py_lmdb_gains_wal_mode_from_the_environment() {
+    debian::python3_lmdb();
+    let dropin = dropin();
+    let scratch = tempfile::tempdir().unwrap();
+    let script = crate_dir().join("tests/python/py_wal.py");
+    let py = |args: &[&str]| {
+        let mut c = Command::new("/usr/bin/python3");
+        c.arg(&script)
+            .args(args)
+            .env("LD_LIBRARY_PATH", dropin.path())
+            .env("MDB_WAL", "1");
+        run(&mut c)
+    };
+    let d = scratch.path().to_str().unwrap();
+    py(&["write", d, "300"]);
+    assert!(scratch.path().join("wal").is_dir());
+    assert!(py(&["read", d, "300"]).contains("read ok"));
+    let dump = run(Command::new("mdb_dump").args(["-p", d]));
+    assert_eq!(dump.matches(" key0").count(), 300, "{dump}");
+    let ext = tempfile::tempdir().unwrap();
+    let lib = library().canonicalize().unwrap();
+    let out = py(&["ext", ext.path().to_str().unwrap(), lib.to_str().unwrap()]);
+    assert!(out.contains("ext ok"), "{out}");
+}

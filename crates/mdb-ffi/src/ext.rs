@@ -1,0 +1,45 @@
+//! Extensions beyond LMDB's API, declared in `include/lmdb_ext.h` (so that
+//! `lmdb.h` stays LMDB's): write-ahead-log mode.
+
+use crate::env::{env_ref, MDB_env};
+use crate::guard::{code, guard};
+use crate::types::*;
+use std::os::raw::c_int;
+
+/// `mdb_env_set_wal`: choose write-ahead-log mode (`on` non-zero) before
+/// `mdb_env_open`; `EINVAL` after it.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_wal(env: *mut MDB_env, on: c_int) -> c_int {
+    guard(move || {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? };
+            let mut st = e.st.write().unwrap_or_else(|x| x.into_inner());
+            if st.tried {
+                return Err(EINVAL);
+            }
+            st.cfg.wal = on != 0;
+            Ok(())
+        })())
+    })
+}
+
+/// `mdb_env_checkpoint`: sync the data file and let the log segments it
+/// covers be recycled; stores the transaction id it covers in `*txnid`
+/// when non-NULL. `MDB_INCOMPATIBLE` outside WAL mode, `MDB_BAD_TXN` from
+/// the thread holding the write transaction.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_checkpoint(env: *mut MDB_env, txnid: *mut u64) -> c_int {
+    guard(move || {
+        code((|| {
+            // SAFETY: env per the lmdb.h contract.
+            let e = unsafe { env_ref(env)? }.engine()?;
+            let t = e.checkpoint().map_err(|x| x.code())?;
+            if !txnid.is_null() {
+                // SAFETY: a non-NULL out-pointer from the caller.
+                unsafe { *txnid = t };
+            }
+            Ok(())
+        })())
+    })
+}
