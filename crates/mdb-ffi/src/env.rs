@@ -540,15 +540,24 @@ pub unsafe extern "C" fn mdb_env_get_maxreaders(env: *mut MDB_env, readers: *mut
 /// `mdb_env_set_maxdbs` (before open only).
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_maxdbs(env: *mut MDB_env, dbs: MDB_dbi) -> c_int {
+    // SAFETY: env per the lmdb.h contract.
+    unsafe { configure(env, |c| c.max_dbs = dbs) }
+}
+
+/// Change a setting that only `mdb_env_open` reads: `EINVAL` once it ran.
+///
+/// # Safety
+/// `env` is NULL or a pointer returned by `mdb_env_create` and not yet closed.
+pub(crate) unsafe fn configure(env: *mut MDB_env, set: impl FnOnce(&mut Config)) -> c_int {
     guard(move || {
         code((|| {
-            // SAFETY: env per the lmdb.h contract.
+            // SAFETY: per the caller's contract.
             let e = unsafe { env_ref(env)? };
             let mut st = e.st.write().unwrap_or_else(|x| x.into_inner());
             if st.tried {
                 return Err(EINVAL);
             }
-            st.cfg.max_dbs = dbs;
+            set(&mut st.cfg);
             Ok(())
         })())
     })

@@ -1,27 +1,16 @@
 //! Extensions beyond LMDB's API, declared in `include/lmdb_ext.h` (so that
 //! `lmdb.h` stays LMDB's): write-ahead-log mode.
 
-use crate::env::{env_ref, MDB_env};
+use crate::env::{configure, env_ref, MDB_env};
 use crate::guard::{code, guard};
-use crate::types::*;
 use std::os::raw::c_int;
 
 /// `mdb_env_set_wal`: choose write-ahead-log mode (`on` non-zero) before
 /// `mdb_env_open`; `EINVAL` after it.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_wal(env: *mut MDB_env, on: c_int) -> c_int {
-    guard(move || {
-        code((|| {
-            // SAFETY: env per the lmdb.h contract.
-            let e = unsafe { env_ref(env)? };
-            let mut st = e.st.write().unwrap_or_else(|x| x.into_inner());
-            if st.tried {
-                return Err(EINVAL);
-            }
-            st.cfg.wal = on != 0;
-            Ok(())
-        })())
-    })
+    // SAFETY: env per the lmdb.h contract.
+    unsafe { configure(env, |c| c.wal = on != 0) }
 }
 
 /// `mdb_env_checkpoint`: sync the data file and let the log segments it
