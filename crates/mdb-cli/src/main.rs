@@ -5,13 +5,15 @@
 //!   0.9.25+ fixes listed in docs/tools.md), and name themselves `mdb_stat`
 //!   etc. in messages so that their output is byte-identical.
 //! * `mdb copy ...` and `mdb drop ...` behave like `mdb_copy` and `mdb_drop`.
-//! * `mdb check` (structural check of a data file) and `mdb readers` (the
-//!   reader table, clearing stale slots) have no LMDB counterpart.
+//! * `mdb check` (structural check of a data file), `mdb readers` (the
+//!   reader table, clearing stale slots) and `mdb checkpoint` (write-ahead
+//!   log mode) have no LMDB counterpart.
 //! * Invoked through a link named `mdb_stat`, `mdb_dump`, `mdb_load`,
 //!   `mdb_copy` or `mdb_drop` (busybox style), the binary is that tool, and
 //!   uses `argv[0]` as given in its messages, exactly as LMDB's tools do.
 
 mod cmd_check;
+mod cmd_checkpoint;
 mod cmd_copy;
 mod cmd_demo;
 mod cmd_drop;
@@ -27,7 +29,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 
-/// The tools: LMDB's five, and two of our own.
+/// The tools: LMDB's five, and three of our own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tool {
     Stat,
@@ -36,6 +38,7 @@ enum Tool {
     Copy,
     Drop,
     Check,
+    Checkpoint,
     Readers,
 }
 
@@ -48,6 +51,7 @@ impl Tool {
             b"copy" => Some(Tool::Copy),
             b"drop" => Some(Tool::Drop),
             b"check" => Some(Tool::Check),
+            b"checkpoint" => Some(Tool::Checkpoint),
             b"readers" => Some(Tool::Readers),
             _ => None,
         }
@@ -74,6 +78,7 @@ impl Tool {
             Tool::Copy => b"mdb_copy",
             Tool::Drop => b"mdb_drop",
             Tool::Check => b"mdb check",
+            Tool::Checkpoint => b"mdb checkpoint",
             Tool::Readers => b"mdb readers",
         }
     }
@@ -86,6 +91,7 @@ impl Tool {
             Tool::Copy => cmd_copy::run(inv, args),
             Tool::Drop => cmd_drop::run(inv, args),
             Tool::Check => cmd_check::run(inv, args),
+            Tool::Checkpoint => cmd_checkpoint::run(inv, args),
             Tool::Readers => cmd_readers::run(inv, args),
         }
     }
@@ -168,6 +174,9 @@ Commands:
   drop     empty or delete a database (mdb_drop)
   check    check the structure of a data file, page by page
   readers  list reader slots and how far behind they are; clear stale ones
+  checkpoint
+           write-ahead-log mode: roll the log forward, sync the data file,
+           recycle the log
   demo     load and read back a million keys in a temporary directory
 
   mdb <command> --help   options of one command
