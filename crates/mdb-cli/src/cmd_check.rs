@@ -1,6 +1,5 @@
 //! `mdb check`: a full structural check of a data file (no LMDB counterpart).
 
-use crate::getopt::{Getopt, Opt};
 use crate::progress::{Progress, Unit};
 use crate::{errln, Invocation};
 use mdb::check::Report;
@@ -69,33 +68,11 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         after_dd |= a.as_bytes() == b"--";
         rest.push(a);
     }
-    let mut nosubdir = false;
-    let mut g = Getopt::new(rest, "nV").with_long_help(true);
-    while let Some(r) = g.next_opt() {
-        match r {
-            Err(e) => {
-                errln(&[&e.message(prog)]);
-                crate::usage(prog, SYNOPSIS);
-                return 2;
-            }
-            Ok(Opt::Help) => {
-                crate::print_help(HELP);
-                return 0;
-            }
-            Ok(Opt::Flag(b'V')) => {
-                crate::print_version();
-                return 0;
-            }
-            Ok(Opt::Flag(b'n')) => nosubdir = true,
-            Ok(_) => unreachable!("option string and match disagree"),
-        }
-    }
-    let ops = g.operands();
-    if ops.len() != 1 {
-        crate::usage(prog, SYNOPSIS);
-        return 2;
-    }
-    let path = Path::new(&ops[0]);
+    let (nosubdir, dbpath) = match crate::nosubdir_and_path(prog, rest, SYNOPSIS, HELP, 2) {
+        Ok(v) => v,
+        Err(code) => return code,
+    };
+    let path = Path::new(&dbpath);
     let is_file = nosubdir
         || std::fs::metadata(path)
             .map(|m| !m.is_dir())

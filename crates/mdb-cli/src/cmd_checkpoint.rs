@@ -1,8 +1,7 @@
 //! `mdb checkpoint`: roll an environment's write-ahead log forward and
 //! checkpoint it.
 
-use crate::getopt::{Getopt, Opt};
-use crate::{errln, lib_err, usage, Invocation};
+use crate::{lib_err, Invocation};
 use mdb::{EnvFlags, EnvOptions, WalOptions};
 use std::ffi::OsString;
 
@@ -32,32 +31,10 @@ Prints the transaction id the checkpoint covers. Exit status: 0 on success,
 /// Run the tool; returns the exit status.
 pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
     let prog = &inv.prog[..];
-    let mut nosubdir = false;
-    let mut g = Getopt::new(args, "nV").with_long_help(inv.long_help);
-    while let Some(r) = g.next_opt() {
-        match r {
-            Err(e) => {
-                errln(&[&e.message(prog)]);
-                usage(prog, SYNOPSIS);
-                return 1;
-            }
-            Ok(Opt::Help) => {
-                crate::print_help(HELP);
-                return 0;
-            }
-            Ok(Opt::Flag(b'V')) => {
-                crate::print_version();
-                return 0;
-            }
-            Ok(Opt::Flag(b'n')) => nosubdir = true,
-            Ok(_) => unreachable!("option string and match disagree"),
-        }
-    }
-    let ops = g.operands();
-    if ops.len() != 1 {
-        usage(prog, SYNOPSIS);
-        return 1;
-    }
+    let (nosubdir, dbpath) = match crate::nosubdir_and_path(prog, args, SYNOPSIS, HELP, 1) {
+        Ok(v) => v,
+        Err(code) => return code,
+    };
     let flags = if nosubdir {
         EnvFlags::NO_SUB_DIR
     } else {
@@ -65,7 +42,7 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
     };
     let mut wal = WalOptions::default();
     wal.checkpointer = false;
-    let env = match EnvOptions::new().flags(flags).wal(wal).open(&ops[0]) {
+    let env = match EnvOptions::new().flags(flags).wal(wal).open(&dbpath) {
         Ok(e) => e,
         Err(e) => {
             lib_err("mdb_env_open", e);

@@ -1,8 +1,8 @@
 //! `mdb readers`: the reader table, and clearing stale slots.
 
 use crate::cmd_check::json_str;
-use crate::getopt::{Getopt, Opt};
-use crate::{errln, lib_err, Invocation};
+
+use crate::{lib_err, Invocation};
 use mdb::{EnvFlags, EnvOptions, ReaderInfo};
 use std::ffi::OsString;
 use std::io::Write;
@@ -116,37 +116,15 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         after_dd |= a.as_bytes() == b"--";
         rest.push(a);
     }
-    let mut nosubdir = false;
-    let mut g = Getopt::new(rest, "nV").with_long_help(true);
-    while let Some(r) = g.next_opt() {
-        match r {
-            Err(e) => {
-                errln(&[&e.message(prog)]);
-                crate::usage(prog, SYNOPSIS);
-                return 1;
-            }
-            Ok(Opt::Help) => {
-                crate::print_help(HELP);
-                return 0;
-            }
-            Ok(Opt::Flag(b'V')) => {
-                crate::print_version();
-                return 0;
-            }
-            Ok(Opt::Flag(b'n')) => nosubdir = true,
-            Ok(_) => unreachable!("option string and match disagree"),
-        }
-    }
-    let ops = g.operands();
-    if ops.len() != 1 {
-        crate::usage(prog, SYNOPSIS);
-        return 1;
-    }
+    let (nosubdir, dbpath) = match crate::nosubdir_and_path(prog, rest, SYNOPSIS, HELP, 1) {
+        Ok(v) => v,
+        Err(code) => return code,
+    };
     let mut flags = EnvFlags::READ_ONLY;
     if nosubdir {
         flags = flags | EnvFlags::NO_SUB_DIR;
     }
-    let env = match EnvOptions::new().flags(flags).mode(0o664).open(&ops[0]) {
+    let env = match EnvOptions::new().flags(flags).mode(0o664).open(&dbpath) {
         Ok(e) => e,
         Err(e) => {
             lib_err("mdb_env_open", e);
@@ -172,11 +150,11 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         }
     };
     let readers = env.readers();
-    let live = Liveness::new(Path::new(&ops[0]), nosubdir);
+    let live = Liveness::new(Path::new(&dbpath), nosubdir);
     let text = if json {
-        to_json(&ops[0], &info, cleared, &readers, &live)
+        to_json(&dbpath, &info, cleared, &readers, &live)
     } else {
-        to_text(&ops[0], &info, cleared, &readers, &live)
+        to_text(&dbpath, &info, cleared, &readers, &live)
     };
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());

@@ -106,6 +106,46 @@ pub(crate) struct Invocation {
     pub long_help: bool,
 }
 
+/// The options of the tools that take only `-n`, `-V` and `--help` and one
+/// dbpath (`mdb check`, `mdb readers`, `mdb checkpoint`): whether `-n` was
+/// given, and the path; or the exit status (0 after `-V` or `--help`,
+/// `bad` after a usage message).
+pub(crate) fn nosubdir_and_path(
+    prog: &[u8],
+    args: Vec<OsString>,
+    synopsis: &str,
+    help: &str,
+    bad: i32,
+) -> Result<(bool, OsString), i32> {
+    let mut nosubdir = false;
+    let mut g = getopt::Getopt::new(args, "nV").with_long_help(true);
+    while let Some(r) = g.next_opt() {
+        match r {
+            Err(e) => {
+                errln(&[&e.message(prog)]);
+                usage(prog, synopsis);
+                return Err(bad);
+            }
+            Ok(getopt::Opt::Help) => {
+                print_help(help);
+                return Err(0);
+            }
+            Ok(getopt::Opt::Flag(b'V')) => {
+                print_version();
+                return Err(0);
+            }
+            Ok(getopt::Opt::Flag(b'n')) => nosubdir = true,
+            Ok(_) => unreachable!("option string and match disagree"),
+        }
+    }
+    let mut ops = g.operands();
+    if ops.len() != 1 {
+        usage(prog, synopsis);
+        return Err(bad);
+    }
+    Ok((nosubdir, ops.remove(0)))
+}
+
 /// Write the concatenation of `parts` and a newline to stderr, in one write.
 pub(crate) fn errln(parts: &[&[u8]]) {
     let mut m = Vec::with_capacity(parts.iter().map(|p| p.len()).sum::<usize>() + 1);
