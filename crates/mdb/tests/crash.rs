@@ -16,6 +16,7 @@ use std::time::Duration;
 
 const CHILD_DIR: &str = "MDB_CRASH_CHILD_DIR";
 const CHILD_REPORT: &str = "MDB_CRASH_CHILD_REPORT";
+const CHILD_WAL: &str = "MDB_CRASH_CHILD_WAL";
 const KEEP: u64 = 50;
 
 fn value_for(n: u64) -> Vec<u8> {
@@ -33,6 +34,20 @@ fn report_line(n: u64) -> String {
     format!("committed {n}\n")
 }
 
+/// The child's options; in WAL mode with checkpoints every 256 KiB of log,
+/// so that kills also land in checkpoints and segment recycling.
+fn options(wal: bool) -> mdb::EnvOptions {
+    let mut o = mdb::EnvOptions::new();
+    o.map_size(1 << 28);
+    if wal {
+        let mut w = mdb::WalOptions::default();
+        w.segment_size = 256 << 10;
+        w.checkpoint_bytes = 256 << 10;
+        o.wal(w);
+    }
+    o
+}
+
 /// Child side: commit forever, appending each committed counter to `report`.
 fn commit_forever(dir: &Path, report: &Path) -> ! {
     let mut out = std::fs::OpenOptions::new()
@@ -46,7 +61,9 @@ fn commit_forever(dir: &Path, report: &Path) -> ! {
     std::panic::set_hook(Box::new(move |info| {
         let _ = (&hook_out).write_all(format!("child failed: {info}\n").as_bytes());
     }));
-    let env = mdb::EnvOptions::new().map_size(1 << 28).open(dir).unwrap();
+    let env = options(std::env::var_os(CHILD_WAL).is_some())
+        .open(dir)
+        .unwrap();
     loop {
         let mut w = env.write_txn().unwrap();
         let n = counter(&w) + 1;
@@ -98,10 +115,12 @@ fn last_reported(report: &str, start: u64) -> u64 {
 }
 
 /// Checks the file after a kill; returns the counter it holds.
-fn verify(dir: &Path, reported: u64) -> u64 {
+fn verify(dir: &Path, reported: u64, wal: bool) -> u64 {
+    // In WAL mode the data file may lack what the log holds until an open
+    // rolls it forward.
+    let env: Env = options(wal).open(dir).unwrap();
     let rep = check::check_file(&dir.join("data.mdb")).unwrap();
     assert!(rep.is_ok(), "page check failed: {:?}", rep.problems);
-    let env = Env::open(dir).unwrap();
     let r = env.read_txn().unwrap();
     let c = counter(&r);
     assert!(
@@ -132,6 +151,17 @@ fn verify(dir: &Path, reported: u64) -> u64 {
 
 #[test]
 fn sigkill_during_commits() {
+    kill_rounds("sigkill_during_commits", false, 100);
+}
+
+#[test]
+fn sigkill_during_wal_commits_and_checkpoints() {
+    kill_rounds("sigkill_during_wal_commits_and_checkpoints", true, 60);
+}
+
+/// `rounds` (or `MDB_CRASH_ROUNDS`) times: run test `name` as a child that
+/// commits until it is killed, then check what it left.
+fn kill_rounds(name: &str, wal: bool, rounds: u64) {
     if let (Some(dir), Some(report)) = (std::env::var_os(CHILD_DIR), std::env::var_os(CHILD_REPORT))
     {
         commit_forever(dir.as_ref(), report.as_ref());
@@ -139,7 +169,7 @@ fn sigkill_during_commits() {
     let rounds: u64 = std::env::var("MDB_CRASH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(100);
+        .unwrap_or(rounds);
     let dir = tempfile::tempdir().unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
@@ -148,14 +178,17 @@ fn sigkill_during_commits() {
     for round in 0..rounds {
         let report = scratch.path().join(format!("report{round}"));
         let stderr = scratch.path().join(format!("stderr{round}"));
-        let mut child = Command::new(&exe)
-            .args(["--exact", "sigkill_during_commits", "--test-threads=1"])
+        let mut child = Command::new(&exe);
+        child
+            .args(["--exact", name, "--test-threads=1"])
             .env(CHILD_DIR, dir.path())
             .env(CHILD_REPORT, &report)
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
+            .stderr(std::fs::File::create(&stderr).unwrap());
+        if wal {
+            child.env(CHILD_WAL, "1");
+        }
+        let mut child = child.spawn().unwrap();
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
@@ -173,7 +206,7 @@ fn sigkill_during_commits() {
             std::fs::read_to_string(&stderr).unwrap()
         );
         let reported = last_reported(&text, committed);
-        committed = verify(dir.path(), reported);
+        committed = verify(dir.path(), reported, wal);
     }
     assert!(committed > 0, "the child never committed");
 }
