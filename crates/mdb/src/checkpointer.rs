@@ -10,7 +10,7 @@
 //! environment takes a last one.
 
 use crate::error::{Error, Result};
-use crate::format::meta::{Meta, META_LEN};
+use crate::format::meta::{pick_meta, Meta, META_LEN};
 use crate::io::DataFile;
 use crate::lock::LockFile;
 use crate::wal::mode::Wal;
@@ -61,7 +61,7 @@ impl WalEnv {
             self.file.read_exact_at(&mut b, slot * self.psize as u64)?;
             Meta::decode(&b)
         };
-        Ok(crate::env::pick_meta(read(0), read(1))?.1)
+        Ok(pick_meta(read(0), read(1))?.1)
     }
 
     /// Take a checkpoint; returns the txnid it covers. The calling thread

@@ -217,6 +217,22 @@ impl Meta {
     }
 }
 
+/// The current meta of a file from its two meta pages, and its slot. A
+/// commit writes txnid `t` into meta page `t & 1`, so a meta in the other
+/// slot is damaged: the newer of the metas in their own slot wins, and only
+/// if neither is, the newer of the two (meta 0 on a tie). LMDB, which does
+/// not check, reads the same meta with a lock file in every case but the
+/// last.
+pub(crate) fn pick_meta(m0: Result<Meta>, m1: Result<Meta>) -> Result<(usize, Meta)> {
+    let rank = |slot: u64, m: &Meta| (m.txnid & 1 == slot, m.txnid);
+    match (m0, m1) {
+        (Ok(a), Ok(b)) if rank(1, &b) > rank(0, &a) => Ok((1, b)),
+        (Ok(a), _) => Ok((0, a)),
+        (Err(_), Ok(b)) => Ok((1, b)),
+        (Err(e), Err(_)) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

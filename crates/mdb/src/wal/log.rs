@@ -9,14 +9,12 @@
 //! thereby never resurrected once the log has rewritten its place.
 
 use super::record::{self, RecordParts, RecordView};
-use super::seam::Seam;
 use super::segment::{self, Anchor, Pool, SegHeader, SEG_HEADER};
 use crate::error::{Error, Result};
-use crate::io::{FaultInjector, IoOp};
+use crate::io::IoOp;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// The smallest segment size; smaller settings are raised to it.
 pub(crate) const MIN_SEGMENT: u64 = 64 << 10;
@@ -151,16 +149,6 @@ impl LogOptions {
 }
 
 impl Log {
-    /// Open the log in `dir`, creating the directory if missing: find the
-    /// end of the chain of valid records, append after it.
-    pub(crate) fn open(
-        dir: &Path,
-        opts: LogOptions,
-        fault: Option<Arc<dyn FaultInjector>>,
-    ) -> Result<Log> {
-        super::open::open(dir, opts.normalized(), Seam(fault))
-    }
-
     /// The txnid the next record must carry, `None` when any will do (the
     /// log has never held a record).
     pub(crate) fn next_txnid(&self) -> Option<u64> {

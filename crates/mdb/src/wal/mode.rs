@@ -17,7 +17,7 @@ use super::checkpoint::Checkpoint;
 use super::log::{Log, LogOptions};
 use super::record::RecordParts;
 use crate::error::{Error, Result};
-use crate::format::meta::{Meta, META_LEN};
+use crate::format::meta::{pick_meta, Meta, META_LEN};
 use crate::io::{Commit, CommitFailure, CommitSink, DataFile, FaultInjector};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -87,18 +87,17 @@ struct Inner {
 }
 
 /// A meta page of the data file, as read back (none when invalid).
-fn read_meta(df: &DataFile, psize: usize, slot: u64) -> Option<Meta> {
+fn read_meta(df: &DataFile, psize: usize, slot: u64) -> Result<Meta> {
     let mut b = [0u8; META_LEN];
-    df.read_exact_at(&mut b, slot * psize as u64).ok()?;
-    Meta::decode(&b).ok()
+    df.read_exact_at(&mut b, slot * psize as u64)?;
+    Meta::decode(&b)
 }
 
-/// The newest valid meta of the data file.
+/// The data file's current meta, as a reader would pick it.
 fn newest_meta(df: &DataFile, psize: usize) -> Option<Meta> {
-    match (read_meta(df, psize, 0), read_meta(df, psize, 1)) {
-        (Some(a), Some(b)) => Some(if a.txnid >= b.txnid { a } else { b }),
-        (a, b) => a.or(b),
-    }
+    pick_meta(read_meta(df, psize, 0), read_meta(df, psize, 1))
+        .ok()
+        .map(|(_, m)| m)
 }
 
 impl Wal {

@@ -5,8 +5,10 @@ use super::log::{walk, ChainEnd, Log, LogOptions, SegmentInfo};
 use super::seam::{sync_dir, Seam};
 use super::segment::{self, Anchor, Pool};
 use crate::error::{Error, Result};
+use crate::io::FaultInjector;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Arc;
 
 /// A segment file that is not part of the log.
 struct Other {
@@ -17,8 +19,20 @@ struct Other {
     stale: bool,
 }
 
-/// Open the log in `dir`, creating the directory if missing.
-pub(super) fn open(dir: &Path, opts: LogOptions, seam: Seam) -> Result<Log> {
+impl Log {
+    /// Open the log in `dir`, creating the directory if missing: find the
+    /// end of the chain of valid records, append after it.
+    pub(crate) fn open(
+        dir: &Path,
+        opts: LogOptions,
+        fault: Option<Arc<dyn FaultInjector>>,
+    ) -> Result<Log> {
+        open(dir, opts.normalized(), Seam(fault))
+    }
+}
+
+/// [`Log::open`] with normalized options.
+fn open(dir: &Path, opts: LogOptions, seam: Seam) -> Result<Log> {
     if !dir.is_dir() {
         std::fs::create_dir_all(dir)?;
         let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
