@@ -67,6 +67,10 @@ impl WalEnv {
     /// Take a checkpoint; returns the txnid it covers. The calling thread
     /// must not hold this environment's write transaction (`BadTxn`).
     pub(crate) fn checkpoint(&self) -> Result<u64> {
+        if self.lock.writer_is_this_thread() {
+            // Its write transaction holds the lock the checkpoint needs.
+            return Err(Error::BadTxn);
+        }
         let m = self.newest_meta()?;
         if m.txnid <= self.wal.checkpointed() {
             return Ok(self.wal.checkpointed());

@@ -513,6 +513,12 @@ impl LockFile {
         }
     }
 
+    /// Whether the calling thread holds the writer mutex.
+    pub(crate) fn writer_is_this_thread(&self) -> bool {
+        self.writer_pid.load(Ordering::Relaxed) == getpid()
+            && self.writer_tid.load(Ordering::Relaxed) == current_tid()
+    }
+
     /// Unlock the writer mutex (must be called by the thread that locked it).
     pub fn unlock_writer(&self) {
         self.writer_pid.store(0, Ordering::Relaxed);

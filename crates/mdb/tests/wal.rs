@@ -361,3 +361,76 @@ for i in range(20):
     let rep = check::check_file(&dir.path().join("data.mdb")).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
 }
+
+#[test]
+fn nosubdir_writemap_and_a_transaction_larger_than_a_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("db");
+    let mut model = BTreeMap::new();
+    let opts = |extra: mdb::EnvFlags| {
+        let mut o = EnvOptions::new();
+        o.map_size(64 << 20)
+            .flags(mdb::EnvFlags::NO_SUB_DIR | extra)
+            .wal(wal_opts());
+        o
+    };
+    {
+        let env = opts(mdb::EnvFlags::WRITE_MAP).open(&file).unwrap();
+        // About 1.3 MiB of pages in one commit: 20 segments' worth.
+        let mut w = env.write_txn().unwrap();
+        for i in 0..300u32 {
+            let (k, v) = (format!("big{i:04}").into_bytes(), vec![i as u8; 4000]);
+            w.put(Database::MAIN, &k, &v, WriteFlags::EMPTY).unwrap();
+            model.insert(k, v);
+        }
+        w.commit().unwrap();
+        commit_range(&env, &mut model, 0, 20);
+        assert!(
+            dir.path().join("db-wal").is_dir(),
+            "the log beside the file"
+        );
+    }
+    let env = opts(mdb::EnvFlags::EMPTY).open(&file).unwrap();
+    assert_matches(&env, &model);
+}
+
+#[test]
+fn nested_transactions_commit_through_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let env = open_wal(dir.path());
+        let mut w = env.write_txn().unwrap();
+        w.put(Database::MAIN, b"outer", b"1", WriteFlags::EMPTY)
+            .unwrap();
+        {
+            let mut c = w.nested().unwrap();
+            c.put(Database::MAIN, b"kept", b"2", WriteFlags::EMPTY)
+                .unwrap();
+            c.commit().unwrap();
+        }
+        {
+            let mut c = w.nested().unwrap();
+            c.put(Database::MAIN, b"dropped", b"3", WriteFlags::EMPTY)
+                .unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let env = open_wal(dir.path());
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.get(Database::MAIN, b"outer").unwrap(), Some(&b"1"[..]));
+    assert_eq!(r.get(Database::MAIN, b"kept").unwrap(), Some(&b"2"[..]));
+    assert_eq!(r.get(Database::MAIN, b"dropped").unwrap(), None);
+}
+
+#[test]
+fn checkpoint_is_refused_outside_wal_mode_and_inside_the_write_txn() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path()).unwrap();
+    assert!(matches!(env.checkpoint(), Err(Error::Incompatible)));
+    drop(env);
+    let env = open_wal(dir.path());
+    let w = env.write_txn().unwrap();
+    assert!(matches!(env.checkpoint(), Err(Error::BadTxn)));
+    drop(w);
+    env.checkpoint().unwrap();
+}
