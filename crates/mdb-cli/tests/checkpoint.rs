@@ -44,12 +44,19 @@ fn checkpoints_a_log_another_process_writes() {
     let last = env.info().unwrap().last_txnid;
     let before = log_files(dir.path());
     assert!(before > 5, "{before} log files");
+    // The log holds commits the data file may lack: LMDB refuses it.
+    debian::need("/usr/bin/mdb_dump", "lmdb-utils");
+    let refused = Command::new("/usr/bin/mdb_dump")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("MDB_VERSION_MISMATCH"));
     // While this process keeps the environment open.
     let out = checkpoint(dir.path());
     assert_eq!(out, format!("checkpoint at transaction {last}\n"));
     assert!(log_files(dir.path()) < before, "segments recycled");
     // The data file alone holds every commit: Debian's mdb_dump reads it.
-    debian::need("/usr/bin/mdb_dump", "lmdb-utils");
     let d = Command::new("/usr/bin/mdb_dump")
         .args(["-p"])
         .arg(dir.path())

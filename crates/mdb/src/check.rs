@@ -35,7 +35,9 @@ use crate::error::Result;
 use crate::format::bytes::{get64, sub};
 use crate::format::cmp::Order;
 use crate::format::flags::{DUPFIXED, DUPSORT, INTEGERDUP, INTEGERKEY, PERSISTENT as DB_FLAGS};
-use crate::format::meta::{DbRecord, Meta, MetaHeader, DB_RECORD_LEN, MAGIC, META_LEN, VERSION};
+use crate::format::meta::{
+    DbRecord, Meta, MetaHeader, DB_RECORD_LEN, MAGIC, META_LEN, VERSION, VERSION_WAL,
+};
 use crate::format::page::{
     node_max, node_offset, ov_pages, Header, NodeHeader, F_BIGDATA, F_DUPDATA, F_SUBDATA, HDR,
     NODE_HDR, P_BRANCH, P_DIRTY, P_INVALID, P_LEAF, P_LEAF2, P_META, P_OVERFLOW, P_SUBP,
@@ -380,7 +382,7 @@ fn read_meta(file: &[u8], idx: usize, psize: usize, msgs: &mut Vec<String>) -> O
         ));
         return None;
     }
-    if version != VERSION {
+    if version != VERSION && version != VERSION_WAL {
         msgs.push(format!(
             "meta page {idx} has data version {version}, expected {VERSION}"
         ));

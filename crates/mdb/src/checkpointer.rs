@@ -64,18 +64,25 @@ impl WalEnv {
         Ok(pick_meta(read(0), read(1))?.1)
     }
 
-    /// Take a checkpoint; returns the txnid it covers. The calling thread
-    /// must not hold this environment's write transaction (`BadTxn`).
-    pub(crate) fn checkpoint(&self) -> Result<u64> {
+    /// Take a checkpoint; returns the txnid it covers. `plain` (on demand
+    /// and at close) also covers commits made meanwhile and makes the data
+    /// file a plain LMDB 0.9 file; the background thread leaves it marked,
+    /// which costs the next commit nothing. The calling thread must not
+    /// hold this environment's write transaction (`BadTxn`).
+    pub(crate) fn checkpoint(&self, plain: bool) -> Result<u64> {
         if self.lock.writer_is_this_thread() {
             // Its write transaction holds the lock the checkpoint needs.
             return Err(Error::BadTxn);
         }
         let m = self.newest_meta()?;
-        if m.txnid <= self.wal.checkpointed() {
+        let behind = m.txnid > self.wal.checkpointed();
+        if !behind && !plain {
             return Ok(self.wal.checkpointed());
         }
-        self.file.sync_data()?;
+        if behind {
+            // The bulk of the sync, before writers are held up.
+            self.file.sync_data()?;
+        }
         if self.lock.lock_writer()? {
             // A writer died: its uncommitted pages are unreferenced.
             self.lock.set_txnid(m.txnid.max(self.lock.txnid()));
@@ -86,10 +93,20 @@ impl WalEnv {
             if let Some(t) = self.wal.reconcile(&self.file, self.psize, false)? {
                 self.lock.set_txnid(t);
             }
-            self.wal.checkpoint(&m)
+            if !plain {
+                self.wal.checkpoint(&m)?;
+                return Ok(m.txnid);
+            }
+            let now = self.newest_meta()?;
+            if now.txnid > self.wal.checkpointed() {
+                self.file.sync_data()?;
+                self.wal.checkpoint(&now)?;
+            }
+            self.wal.unmark(&self.file, self.psize)?;
+            Ok(now.txnid)
         })();
         self.lock.unlock_writer();
-        r.map(|()| m.txnid)
+        r
     }
 
     /// Ask the thread for a checkpoint soon (enough log was written).
@@ -132,7 +149,7 @@ fn run(s: &WalEnv) {
         drop(w);
         // A failure is retried next time; the log keeps every commit
         // durable meanwhile, and `Env::checkpoint` reports errors.
-        let _ = s.checkpoint();
+        let _ = s.checkpoint(false);
     }
 }
 

@@ -33,7 +33,7 @@
 use crate::env::{Env, EnvFlags};
 use crate::error::{Error, Result};
 use crate::format::bytes::get64;
-use crate::format::meta::{DbRecord, Meta, META_LEN};
+use crate::format::meta::{DbRecord, Meta, META_LEN, VERSION, VERSION_OFF};
 use crate::format::page::{
     edit, Header, Page, F_BIGDATA, F_DUPDATA, F_SUBDATA, HDR, P_INVALID, P_LEAF2, P_OVERFLOW,
 };
@@ -214,6 +214,12 @@ impl Env {
             }
             txn.renew()?;
             metas.copy_from_slice(self.map.slice(0, 2 * ps)?);
+        }
+        // A copy is a whole snapshot, with no log to wait for: plain LMDB
+        // 0.9 even when the source is in write-ahead-log mode.
+        for m in metas.chunks_exact_mut(ps) {
+            let v = VERSION_OFF as usize;
+            m[v..v + 4].copy_from_slice(&VERSION.to_le_bytes());
         }
         let t = crate::Txn::id(&txn);
         let decode = |i: usize| Meta::decode(&metas[i * ps..i * ps + META_LEN]);

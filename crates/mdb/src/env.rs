@@ -346,7 +346,7 @@ impl Env {
         let df = DataFile::new(file, meta_sync, o.fault.clone());
 
         let flen = df.len()?;
-        let wal = open_wal(o, path, flags, &df, &lock, flen)?;
+        let wal = open_wal(o, (path, &data_path), flags, &df, &lock, flen)?;
         let created = flen == 0;
         let mut meta = if flen == 0 {
             if rdonly {
@@ -482,7 +482,7 @@ impl Env {
     /// ```
     pub fn checkpoint(&self) -> Result<u64> {
         match &self.wal {
-            Some(w) => w.checkpoint(),
+            Some(w) => w.checkpoint(true),
             None => Err(Error::Incompatible),
         }
     }
@@ -883,7 +883,7 @@ impl Drop for Env {
         if let Some(w) = &self.wal {
             if !self.panicked.load(Ordering::Relaxed) {
                 // The last checkpoint; a failure leaves the log to replay.
-                let _ = w.checkpoint();
+                let _ = w.checkpoint(true);
             }
         }
     }
@@ -892,37 +892,72 @@ impl Drop for Env {
 /// The log of the environment at `path`, for WAL mode (`o.wal`); also, when
 /// this process opens the environment alone and a log exists, roll it
 /// forward onto the data file first (after a crash it may hold commits the
-/// data file lacks), whether or not WAL mode is asked for now.
+/// data file lacks), whether or not WAL mode is asked for now. Opened
+/// outside WAL mode, the file is left a plain LMDB 0.9 file. A read-only
+/// opener alone rolls a pending log forward through a descriptor of its
+/// own, or refuses (`VersionMismatch`) where it cannot write.
 fn open_wal(
     o: &EnvOptions,
-    path: &Path,
+    (path, data_path): (&Path, &Path),
     flags: EnvFlags,
     df: &DataFile,
     lock: &LockFile,
     flen: u64,
 ) -> Result<Option<Wal>> {
     let dir = wal_dir(path, flags.contains(EnvFlags::NO_SUB_DIR));
-    if flags.contains(EnvFlags::READ_ONLY) || (o.wal.is_none() && !dir.is_dir()) {
+    let marked = flen > 0 && crate::wal::mode::marked(df)?;
+    if !dir.is_dir() {
+        if marked {
+            // The log this file waits for is gone.
+            return Err(Error::VersionMismatch);
+        }
+        if o.wal.is_none() {
+            return Ok(None);
+        }
+    }
+    let alone = lock.opening_alone() && flen > 0;
+    if flags.contains(EnvFlags::READ_ONLY) {
+        if marked && alone && !flags.contains(EnvFlags::NO_LOCK) {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_CLOEXEC)
+                .open(data_path)
+                .map_err(|_| Error::VersionMismatch)?;
+            let own = DataFile::new(file, None, o.fault.clone());
+            let w = Wal::open(&dir, WalOptions::default(), o.fault.clone())?;
+            roll_forward(&w, &own, true)?;
+        }
         return Ok(None);
     }
     let w = Wal::open(&dir, o.wal.unwrap_or_default(), o.fault.clone())?;
-    if lock.opening_alone() && flen > 0 {
-        let psize = |m: &Meta| m.psize() as usize;
-        let read = |at: u64| -> Result<Meta> {
-            let mut b = [0u8; META_LEN];
-            df.read_exact_at(&mut b, at)?;
-            Meta::decode(&b)
-        };
-        let m0 = read(0)?;
-        w.reconcile(df, psize(&m0), true)?;
-        let m = pick_meta(read(0), read(psize(&m0) as u64))?.1;
-        if m.txnid > w.checkpointed() {
-            // Replayed records, or commits made without the log.
-            df.sync_data()?;
-            w.checkpoint(&m)?;
-        }
+    if alone {
+        roll_forward(&w, df, o.wal.is_none())?;
     }
     Ok(o.wal.is_some().then_some(w))
+}
+
+/// Replay the log's records past its checkpoint onto the data file, and
+/// checkpoint; `plain` also writes LMDB 0.9's version back. The caller
+/// opens the environment alone.
+fn roll_forward(w: &Wal, df: &DataFile, plain: bool) -> Result<()> {
+    let read = |at: u64| -> Result<Meta> {
+        let mut b = [0u8; META_LEN];
+        df.read_exact_at(&mut b, at)?;
+        Meta::decode(&b)
+    };
+    let psize = read(0)?.psize() as usize;
+    w.reconcile(df, psize, true)?;
+    let m = pick_meta(read(0), read(psize as u64))?.1;
+    if m.txnid > w.checkpointed() {
+        // Replayed records, or commits made without the log.
+        df.sync_data()?;
+        w.checkpoint(&m)?;
+    }
+    if plain {
+        w.unmark(df, psize)?;
+    }
+    Ok(())
 }
 
 impl DataFile {

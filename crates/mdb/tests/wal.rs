@@ -308,6 +308,62 @@ fn two_handles_write_and_checkpoint_in_turn() {
     assert_matches(&env, &model);
 }
 
+/// Run `python3-lmdb` (Debian's liblmdb) on the environment at `dir`.
+fn python_lmdb(script: &str, dir: &Path) -> std::process::Output {
+    Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .arg(dir)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .expect("Debian's python3-lmdb is needed")
+}
+
+/// Debian's `mdb_dump` of the main database, parsed; `Err` holds its
+/// stderr when it fails.
+fn debian_dump(dir: &Path) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, String> {
+    let out = Command::new("mdb_dump")
+        .arg(dir)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .expect("Debian's lmdb-utils (mdb_dump) are needed");
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let text = String::from_utf8(out.stdout).unwrap();
+    let body = text.split_once("HEADER=END\n").unwrap().1;
+    let hex = |l: &str| -> Vec<u8> {
+        let l = l.strip_prefix(' ').unwrap();
+        (0..l.len() / 2)
+            .map(|i| u8::from_str_radix(&l[2 * i..2 * i + 2], 16).unwrap())
+            .collect()
+    };
+    let lines: Vec<&str> = body.lines().take_while(|l| *l != "DATA=END").collect();
+    Ok(lines.chunks(2).map(|p| (hex(p[0]), hex(p[1]))).collect())
+}
+
+#[test]
+fn stock_lmdb_refuses_pending_log_records_and_reads_a_checkpointed_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = BTreeMap::new();
+    let env = open_wal(dir.path());
+    // Never written in WAL mode yet: still a plain file.
+    assert_eq!(debian_dump(dir.path()).unwrap(), model);
+    commit_range(&env, &mut model, 0, 20);
+    let err = debian_dump(dir.path()).unwrap_err();
+    assert!(err.contains("MDB_VERSION_MISMATCH"), "{err}");
+    // A checkpoint on demand makes it plain LMDB 0.9, read identically...
+    env.checkpoint().unwrap();
+    assert_eq!(debian_dump(dir.path()).unwrap(), model);
+    // ... until the next commit is only in the log.
+    commit_range(&env, &mut model, 20, 30);
+    assert!(debian_dump(dir.path()).is_err());
+    drop(env);
+    // Closed cleanly: plain again, and our checker agrees.
+    assert_eq!(debian_dump(dir.path()).unwrap(), model);
+    let rep = check::check_file(&dir.path().join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+}
+
 /// Child side: commit `0..30` in WAL mode and exit without closing.
 fn crash_child_early(dir: &Path) -> ! {
     let env = open_wal(dir);
@@ -316,16 +372,33 @@ fn crash_child_early(dir: &Path) -> ! {
 }
 
 #[test]
-fn commits_of_lmdb_outside_wal_mode_are_kept() {
+fn after_a_crash_lmdb_is_refused_until_a_read_only_open_rolls_forward() {
     if let Some(d) = std::env::var_os(CHILD_DIR) {
         crash_child_early(Path::new(&d));
     }
     let dir = tempfile::tempdir().unwrap();
     // A WAL-mode writer dies with commits past its last checkpoint...
-    run_crash_child("commits_of_lmdb_outside_wal_mode_are_kept", dir.path());
+    run_crash_child(
+        "after_a_crash_lmdb_is_refused_until_a_read_only_open_rolls_forward",
+        dir.path(),
+    );
     let mut model = model_through(30);
-    // ... then Debian's LMDB commits without the log, reusing pages freed
-    // by those commits (python3-lmdb links Debian's liblmdb).
+    // ... and LMDB cannot open the file (it could see a torn snapshot).
+    let out = python_lmdb("import lmdb, sys; lmdb.open(sys.argv[1])", dir.path());
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("MDB_VERSION_MISMATCH"), "{err}");
+    // Our read-only opener rolls the log forward and leaves a plain file.
+    {
+        let env = EnvOptions::new()
+            .flags(mdb::EnvFlags::READ_ONLY)
+            .open(dir.path())
+            .unwrap();
+        assert_matches(&env, &model);
+    }
+    assert_eq!(debian_dump(dir.path()).unwrap(), model);
+    // Then Debian's LMDB commits without the log, reusing pages freed by
+    // the replayed commits.
     let script = r#"
 import lmdb, sys
 env = lmdb.open(sys.argv[1], map_size=64 << 20)
@@ -335,13 +408,8 @@ for i in range(20):
             t.delete(b"k%05d" % (i * 20 + j))
         t.put(b"py%02d" % i, b"v" * 3000)
 "#;
-    let st = Command::new("/usr/bin/python3")
-        .args(["-c", script])
-        .arg(dir.path())
-        .env_remove("LD_LIBRARY_PATH")
-        .status()
-        .expect("Debian's python3-lmdb is needed");
-    assert!(st.success());
+    let out = python_lmdb(script, dir.path());
+    assert!(out.status.success(), "{out:?}");
     for i in 0..20 {
         for j in 0..20 {
             model.remove(format!("k{:05}", i * 20 + j).as_bytes());
@@ -360,6 +428,20 @@ for i in range(20):
     drop(env);
     let rep = check::check_file(&dir.path().join("data.mdb")).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
+}
+
+#[test]
+fn a_marked_file_whose_log_is_gone_is_refused() {
+    if let Some(d) = std::env::var_os(CHILD_DIR) {
+        crash_child_early(Path::new(&d));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    run_crash_child("a_marked_file_whose_log_is_gone_is_refused", dir.path());
+    std::fs::remove_dir_all(dir.path().join("wal")).unwrap();
+    for flags in [mdb::EnvFlags::EMPTY, mdb::EnvFlags::READ_ONLY] {
+        let r = EnvOptions::new().flags(flags).open(dir.path());
+        assert!(matches!(r, Err(Error::VersionMismatch)), "{flags:?}");
+    }
 }
 
 #[test]

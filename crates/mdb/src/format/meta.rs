@@ -7,6 +7,14 @@ use crate::format::page::{rd16, rd32, rd64, wr16, wr32, wr64, Header, P_INVALID,
 pub const MAGIC: u32 = 0xBEEF_C0DE;
 /// Data file format version.
 pub const VERSION: u32 = 1;
+/// The version field of both meta pages while a write-ahead log may hold
+/// commits the data file lacks: LMDB 0.9 refuses such a file
+/// (`MDB_VERSION_MISMATCH`) instead of reading a stale or torn snapshot.
+/// The format is otherwise [`VERSION`]'s; a clean close or a checkpoint
+/// on demand writes [`VERSION`] back.
+pub const VERSION_WAL: u32 = 0x5741_4C01;
+/// Offset of the version field in a meta page.
+pub const VERSION_OFF: u64 = 20;
 /// Offset of the part of a meta page rewritten at each commit.
 pub const META_WRITE_OFF: usize = 32;
 /// Length of that part (mapsize through txnid).
@@ -155,7 +163,7 @@ impl Meta {
         if h.flags & P_META == 0 || h.magic != MAGIC {
             return Err(Error::Invalid);
         }
-        if h.version != VERSION {
+        if h.version != VERSION && h.version != VERSION_WAL {
             return Err(Error::VersionMismatch);
         }
         let m = Meta::fields(b);

@@ -17,7 +17,7 @@ use super::checkpoint::Checkpoint;
 use super::log::{Log, LogOptions};
 use super::record::RecordParts;
 use crate::error::{Error, Result};
-use crate::format::meta::{pick_meta, Meta, META_LEN};
+use crate::format::meta::{pick_meta, Meta, META_LEN, VERSION, VERSION_OFF, VERSION_WAL};
 use crate::io::{Commit, CommitFailure, CommitSink, DataFile, FaultInjector};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -98,6 +98,37 @@ fn newest_meta(df: &DataFile, psize: usize) -> Option<Meta> {
     pick_meta(read_meta(df, psize, 0), read_meta(df, psize, 1))
         .ok()
         .map(|(_, m)| m)
+}
+
+/// Whether the data file says a log may hold commits it lacks (its first
+/// meta page carries [`VERSION_WAL`]; the second follows it, see
+/// [`set_version`]).
+pub(crate) fn marked(df: &DataFile) -> Result<bool> {
+    let mut b = [0u8; 4];
+    df.read_exact_at(&mut b, VERSION_OFF)?;
+    Ok(u32::from_le_bytes(b) == VERSION_WAL)
+}
+
+/// Make `version` the version of both meta pages, durably. Before a log
+/// holds a commit the data file lacks, the file carries [`VERSION_WAL`],
+/// which LMDB 0.9 refuses to open; [`VERSION`] is written back only once
+/// the data file holds every commit of the log (a checkpoint on demand, a
+/// clean close, a roll-forward). Commits never write this field.
+pub(crate) fn set_version(df: &DataFile, psize: usize, version: u32) -> Result<()> {
+    let mut changed = false;
+    for slot in 0..2u64 {
+        let off = slot * psize as u64 + VERSION_OFF;
+        let mut b = [0u8; 4];
+        df.read_exact_at(&mut b, off)?;
+        if u32::from_le_bytes(b) != version {
+            df.write_meta(off, &version.to_le_bytes(), false)?;
+            changed = true;
+        }
+    }
+    if changed {
+        df.sync_data()?;
+    }
+    Ok(())
 }
 
 impl Wal {
@@ -219,6 +250,9 @@ impl Wal {
         c: &Commit<'_>,
     ) -> std::result::Result<(), CommitFailure> {
         let mut inner = self.inner();
+        // Stock LMDB must not open the file while the log alone holds this
+        // commit. One data sync after each plain checkpoint; a no-op after.
+        set_version(df, psize, VERSION_WAL).map_err(CommitFailure::Clean)?;
         let pages: Vec<(u64, &[u8])> = c
             .runs
             .iter()
@@ -238,6 +272,13 @@ impl Wal {
         df.write_pages(c.runs).map_err(CommitFailure::Fatal)?;
         df.write_meta(c.meta_off, c.meta, false)
             .map_err(CommitFailure::Fatal)
+    }
+
+    /// Make the data file a plain LMDB 0.9 file again (the caller holds
+    /// the writer lock and checkpointed the newest meta).
+    pub(crate) fn unmark(&self, df: &DataFile, psize: usize) -> Result<()> {
+        let _g = self.inner();
+        set_version(df, psize, VERSION)
     }
 
     /// Whether enough log was written since the last checkpoint to take one.
