@@ -930,11 +930,46 @@ fn open_wal(
         }
         return Ok(None);
     }
-    let w = Wal::open(&dir, o.wal.unwrap_or_default(), o.fault.clone())?;
+    let w = if alone || lock.writer_is_this_thread() {
+        Wal::open(&dir, o.wal.unwrap_or_default(), o.fault.clone())?
+    } else {
+        // Opening a log tidies its directory (spare and leftover segments,
+        // the next segment): not while another process's writer uses it.
+        let _held = WriterHeld::take(lock, df)?;
+        Wal::open(&dir, o.wal.unwrap_or_default(), o.fault.clone())?
+    };
     if alone {
         roll_forward(&w, df, o.wal.is_none())?;
     }
     Ok(o.wal.is_some().then_some(w))
+}
+
+/// The writer lock, held for a step at open; released on drop.
+struct WriterHeld<'a>(&'a LockFile);
+
+impl<'a> WriterHeld<'a> {
+    fn take(lock: &'a LockFile, df: &DataFile) -> Result<WriterHeld<'a>> {
+        if lock.lock_writer()? {
+            // A writer died: its uncommitted pages are unreferenced.
+            let read = |at: u64| -> Result<Meta> {
+                let mut b = [0u8; META_LEN];
+                df.read_exact_at(&mut b, at)?;
+                Meta::decode(&b)
+            };
+            if let Ok(m0) = read(0) {
+                if let Ok((_, m)) = pick_meta(Ok(m0), read(m0.psize() as u64)) {
+                    lock.set_txnid(m.txnid.max(lock.txnid()));
+                }
+            }
+        }
+        Ok(WriterHeld(lock))
+    }
+}
+
+impl Drop for WriterHeld<'_> {
+    fn drop(&mut self) {
+        self.0.unlock_writer();
+    }
 }
 
 /// Replay the log's records past its checkpoint onto the data file, and

@@ -1,6 +1,8 @@
 //! Crash safety: a child process commits in a loop and is killed with
 //! SIGKILL at random moments; after each kill the file opens, passes the page
-//! check, and holds every transaction the child reported committed.
+//! check, and holds every transaction the child reported committed. A second
+//! child reads throughout (in WAL mode, its checkpointer thread checkpoints
+//! too) and checks every snapshot it sees; it is killed with the writer.
 //!
 //! The child is this test binary re-run on the one test below with
 //! `CHILD_DIR` set. It reports to a file of its own, not to stdout, which it
@@ -17,6 +19,7 @@ use std::time::Duration;
 const CHILD_DIR: &str = "MDB_CRASH_CHILD_DIR";
 const CHILD_REPORT: &str = "MDB_CRASH_CHILD_REPORT";
 const CHILD_WAL: &str = "MDB_CRASH_CHILD_WAL";
+const CHILD_READER: &str = "MDB_CRASH_CHILD_READER";
 const KEEP: u64 = 50;
 
 fn value_for(n: u64) -> Vec<u8> {
@@ -92,6 +95,44 @@ fn commit_forever(dir: &Path, report: &Path) -> ! {
     }
 }
 
+/// The keys of a snapshot whose counter is `c`, each value checked.
+fn check_snapshot(r: &impl Txn, c: u64) {
+    let keys: Vec<u64> = r
+        .cursor(Database::MAIN)
+        .unwrap()
+        .iter()
+        .map(|kv| kv.unwrap())
+        .filter(|(k, _)| k[0] == b'k')
+        .map(|(k, v)| {
+            let n: u64 = std::str::from_utf8(&k[1..]).unwrap().parse().unwrap();
+            assert_eq!(v, &value_for(n)[..], "value of k{n}");
+            n
+        })
+        .collect();
+    let want: Vec<u64> = (c.saturating_sub(KEEP - 1).max(1)..=c).collect();
+    assert_eq!(keys, want, "snapshot at counter {c}");
+}
+
+/// Reader child: check snapshots forever; the counter never goes back.
+/// Failures go to `report`.
+fn read_forever(dir: &Path, report: &Path) -> ! {
+    let out = std::fs::File::create(report).unwrap();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = (&out).write_all(format!("reader failed: {info}\n").as_bytes());
+    }));
+    let env = options(std::env::var_os(CHILD_WAL).is_some())
+        .open(dir)
+        .unwrap();
+    let mut last = 0;
+    loop {
+        let r = env.read_txn().unwrap();
+        let c = counter(&r);
+        assert!(c >= last, "counter went back from {last} to {c}");
+        check_snapshot(&r, c);
+        last = c;
+    }
+}
+
 /// The last counter a round's report names. The child started from `start`,
 /// so its reports must be `start + 1`, `start + 2`, ... in order; a last
 /// line without its newline was cut short by the kill and does not count.
@@ -132,20 +173,7 @@ fn verify(dir: &Path, reported: u64, wal: bool) -> u64 {
         c <= reported + 1,
         "counter {c} ahead of reported {reported} + 1"
     );
-    let keys: Vec<u64> = r
-        .cursor(Database::MAIN)
-        .unwrap()
-        .iter()
-        .map(|kv| kv.unwrap())
-        .filter(|(k, _)| k[0] == b'k')
-        .map(|(k, v)| {
-            let n: u64 = std::str::from_utf8(&k[1..]).unwrap().parse().unwrap();
-            assert_eq!(v, &value_for(n)[..], "value of k{n}");
-            n
-        })
-        .collect();
-    let want: Vec<u64> = (c.saturating_sub(KEEP - 1).max(1)..=c).collect();
-    assert_eq!(keys, want);
+    check_snapshot(&r, c);
     c
 }
 
@@ -156,7 +184,7 @@ fn sigkill_during_commits() {
 
 #[test]
 fn sigkill_during_wal_commits_and_checkpoints() {
-    kill_rounds("sigkill_during_wal_commits_and_checkpoints", true, 60);
+    kill_rounds("sigkill_during_wal_commits_and_checkpoints", true, 100);
 }
 
 /// `rounds` (or `MDB_CRASH_ROUNDS`) times: run test `name` as a child that
@@ -164,6 +192,9 @@ fn sigkill_during_wal_commits_and_checkpoints() {
 fn kill_rounds(name: &str, wal: bool, rounds: u64) {
     if let (Some(dir), Some(report)) = (std::env::var_os(CHILD_DIR), std::env::var_os(CHILD_REPORT))
     {
+        if std::env::var_os(CHILD_READER).is_some() {
+            read_forever(dir.as_ref(), report.as_ref());
+        }
         commit_forever(dir.as_ref(), report.as_ref());
     }
     let rounds: u64 = std::env::var("MDB_CRASH_ROUNDS")
@@ -178,24 +209,42 @@ fn kill_rounds(name: &str, wal: bool, rounds: u64) {
     for round in 0..rounds {
         let report = scratch.path().join(format!("report{round}"));
         let stderr = scratch.path().join(format!("stderr{round}"));
-        let mut child = Command::new(&exe);
-        child
-            .args(["--exact", name, "--test-threads=1"])
-            .env(CHILD_DIR, dir.path())
-            .env(CHILD_REPORT, &report)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).unwrap());
-        if wal {
-            child.env(CHILD_WAL, "1");
-        }
-        let mut child = child.spawn().unwrap();
+        let reader_report = scratch.path().join(format!("reader{round}"));
+        let spawn = |report: &Path, reader: bool| {
+            let mut c = Command::new(&exe);
+            c.args(["--exact", name, "--test-threads=1"])
+                .env(CHILD_DIR, dir.path())
+                .env(CHILD_REPORT, report)
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&stderr).unwrap());
+            if wal {
+                c.env(CHILD_WAL, "1");
+            }
+            if reader {
+                c.env(CHILD_READER, "1");
+            }
+            c.spawn().unwrap()
+        };
+        let mut child = spawn(&report, false);
+        let mut reader = spawn(&reader_report, true);
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        // Let the child start and commit for a random while, then kill it.
+        // Let the children start and work for a random while, then kill
+        // them (the reader a little later or earlier).
         std::thread::sleep(Duration::from_millis(20 + seed % 60));
+        if seed & 1 == 0 {
+            reader.kill().unwrap();
+        }
         child.kill().unwrap();
         let status = child.wait().unwrap();
+        let _ = reader.kill();
+        let rstatus = reader.wait().unwrap();
+        let rtext = std::fs::read_to_string(&reader_report).unwrap_or_default();
+        assert!(
+            rstatus.signal() == Some(libc::SIGKILL) && rtext.is_empty(),
+            "round {round}: the reader failed ({rstatus}):\n{rtext}"
+        );
         // The child may have been killed before it created the report.
         let text = std::fs::read_to_string(&report).unwrap_or_default();
         // The child commits until killed: having ended on its own, it failed.

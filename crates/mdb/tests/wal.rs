@@ -444,6 +444,43 @@ fn a_marked_file_whose_log_is_gone_is_refused() {
     }
 }
 
+/// Child side: a handle opens the log while another holds a prepared next
+/// segment, then the first commits across several segments; exit without
+/// closing (the log alone holds most commits).
+fn crash_child_second_handle(dir: &Path) -> ! {
+    let a = open_wal(dir);
+    let mut model = BTreeMap::new();
+    let mut others = Vec::new();
+    for n in 0..40 {
+        commit_range(&a, &mut model, n, n + 1);
+        if n % 4 == 0 {
+            // Prepares `a`'s next segment.
+            a.checkpoint().unwrap();
+        }
+        if n % 4 == 1 {
+            // Opening tidies the log directory (and may prepare a next
+            // segment of its own) while `a` holds its prepared one.
+            others.push(open_wal(dir));
+        }
+    }
+    commit_range(&others[0], &mut model, 40, 45);
+    std::process::exit(0);
+}
+
+#[test]
+fn opening_a_second_handle_keeps_the_writers_segments() {
+    if let Some(d) = std::env::var_os(CHILD_DIR) {
+        crash_child_second_handle(Path::new(&d));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    run_crash_child(
+        "opening_a_second_handle_keeps_the_writers_segments",
+        dir.path(),
+    );
+    let env = open_wal(dir.path());
+    assert_matches(&env, &model_through(45));
+}
+
 #[test]
 fn nosubdir_writemap_and_a_transaction_larger_than_a_segment() {
     let dir = tempfile::tempdir().unwrap();

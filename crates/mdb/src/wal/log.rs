@@ -135,6 +135,9 @@ pub(crate) struct Log {
     pub(super) dirty: bool,
     /// The record being written, reused across appends.
     pub(super) buf: Vec<u8>,
+    /// Opening it changed the directory (spare, leftover or new segments):
+    /// another handle's view of the files may be wrong since.
+    pub(super) reshaped: bool,
 }
 
 impl LogOptions {
@@ -301,6 +304,11 @@ impl Log {
         }
         self.chain = None;
         Ok(())
+    }
+
+    /// Whether opening the log changed the directory (reset by the call).
+    pub(crate) fn take_reshaped(&mut self) -> bool {
+        std::mem::take(&mut self.reshaped)
     }
 
     /// Visit, oldest first, every record with a txnid above `after`.

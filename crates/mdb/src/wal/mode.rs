@@ -141,13 +141,15 @@ impl Wal {
         let log = Log::open(dir, log_options(&opts), fault.clone())?;
         let ckpt = Checkpoint::open(dir, fault.clone())?;
         let seen = ckpt.read()?.map_or((0, 0), |s| (s.seq, s.txnid));
+        let mut inner = Inner {
+            log,
+            ckpt,
+            seen,
+            since_ckpt: 0,
+        };
+        inner.tell_others()?;
         Ok(Wal {
-            inner: Mutex::new(Inner {
-                log,
-                ckpt,
-                seen,
-                since_ckpt: 0,
-            }),
+            inner: Mutex::new(inner),
             opts,
             dir: dir.to_path_buf(),
             fault,
@@ -186,6 +188,7 @@ impl Wal {
             inner.log = Log::open(&self.dir, log_options(&self.opts), self.fault.clone())?;
         }
         inner.seen = cp_seen;
+        inner.tell_others()?;
         let meta_txnid = meta.map(|m| m.txnid);
         let Some(last) = inner.log.last_txnid() else {
             // An empty log: the data file is all there is.
@@ -307,6 +310,22 @@ impl Wal {
 }
 
 impl Inner {
+    /// After this handle changed the log's directory (under the writer
+    /// lock, or alone), other handles must read it again before they
+    /// write: state the checkpoint again, which moves its seq (what
+    /// `Wal::reconcile` watches). Else another process could switch to a
+    /// prepared segment this open retired.
+    fn tell_others(&mut self) -> Result<()> {
+        if !self.log.take_reshaped() {
+            return Ok(());
+        }
+        let cp = self.ckpt.refresh()?;
+        let (txnid, meta) = cp.map_or((0, Vec::new()), |s| (s.txnid, s.meta));
+        self.ckpt.write(txnid, &meta)?;
+        self.seen = (self.ckpt.last_seq(), txnid);
+        Ok(())
+    }
+
     /// Write the checkpoint record for `meta` (the data file is synced).
     fn checkpoint_at(&mut self, meta: &Meta) -> Result<()> {
         self.ckpt.write(meta.txnid, &meta.encode_update())?;

@@ -82,6 +82,9 @@ fn open(dir: &Path, opts: LogOptions, seam: Seam) -> Result<Log> {
         spares: Vec::new(),
         next_seq,
     };
+    // Other handles (processes) may hold these files: whoever opens the
+    // log must tell them (`Log::reshaped`).
+    let mut reshaped = !others.is_empty();
     for o in others {
         if o.stale {
             pool.retire(o.seq, o.size)?;
@@ -96,6 +99,7 @@ fn open(dir: &Path, opts: LogOptions, seam: Seam) -> Result<Log> {
         }
         // No segment holds records: start in a new one.
         None => {
+            reshaped = true;
             let (seq, size, file) = pool.make(opts.segment_size)?;
             (SegmentInfo::empty(dir, seq, size), file)
         }
@@ -110,9 +114,11 @@ fn open(dir: &Path, opts: LogOptions, seam: Seam) -> Result<Log> {
         unsynced: Vec::new(),
         dirty: false,
         buf: Vec::new(),
+        reshaped,
     };
     if log.cur.end > log.cur.size / 2 {
         log.prepare_next()?;
+        log.reshaped = true;
     }
     Ok(log)
 }
