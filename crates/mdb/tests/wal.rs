@@ -481,6 +481,96 @@ fn opening_a_second_handle_keeps_the_writers_segments() {
     assert_matches(&env, &model_through(45));
 }
 
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// The log's segment files, in sequence order.
+fn segment_paths(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir.join("wal"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "wal"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_damaged_or_missing_segment_is_an_error_not_a_shorter_log() {
+    if let Some(d) = std::env::var_os(CHILD_DIR) {
+        crash_child_early(Path::new(&d));
+    }
+    let base = tempfile::tempdir().unwrap();
+    let crashed = base.path().join("crashed");
+    std::fs::create_dir(&crashed).unwrap();
+    // 30 commits of ~20 KiB, in the log alone: about ten 64 KiB segments.
+    run_crash_child(
+        "a_damaged_or_missing_segment_is_an_error_not_a_shorter_log",
+        &crashed,
+    );
+    let segs = segment_paths(&crashed);
+    assert!(segs.len() >= 6, "{} segments", segs.len());
+    let other = base.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    {
+        // An environment of its own, with segments of the same names.
+        let env = open_wal(&other);
+        commit_range(&env, &mut BTreeMap::new(), 100, 130);
+        std::mem::forget(env);
+    }
+    let middle = |d: &Path| segment_paths(d)[segs.len() / 2].clone();
+    type Damage<'a> = (&'a str, &'a dyn Fn(&Path));
+    let damages: [Damage<'_>; 4] = [
+        ("missing", &|d| std::fs::remove_file(middle(d)).unwrap()),
+        ("bit flip", &|d| {
+            let mut b = std::fs::read(middle(d)).unwrap();
+            b[9000] ^= 0x10;
+            std::fs::write(middle(d), b).unwrap();
+        }),
+        ("truncated", &|d| {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(middle(d))
+                .unwrap();
+            f.set_len(10_000).unwrap();
+        }),
+        ("from another environment", &|d| {
+            let name = middle(d).file_name().unwrap().to_owned();
+            std::fs::copy(other.join("wal").join(name), middle(d)).unwrap();
+        }),
+    ];
+    for (i, (what, damage)) in damages.iter().enumerate() {
+        let d = base.path().join(format!("case{i}"));
+        copy_dir(&crashed, &d);
+        damage(&d);
+        for wal in [true, false] {
+            let mut o = EnvOptions::new();
+            o.map_size(64 << 20);
+            if wal {
+                o.wal(wal_opts());
+            }
+            let r = o.open(&d);
+            assert!(
+                matches!(r, Err(Error::Corrupted)),
+                "{what} (WAL mode {wal}): {:?}",
+                r.map(|_| ())
+            );
+        }
+    }
+    // Undamaged, it rolls forward.
+    let env = open_wal(&crashed);
+    assert_matches(&env, &model_through(30));
+}
+
 #[test]
 fn nosubdir_writemap_and_a_transaction_larger_than_a_segment() {
     let dir = tempfile::tempdir().unwrap();

@@ -357,6 +357,11 @@ impl Log {
 
     /// Move to a new segment with room for a record of `len` bytes.
     fn switch(&mut self, len: u64) -> Result<()> {
+        // A segment's header names the record it follows only once that
+        // record is durable: at open, a header past the end of the chain
+        // then means lost records (a missing or damaged segment), never
+        // the unsynced tail of a crash.
+        self.sync()?;
         let need = (SEG_HEADER as u64).saturating_add(len);
         let regular = self.pool.segment_size;
         let (info, file) = if need > regular {

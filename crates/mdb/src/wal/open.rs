@@ -50,6 +50,13 @@ fn open(dir: &Path, opts: LogOptions, seam: Seam) -> Result<Log> {
         let header = segment::read_header(&file, seq)?;
         let anchor = match header.map(|h| h.anchor) {
             Some(Anchor::After(a)) if segs.is_empty() || a == chain => a,
+            Some(Anchor::After(Some((t, _))))
+                if !segs.is_empty() && chain.is_none_or(|(end, _)| t > end) =>
+            {
+                // It follows a durable record the chain does not reach: a
+                // segment is missing, or damaged short of its end.
+                return Err(Error::Corrupted);
+            }
             h => {
                 let stale = matches!(h, Some(Anchor::After(_)));
                 others.push(Other { seq, size, stale });
