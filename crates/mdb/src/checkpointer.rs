@@ -11,6 +11,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::meta::{pick_meta, Meta, META_LEN};
+use crate::group::Group;
 use crate::io::DataFile;
 use crate::lock::LockFile;
 use crate::wal::mode::Wal;
@@ -20,6 +21,8 @@ use std::thread::JoinHandle;
 /// What an environment in WAL mode shares with its checkpointer thread.
 pub(crate) struct WalEnv {
     pub(crate) wal: Wal,
+    /// This process's writers (group commit).
+    pub(crate) group: Group,
     /// A descriptor of the data file of its own (the thread outlives no
     /// `Env`, but must not borrow one).
     file: DataFile,
@@ -43,15 +46,21 @@ pub(crate) struct Checkpointer {
 }
 
 impl WalEnv {
-    pub(crate) fn new(wal: Wal, file: DataFile, lock: Arc<LockFile>, psize: usize) -> WalEnv {
-        WalEnv {
+    pub(crate) fn new(
+        wal: Wal,
+        file: DataFile,
+        lock: Arc<LockFile>,
+        psize: usize,
+    ) -> Result<WalEnv> {
+        Ok(WalEnv {
             wal,
+            group: Group::spawn(lock.clone())?,
             file,
             lock,
             psize,
             wake: Mutex::new(Wake::default()),
             cv: Condvar::new(),
-        }
+        })
     }
 
     /// The newest meta of the data file as it is now.
@@ -70,7 +79,7 @@ impl WalEnv {
     /// which costs the next commit nothing. The calling thread must not
     /// hold this environment's write transaction (`BadTxn`).
     pub(crate) fn checkpoint(&self, plain: bool) -> Result<u64> {
-        if self.lock.writer_is_this_thread() {
+        if self.group.is_mine() {
             // Its write transaction holds the lock the checkpoint needs.
             return Err(Error::BadTxn);
         }
@@ -83,20 +92,26 @@ impl WalEnv {
             // The bulk of the sync, before writers are held up.
             self.file.sync_data()?;
         }
-        if self.lock.lock_writer()? {
-            // A writer died: its uncommitted pages are unreferenced.
-            self.lock.set_txnid(m.txnid.max(self.lock.txnid()));
-        }
+        let e = self.group.enter()?;
         let r = (|| {
-            // Another process may have written the log since: look again,
-            // and replay what a writer that died after its log sync left.
-            if let Some(t) = self.wal.reconcile(&self.file, self.psize, false)? {
-                self.lock.set_txnid(t);
+            if e.recovered {
+                // A writer died: its uncommitted pages are unreferenced.
+                self.lock.set_txnid(m.txnid.max(self.lock.txnid()));
+            }
+            if e.fresh {
+                // Another process may have written the log since: look
+                // again, and replay what a writer that died after its log
+                // sync left.
+                if let Some(t) = self.wal.reconcile(&self.file, self.psize, false)? {
+                    self.lock.set_txnid(t);
+                }
             }
             if !plain {
                 self.wal.checkpoint(&m)?;
                 return Ok(m.txnid);
             }
+            // Every commit of this process published first.
+            self.group.drain(&self.wal, &self.file)?;
             let now = self.newest_meta()?;
             if now.txnid > self.wal.checkpointed() {
                 self.file.sync_data()?;
@@ -105,7 +120,7 @@ impl WalEnv {
             self.wal.unmark(&self.file, self.psize)?;
             Ok(now.txnid)
         })();
-        self.lock.unlock_writer();
+        self.group.leave();
         r
     }
 

@@ -433,7 +433,7 @@ impl Env {
         let wal = match wal {
             Some(w) => {
                 let own = DataFile::new(df.file.try_clone()?, None, o.fault.clone());
-                Some(Arc::new(WalEnv::new(w, own, lock.clone(), psize)))
+                Some(Arc::new(WalEnv::new(w, own, lock.clone(), psize)?))
             }
             None => None,
         };

@@ -22,6 +22,7 @@ mod db;
 mod env;
 pub mod error;
 pub mod format;
+mod group;
 pub mod io;
 pub(crate) mod lock;
 mod mmap;

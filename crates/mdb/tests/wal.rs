@@ -643,3 +643,122 @@ fn checkpoint_is_refused_outside_wal_mode_and_inside_the_write_txn() {
     drop(w);
     env.checkpoint().unwrap();
 }
+
+/// Counts log writes and syncs; the first log sync waits until `hold_for`
+/// records were appended (bounded), so that commits queue up behind it.
+struct Counting {
+    writes: std::sync::atomic::AtomicU64,
+    syncs: std::sync::atomic::AtomicU64,
+    hold_for: u64,
+}
+
+impl FaultInjector for Counting {
+    fn on_io(&self, op: IoOp) -> IoAction {
+        match op {
+            IoOp::LogWrite { .. } => {
+                self.writes.fetch_add(1, Ordering::SeqCst);
+            }
+            IoOp::LogSync { .. } if self.syncs.fetch_add(1, Ordering::SeqCst) == 0 => {
+                // Not a time assertion: a bound on waiting for the other
+                // threads, which normally takes microseconds.
+                let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                while self.writes.load(Ordering::SeqCst) < self.hold_for
+                    && std::time::Instant::now() < until
+                {
+                    std::thread::yield_now();
+                }
+            }
+            _ => {}
+        }
+        IoAction::Proceed
+    }
+}
+
+#[test]
+fn committing_threads_share_log_syncs_and_readers_see_only_durable_commits() {
+    const THREADS: u64 = 8;
+    const EACH: u64 = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let count = Arc::new(Counting {
+        writes: Default::default(),
+        syncs: Default::default(),
+        hold_for: THREADS,
+    });
+    let env = EnvOptions::new()
+        .map_size(64 << 20)
+        .wal(wal_opts())
+        .fault_injector(count.clone())
+        .open(dir.path())
+        .unwrap();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        // A reader: each thread's counter only grows, and every snapshot
+        // holds exactly the keys its counters say.
+        let reader = s.spawn(|| {
+            let mut last = vec![0u64; THREADS as usize];
+            while !stop.load(Ordering::SeqCst) {
+                let r = env.read_txn().unwrap();
+                for (t, seen) in last.iter_mut().enumerate() {
+                    let c = r
+                        .get(Database::MAIN, format!("count{t}").as_bytes())
+                        .unwrap()
+                        .map_or(0, |v| u64::from_le_bytes(v.try_into().unwrap()));
+                    assert!(c >= *seen, "thread {t}: {c} after {seen}");
+                    *seen = c;
+                    if c > 0 {
+                        let k = format!("t{t}-{:03}", c - 1);
+                        assert!(r.get(Database::MAIN, k.as_bytes()).unwrap().is_some());
+                    }
+                }
+            }
+        });
+        let writers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let env = &env;
+                s.spawn(move || {
+                    for i in 0..EACH {
+                        let mut w = env.write_txn().unwrap();
+                        let k = format!("t{t}-{i:03}");
+                        w.put(
+                            Database::MAIN,
+                            k.as_bytes(),
+                            &[t as u8; 300],
+                            WriteFlags::EMPTY,
+                        )
+                        .unwrap();
+                        let c = (i + 1).to_le_bytes();
+                        w.put(
+                            Database::MAIN,
+                            format!("count{t}").as_bytes(),
+                            &c,
+                            WriteFlags::EMPTY,
+                        )
+                        .unwrap();
+                        w.commit().unwrap();
+                        // Durable and visible once commit returns.
+                        let r = env.read_txn().unwrap();
+                        assert!(r.get(Database::MAIN, k.as_bytes()).unwrap().is_some());
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        stop.store(true, Ordering::SeqCst);
+        reader.join().unwrap();
+    });
+    let commits = THREADS * EACH;
+    let syncs = count.syncs.load(Ordering::SeqCst);
+    // The first sync held back the other threads' first commits: the next
+    // sync covered them together.
+    assert!(
+        syncs <= commits - (THREADS - 2),
+        "{syncs} log syncs for {commits} commits"
+    );
+    assert_eq!(env.info().unwrap().last_txnid, commits);
+    drop(env);
+    let env = Env::open(dir.path()).unwrap();
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.stat(Database::MAIN).unwrap().entries, commits + THREADS);
+}

@@ -35,10 +35,25 @@ impl RwTxn<'_> {
         let r = self.commit_inner();
         self.committed = r.is_ok();
         self.finish();
-        r
+        // WAL mode: appended; the next writer may begin while this one
+        // waits for its record to be durable and published.
+        match (r, &self.env.wal) {
+            (Ok(Some(t)), Some(w)) => {
+                w.group
+                    .wait_durable(t, &w.wal, &self.env.file)
+                    .inspect_err(|_| {
+                        // Only a reopen can tell what the files hold now.
+                        self.env
+                            .panicked
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
+                    })
+            }
+            (r, _) => r.map(|_| ()),
+        }
     }
 
-    fn commit_inner(&mut self) -> Result<()> {
+    /// Returns the txnid to wait for in WAL mode.
+    fn commit_inner(&mut self) -> Result<Option<u64>> {
         let named: Vec<(Database, crate::format::meta::DbRecord)> = self
             .dbs
             .borrow()
@@ -49,7 +64,7 @@ impl RwTxn<'_> {
             .collect();
         let any_db = self.dbs.borrow().iter().flatten().any(|d| d.dirty);
         if self.pg.dirty.is_empty() && !any_db && self.pg.free.freed.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         for (db, rec) in named {
             let name = self.env.dbi_info(db)?.name.ok_or(Error::BadDbi)?;
@@ -103,12 +118,14 @@ impl RwTxn<'_> {
                 return Err(e);
             }
         }
-        env.lock.set_txnid(self.pg.txnid);
         if let Some(w) = &env.wal {
+            w.group.appended(meta, c.meta_off, upd);
             if w.wal.wants_checkpoint() {
                 w.kick();
             }
+            return Ok(Some(self.pg.txnid));
         }
-        Ok(())
+        env.lock.set_txnid(self.pg.txnid);
+        Ok(None)
     }
 }

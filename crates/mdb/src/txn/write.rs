@@ -68,19 +68,36 @@ impl Env {
         r
     }
 
+    /// Release the writer lock (in WAL mode, the group's token).
+    pub(crate) fn unlock_writer(&self) {
+        match &self.wal {
+            Some(w) => w.group.leave(),
+            None => self.lock.unlock_writer(),
+        }
+    }
+
     fn begin_write(&self) -> Result<RwTxn<'_>> {
         let l = &self.lock;
-        if l.lock_writer()? {
+        // In WAL mode the writer lock is the group's token; commits of this
+        // process may still be in the pipeline (`head`).
+        let (recovered, fresh, head) = match &self.wal {
+            Some(w) => {
+                let e = w.group.enter()?;
+                (e.recovered, e.fresh, e.head)
+            }
+            None => (l.lock_writer()?, false, None),
+        };
+        if recovered {
             // The previous writer died; its uncommitted pages are unreferenced.
             if let Ok((_, m)) = pick_meta(self.meta_page(0), self.meta_page(1)) {
                 l.set_txnid(m.txnid);
             }
         }
         let unlock = |e: Error| {
-            l.unlock_writer();
+            self.unlock_writer();
             e
         };
-        if let Some(w) = &self.wal {
+        if let (Some(w), true) = (&self.wal, fresh) {
             // Replay what a writer that died after its log sync left, and
             // see what other processes did to the log.
             if let Some(t) = w
@@ -91,7 +108,10 @@ impl Env {
                 l.set_txnid(t);
             }
         }
-        let (slot, base) = self.current_meta().map_err(unlock)?;
+        let (slot, base) = match head {
+            Some(h) => ((h.txnid & 1) as usize, h),
+            None => self.current_meta().map_err(unlock)?,
+        };
         self.check_mapped(&base).map_err(unlock)?;
         // The new meta goes to the slot the base is not in, also when a
         // damaged file has the base in the wrong one: a crash must leave it.
@@ -103,7 +123,9 @@ impl Env {
         if let Some(w) = &self.wal {
             w.wal.expect(&self.file, &base, txnid).map_err(unlock)?;
         }
-        let oldest = l.oldest_reader(base.txnid);
+        // Pages freed since the last published (durable) commit stay: a
+        // crash may bring that snapshot back.
+        let oldest = l.oldest_reader(base.txnid.min(l.txnid()));
         Ok(RwTxn {
             env: self,
             pg: Pager::new(self, txnid, base, self.snapshot_bound(&base), oldest),
@@ -142,7 +164,7 @@ impl<'env> RwTxn<'env> {
         self.pg.release_buffers();
         // Handles first opened in this transaction die with it unless kept.
         self.env.end_new_dbis(0, self.committed);
-        self.env.lock.unlock_writer();
+        self.env.unlock_writer();
         tls_leave(&WRITE_ACTIVE, self.env.id);
         self.active = false;
     }

@@ -117,6 +117,25 @@ pub(crate) fn walk<'a>(
     Ok((off as u64, chain))
 }
 
+/// The syncs that make every record appended so far durable.
+pub(crate) struct SyncPlan {
+    files: Vec<(u64, File)>,
+    seam: super::seam::Seam,
+    mark: u64,
+    /// The last record they cover.
+    pub(crate) through: Option<u64>,
+}
+
+impl SyncPlan {
+    /// fdatasync each segment, oldest first.
+    pub(crate) fn run(&self) -> Result<()> {
+        for (seq, f) in &self.files {
+            self.seam.sync(IoOp::LogSync { seq: *seq }, f)?;
+        }
+        Ok(())
+    }
+}
+
 /// A write-ahead log directory (see the module documentation).
 pub(crate) struct Log {
     pub(super) pool: Pool,
@@ -135,6 +154,8 @@ pub(crate) struct Log {
     pub(super) dirty: bool,
     /// The record being written, reused across appends.
     pub(super) buf: Vec<u8>,
+    /// Records appended since the log was opened.
+    pub(super) appends: u64,
     /// Opening it changed the directory (spare, leftover or new segments):
     /// another handle's view of the files may be wrong since.
     pub(super) reshaped: bool,
@@ -217,6 +238,7 @@ impl Log {
             len: self.buf.len(),
         };
         self.dirty = true;
+        self.appends += 1;
         self.pool
             .seam
             .write_at(op, &self.cur_file, &self.buf, offset)?;
@@ -256,6 +278,34 @@ impl Log {
             self.dirty = false;
         }
         Ok(())
+    }
+
+    /// What [`Log::sync`] would sync, to be run without holding the log
+    /// (group commit: appends go on meanwhile), then passed to
+    /// [`Log::synced`].
+    pub(crate) fn sync_plan(&self) -> Result<SyncPlan> {
+        let mut files = Vec::with_capacity(self.unsynced.len() + 1);
+        for (seq, f) in &self.unsynced {
+            files.push((*seq, f.try_clone()?));
+        }
+        if self.dirty {
+            files.push((self.cur.seq, self.cur_file.try_clone()?));
+        }
+        Ok(SyncPlan {
+            files,
+            seam: self.pool.seam.clone(),
+            mark: self.appends,
+            through: self.last_txnid(),
+        })
+    }
+
+    /// Note that `plan` ran: if nothing was appended since it was made,
+    /// everything is durable (else the next sync covers the rest again).
+    pub(crate) fn synced(&mut self, plan: &SyncPlan) {
+        if plan.mark == self.appends {
+            self.unsynced.clear();
+            self.dirty = false;
+        }
     }
 
     /// Make the next segment ready (renaming a spare, or creating one), so

@@ -1,14 +1,16 @@
 //! An environment's write-ahead log: what a commit, an open and a
 //! checkpoint do with the log, the checkpoint file and the data file.
 //!
-//! A commit appends one record (its dirty pages and meta update) and syncs
-//! the log: that alone makes it durable. Then it writes the pages and the
-//! meta to the data file without a sync, and the caller publishes the new
-//! txnid to readers. A checkpoint syncs the data file, records the txnid it
-//! covers in the checkpoint file, and recycles the segments it covers.
+//! A commit appends one record (its dirty pages and meta update) and writes
+//! its pages to the data file, unsynced; a sync of the log, shared by the
+//! commits appended meanwhile (group commit, `crate::group`), makes them
+//! durable, after which their metas go to the data file, unsynced, and are
+//! published in order. A checkpoint syncs the data file, records the txnid
+//! it covers in the checkpoint file, and recycles the segments it covers.
 //!
 //! The data file and the log are reconciled (`Wal::reconcile`) at open and
-//! whenever a writer begins: records the data file lacks are replayed onto
+//! whenever this process takes the writer lock anew (every commit it
+//! appended is published by then): records the data file lacks are replayed onto
 //! it (a crash after the log sync), and commits the log lacks (a writer
 //! outside WAL mode, such as LMDB itself) end the log with a checkpoint.
 //! This layer knows files and bytes; the caller holds the writer lock.
@@ -242,11 +244,15 @@ impl Wal {
         inner.log.restart()
     }
 
-    /// Commit `c`: log record, log sync, then the data file (pages and
-    /// meta, unsynced); the caller publishes the txnid after. Under NO_SYNC
-    /// the log is still synced: WAL mode never trades safety for speed
-    /// silently.
-    fn commit(
+    /// Append the record of commit `c` to the log and write its pages to
+    /// the data file, without a sync and without its meta: the commit is
+    /// neither durable nor visible yet. The group (`crate::group`) makes it
+    /// durable with one log sync for every commit appended meanwhile, then
+    /// writes the metas and publishes them in order. The pages may go to
+    /// the data file first because a writer reuses only pages that no
+    /// durable snapshot can need. Under NO_SYNC the log is still synced: WAL
+    /// mode never trades safety for speed silently.
+    fn append_commit(
         &self,
         df: &DataFile,
         psize: usize,
@@ -269,12 +275,19 @@ impl Wal {
             meta: c.meta,
         };
         let pos = inner.log.append(&parts).map_err(CommitFailure::Clean)?;
-        inner.log.sync().map_err(CommitFailure::Fatal)?;
         inner.since_ckpt += pos.len;
         drop(inner);
-        df.write_pages(c.runs).map_err(CommitFailure::Fatal)?;
-        df.write_meta(c.meta_off, c.meta, false)
-            .map_err(CommitFailure::Fatal)
+        df.write_pages(c.runs).map_err(CommitFailure::Fatal)
+    }
+
+    /// Make every record appended so far durable: one sync of the log,
+    /// run without holding it so that the next commits append meanwhile.
+    /// Returns the last txnid it covers.
+    pub(crate) fn sync_appended(&self) -> Result<Option<u64>> {
+        let plan = self.inner().log.sync_plan()?;
+        plan.run()?;
+        self.inner().log.synced(&plan);
+        Ok(plan.through)
     }
 
     /// Make the data file a plain LMDB 0.9 file again (the caller holds
@@ -358,8 +371,9 @@ impl CommitSink for WalSink<'_> {
     fn write_meta(&self, offset: u64, bytes: &[u8], _durable: bool) -> Result<()> {
         self.file.write_meta(offset, bytes, false)
     }
+    /// Appends only: see [`Wal::append_commit`].
     fn commit(&self, c: &Commit<'_>) -> std::result::Result<(), CommitFailure> {
-        self.wal.commit(self.file, self.psize, c)
+        self.wal.append_commit(self.file, self.psize, c)
     }
 }
 

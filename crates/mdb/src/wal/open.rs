@@ -121,6 +121,7 @@ fn open(dir: &Path, opts: LogOptions, seam: Seam) -> Result<Log> {
         unsynced: Vec::new(),
         dirty: false,
         buf: Vec::new(),
+        appends: 0,
         reshaped,
     };
     if log.cur.end > log.cur.size / 2 {

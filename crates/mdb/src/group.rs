@@ -1,0 +1,341 @@
+//! Group commit in write-ahead-log mode: the writer lock of this process's
+//! threads, and the pipeline of commits appended to the log but not yet
+//! durable.
+//!
+//! A write transaction holds the *token* (this process's writer lock)
+//! while it runs and while its commit appends the record; then it gives
+//! the token to the next writer and waits until its record is durable. One
+//! waiter at a time syncs the log for every record appended so far (the
+//! leader); after the sync it writes each covered commit's meta to the data
+//! file and publishes it (`LockFile::set_txnid`), in commit order. So a
+//! commit is visible to readers only once durable, and the next writer
+//! builds on the newest appended commit (`head`): if that one is lost in a
+//! crash, so is every later one (the log is a prefix).
+//!
+//! Other processes (ours and stock LMDB) are kept out by the lock file's
+//! writer mutex, which must stay locked while appended commits are not yet
+//! published, across the transactions of several threads. A robust mutex
+//! is unlocked only by the thread that locked it, so a *holder* thread
+//! locks it for this process when a writer wants the token, and unlocks it
+//! once no writer holds or waits for the token and every appended commit
+//! is published. A writer that finds the mutex newly taken (`Entry::fresh`)
+//! reconciles the log with what other processes did meanwhile.
+
+use crate::error::{Error, Result};
+use crate::format::meta::{Meta, META_WRITE_LEN};
+use crate::io::DataFile;
+use crate::lock::LockFile;
+use crate::wal::mode::Wal;
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{JoinHandle, ThreadId};
+use std::time::{Duration, Instant};
+
+/// How long a leader waits at most for the writers at work or queued to
+/// append their commits before it syncs the log for the group.
+const GATHER: Duration = Duration::from_micros(200);
+
+/// How long the holder keeps the writer mutex once this process's writers
+/// are done, in case one comes back (other processes wait up to twice that
+/// long more).
+const GRACE: Duration = Duration::from_millis(1);
+
+/// This process's writers in WAL mode (see the module documentation).
+pub(crate) struct Group {
+    shared: Arc<Shared>,
+    holder: Option<JoinHandle<()>>,
+}
+
+struct Shared {
+    lock: Arc<LockFile>,
+    st: Mutex<State>,
+    /// The token was given back, or the holder took (or failed to take)
+    /// the writer mutex.
+    token_cv: Condvar,
+    /// `want` or `stop` changed: for the holder.
+    holder_cv: Condvar,
+    /// A sync of the log ended.
+    durable_cv: Condvar,
+    /// The token was given back: for a leader gathering commits.
+    gather_cv: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// The token: a write transaction (or checkpoint) of this process.
+    owner: Option<ThreadId>,
+    waiting: usize,
+    /// A writer asks the holder thread to lock the lock file's writer
+    /// mutex.
+    want: bool,
+    /// Times the token was taken (the holder unlocks after a quiet spell).
+    entries: u64,
+    /// It does.
+    held: bool,
+    /// Times it locked the mutex; `seen` is the last one a writer saw.
+    gen: u64,
+    seen: u64,
+    /// The previous owner of the mutex died holding it.
+    recovered: bool,
+    lock_err: Option<Error>,
+    stop: bool,
+    /// The newest appended commit's meta, while the mutex stays held.
+    head: Option<Meta>,
+    /// Appended, not yet published: txnid, meta offset, meta update.
+    pending: VecDeque<(u64, u64, [u8; META_WRITE_LEN])>,
+    /// A leader is syncing the log.
+    syncing: bool,
+    /// Commits the last sync covered.
+    last_group: usize,
+    /// The log or data file failed: nothing more can be made durable.
+    failed: Option<Error>,
+}
+
+/// What a writer that took the token must know.
+pub(crate) struct Entry {
+    /// The writer mutex was taken anew: other processes may have written.
+    pub(crate) fresh: bool,
+    /// Its previous owner died holding it.
+    pub(crate) recovered: bool,
+    /// The meta to build on when commits are still in the pipeline.
+    pub(crate) head: Option<Meta>,
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.st.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wait<'a>(&self, cv: &Condvar, g: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        cv.wait(g).unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Group {
+    /// Start the holder thread of the environment whose lock file is `lock`.
+    pub(crate) fn spawn(lock: Arc<LockFile>) -> Result<Group> {
+        let shared = Arc::new(Shared {
+            lock,
+            st: Mutex::new(State::default()),
+            token_cv: Condvar::new(),
+            holder_cv: Condvar::new(),
+            durable_cv: Condvar::new(),
+            gather_cv: Condvar::new(),
+        });
+        let s = shared.clone();
+        let holder = std::thread::Builder::new()
+            .name("mdb-writer-lock".into())
+            .spawn(move || hold(&s))
+            .map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EAGAIN)))?;
+        Ok(Group {
+            shared,
+            holder: Some(holder),
+        })
+    }
+
+    /// Whether the calling thread holds the token.
+    pub(crate) fn is_mine(&self) -> bool {
+        self.shared.state().owner == Some(std::thread::current().id())
+    }
+
+    /// Take the token (and, through the holder, the writer mutex).
+    pub(crate) fn enter(&self) -> Result<Entry> {
+        let me = std::thread::current().id();
+        let sh = &*self.shared;
+        let mut g = sh.state();
+        if g.owner == Some(me) {
+            return Err(Error::BadTxn);
+        }
+        g.waiting += 1;
+        while g.owner.is_some() {
+            g = sh.wait(&sh.token_cv, g);
+        }
+        g.waiting -= 1;
+        if let Some(e) = g.failed {
+            sh.token_cv.notify_one();
+            return Err(e);
+        }
+        g.owner = Some(me);
+        g.entries += 1;
+        if !g.held {
+            g.want = true;
+            sh.holder_cv.notify_one();
+        }
+        while !g.held {
+            if let Some(e) = g.lock_err.take() {
+                g.owner = None;
+                sh.token_cv.notify_one();
+                return Err(e);
+            }
+            g = sh.wait(&sh.token_cv, g);
+        }
+        let fresh = g.gen != g.seen;
+        g.seen = g.gen;
+        if fresh {
+            g.head = None;
+        }
+        Ok(Entry {
+            fresh,
+            recovered: std::mem::take(&mut g.recovered),
+            head: g.head,
+        })
+    }
+
+    /// Give the token back.
+    pub(crate) fn leave(&self) {
+        let sh = &*self.shared;
+        let mut g = sh.state();
+        g.owner = None;
+        sh.token_cv.notify_one();
+        sh.gather_cv.notify_one();
+    }
+
+    /// The token holder appended the commit of `meta` (its update at
+    /// `meta_off`): the next writer builds on it.
+    pub(crate) fn appended(&self, meta: Meta, meta_off: u64, upd: [u8; META_WRITE_LEN]) {
+        let mut g = self.shared.state();
+        g.head = Some(meta);
+        g.pending.push_back((meta.txnid, meta_off, upd));
+    }
+
+    /// Wait until commit `txnid` is durable and published, syncing the log
+    /// for the group when no other waiter does. An error means the log or
+    /// the data file failed: nothing can be trusted until a reopen.
+    pub(crate) fn wait_durable(&self, txnid: u64, wal: &Wal, df: &DataFile) -> Result<()> {
+        let sh = &*self.shared;
+        let mut g = sh.state();
+        loop {
+            if g.pending.front().is_none_or(|p| p.0 > txnid) {
+                // Published (a failure leaves the commits it lost pending).
+                return Ok(());
+            }
+            if let Some(e) = g.failed {
+                return Err(e);
+            }
+            if g.syncing {
+                g = sh.wait(&sh.durable_cv, g);
+                continue;
+            }
+            g.syncing = true;
+            // Writers of this process are at work or queued, or the last
+            // group was larger: their commits can share this sync if it
+            // waits for them, a little.
+            let start = Instant::now();
+            while g.owner.is_some() || g.waiting > 0 || g.pending.len() < g.last_group {
+                let waited = start.elapsed();
+                if waited >= GATHER {
+                    break;
+                }
+                g = sh
+                    .gather_cv
+                    .wait_timeout(g, GATHER - waited)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+            g.last_group = g.pending.len();
+            drop(g);
+            let r = wal.sync_appended();
+            g = sh.state();
+            g.syncing = false;
+            match r {
+                Ok(through) => {
+                    let through = through.unwrap_or(0);
+                    while let Some(&(t, off, upd)) = g.pending.front() {
+                        if t > through {
+                            break;
+                        }
+                        if let Err(e) = df.write_meta(off, &upd, false) {
+                            g.failed = Some(e);
+                            break;
+                        }
+                        sh.lock.set_txnid(t);
+                        g.pending.pop_front();
+                    }
+                }
+                Err(e) => g.failed = Some(e),
+            }
+            sh.durable_cv.notify_all();
+            if g.failed.is_some() {
+                sh.token_cv.notify_all();
+            }
+        }
+    }
+
+    /// Wait until every appended commit is published (the caller holds
+    /// the token, so none is appended meanwhile).
+    pub(crate) fn drain(&self, wal: &Wal, df: &DataFile) -> Result<()> {
+        let last = self.shared.state().pending.back().map(|p| p.0);
+        match last {
+            Some(t) => self.wait_durable(t, wal, df),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The holder thread: lock the writer mutex when a writer wants it; unlock
+/// it once this process's writers were idle for a [`GRACE`] period (no
+/// token holder or waiter, no commit in the pipeline, no new entry).
+fn hold(sh: &Shared) {
+    let mut g = sh.state();
+    loop {
+        if g.stop {
+            if g.held {
+                g.held = false;
+                drop(g);
+                sh.lock.unlock_writer();
+            }
+            return;
+        }
+        if !g.held {
+            if !g.want {
+                g = sh.wait(&sh.holder_cv, g);
+                continue;
+            }
+            drop(g);
+            let r = sh.lock.lock_writer();
+            g = sh.state();
+            g.want = false;
+            match r {
+                Ok(recovered) => {
+                    g.held = true;
+                    g.gen += 1;
+                    g.recovered |= recovered;
+                }
+                Err(e) => g.lock_err = Some(e),
+            }
+            sh.token_cv.notify_all();
+            continue;
+        }
+        // A writer of this process usually comes back at once: keeping the
+        // mutex a little longer spares it a handoff to this thread and a
+        // look at the log.
+        let entries = g.entries;
+        g = sh
+            .holder_cv
+            .wait_timeout(g, GRACE)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+        let idle = g.owner.is_none() && g.waiting == 0 && g.pending.is_empty();
+        if idle && g.entries == entries && !g.stop {
+            // Not held for this process from here on, even while unlocking.
+            g.held = false;
+            g.head = None;
+            drop(g);
+            sh.lock.unlock_writer();
+            g = sh.state();
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        {
+            let mut g = self.shared.state();
+            g.stop = true;
+            self.shared.holder_cv.notify_one();
+        }
+        if let Some(t) = self.holder.take() {
+            let _ = t.join();
+        }
+    }
+}
