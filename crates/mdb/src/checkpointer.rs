@@ -17,6 +17,7 @@ use crate::lock::LockFile;
 use crate::wal::mode::Wal;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// What an environment in WAL mode shares with its checkpointer thread.
 pub(crate) struct WalEnv {
@@ -36,6 +37,8 @@ pub(crate) struct WalEnv {
 struct Wake {
     stop: bool,
     kick: bool,
+    /// A commit with relaxed durability waits for the log sync.
+    flush: bool,
 }
 
 /// The background checkpointer of one environment; stopped and joined on
@@ -128,7 +131,32 @@ impl WalEnv {
     pub(crate) fn kick(&self) {
         let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
         w.kick = true;
-        self.cv.notify_one();
+        self.cv.notify_all();
+    }
+
+    /// A commit with relaxed durability was appended: the flusher syncs the
+    /// log within the period.
+    pub(crate) fn flush_soon(&self) {
+        let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
+        if !w.flush {
+            w.flush = true;
+            self.cv.notify_all();
+        }
+    }
+
+    /// Make every appended commit durable and published now.
+    pub(crate) fn flush(&self) -> Result<()> {
+        self.group.drain(&self.wal, &self.file)
+    }
+
+    /// The period of relaxed durability for a commit under `flags`, if
+    /// relaxed.
+    pub(crate) fn relaxed(&self, no_sync: bool) -> Option<Duration> {
+        match (self.wal.opts.sync_every, no_sync) {
+            (Some(d), _) => Some(d),
+            (None, true) => Some(Duration::from_millis(10)),
+            (None, false) => None,
+        }
     }
 }
 
@@ -147,13 +175,73 @@ impl Checkpointer {
     }
 }
 
+/// The flusher of relaxed durability: once a relaxed commit is appended,
+/// wait for the period, then sync the log for every commit appended.
+pub(crate) struct Flusher {
+    shared: Arc<WalEnv>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Flusher {
+    /// Start the thread.
+    pub(crate) fn spawn(shared: Arc<WalEnv>) -> Result<Flusher> {
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("mdb-log-flusher".into())
+            .spawn(move || flush_loop(&s))
+            .map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EAGAIN)))?;
+        Ok(Flusher {
+            shared,
+            thread: Some(thread),
+        })
+    }
+}
+
+fn flush_loop(s: &WalEnv) {
+    loop {
+        let mut w = s.wake.lock().unwrap_or_else(|p| p.into_inner());
+        while !w.stop && !w.flush {
+            w = s.cv.wait(w).unwrap_or_else(|p| p.into_inner());
+        }
+        if w.stop {
+            return;
+        }
+        drop(w);
+        let period = s.relaxed(true).unwrap_or_default();
+        std::thread::sleep(period);
+        s.wake.lock().unwrap_or_else(|p| p.into_inner()).flush = false;
+        // A failure marks the group failed: the next commit reports it.
+        let _ = s.flush();
+    }
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        {
+            let mut w = self.shared.wake.lock().unwrap_or_else(|p| p.into_inner());
+            w.stop = true;
+            self.shared.cv.notify_all();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 fn run(s: &WalEnv) {
     let every = s.wal.opts.checkpoint_interval;
     loop {
         let mut w = s.wake.lock().unwrap_or_else(|p| p.into_inner());
-        if !w.stop && !w.kick {
+        // The flusher shares the condition variable: wake-ups for it are
+        // not a reason to checkpoint.
+        let until = std::time::Instant::now() + every;
+        while !w.stop && !w.kick {
+            let now = std::time::Instant::now();
+            if now >= until {
+                break;
+            }
             w =
-                s.cv.wait_timeout(w, every)
+                s.cv.wait_timeout(w, until - now)
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
         }
@@ -173,7 +261,7 @@ impl Drop for Checkpointer {
         {
             let mut w = self.shared.wake.lock().unwrap_or_else(|p| p.into_inner());
             w.stop = true;
-            self.shared.cv.notify_one();
+            self.shared.cv.notify_all();
         }
         if let Some(t) = self.thread.take() {
             let _ = t.join();

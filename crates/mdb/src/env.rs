@@ -1,6 +1,6 @@
 //! The environment: data file, map, lock file, and the database registry.
 
-use crate::checkpointer::{Checkpointer, WalEnv};
+use crate::checkpointer::{Checkpointer, Flusher, WalEnv};
 use crate::db::{Database, Stat};
 use crate::error::{Error, Result};
 pub(crate) use crate::format::meta::pick_meta;
@@ -265,6 +265,8 @@ pub struct Env {
     /// WAL mode: the log, shared with the checkpointer thread.
     pub(crate) wal: Option<Arc<WalEnv>>,
     checkpointer: Option<Checkpointer>,
+    /// Syncs the log for commits with relaxed durability.
+    flusher: Option<Flusher>,
 }
 
 /// Reader slots of the in-memory table of NO_LOCK (LMDB has no limit there).
@@ -441,6 +443,10 @@ impl Env {
             Some(w) if w.wal.opts.checkpointer => Some(Checkpointer::spawn(w.clone())?),
             _ => None,
         };
+        let flusher = match &wal {
+            Some(w) => Some(Flusher::spawn(w.clone())?),
+            None => None,
+        };
         Ok(Env {
             path: path.to_path_buf(),
             flags: AtomicU32::new(flags.0),
@@ -460,6 +466,7 @@ impl Env {
             id: NEXT_ENV_ID.fetch_add(1, Ordering::Relaxed),
             wal,
             checkpointer,
+            flusher,
         })
     }
 
@@ -650,6 +657,11 @@ impl Env {
         let f = self.flags();
         if f.contains(EnvFlags::READ_ONLY) {
             return Err(Error::Os(libc::EACCES));
+        }
+        if let Some(w) = &self.wal {
+            // Commits of relaxed durability become durable (and visible to
+            // other processes).
+            w.flush()?;
         }
         if !force && f.contains(EnvFlags::NO_SYNC) {
             return Ok(());
@@ -880,6 +892,7 @@ impl Drop for Env {
         // this process): give back the slots of our threads now.
         self.thread_slots.release_all();
         drop(self.checkpointer.take());
+        drop(self.flusher.take());
         if let Some(w) = &self.wal {
             if !self.panicked.load(Ordering::Relaxed) {
                 // The last checkpoint; a failure leaves the log to replay.

@@ -81,6 +81,9 @@ struct State {
     stop: bool,
     /// The newest appended commit's meta, while the mutex stays held.
     head: Option<Meta>,
+    /// The newest commit made with relaxed durability, not yet published:
+    /// this process's readers see it.
+    relaxed: Option<Meta>,
     /// Appended, not yet published: txnid, meta offset, meta update.
     pending: VecDeque<(u64, u64, [u8; META_WRITE_LEN])>,
     /// A leader is syncing the log.
@@ -192,10 +195,28 @@ impl Group {
 
     /// The token holder appended the commit of `meta` (its update at
     /// `meta_off`): the next writer builds on it.
-    pub(crate) fn appended(&self, meta: Meta, meta_off: u64, upd: [u8; META_WRITE_LEN]) {
+    /// `relaxed`: its thread does not wait for it to be durable; readers
+    /// of this process see it at once.
+    pub(crate) fn appended(
+        &self,
+        meta: Meta,
+        meta_off: u64,
+        upd: [u8; META_WRITE_LEN],
+        relaxed: bool,
+    ) {
         let mut g = self.shared.state();
         g.head = Some(meta);
+        if relaxed {
+            // A later durable commit does not hide it again.
+            g.relaxed = Some(meta);
+        }
         g.pending.push_back((meta.txnid, meta_off, upd));
+    }
+
+    /// The newest commit this process's readers may see beyond the
+    /// published one, if newer than `published`.
+    pub(crate) fn visible(&self, published: u64) -> Option<Meta> {
+        self.shared.state().relaxed.filter(|m| m.txnid > published)
     }
 
     /// Wait until commit `txnid` is durable and published, syncing the log
@@ -320,6 +341,7 @@ fn hold(sh: &Shared) {
             // Not held for this process from here on, even while unlocking.
             g.held = false;
             g.head = None;
+            g.relaxed = None;
             drop(g);
             sh.lock.unlock_writer();
             g = sh.state();

@@ -119,9 +119,14 @@ impl RwTxn<'_> {
             }
         }
         if let Some(w) = &env.wal {
-            w.group.appended(meta, c.meta_off, upd);
+            let relaxed = w.relaxed(no_sync).is_some();
+            w.group.appended(meta, c.meta_off, upd, relaxed);
             if w.wal.wants_checkpoint() {
                 w.kick();
+            }
+            if relaxed {
+                w.flush_soon();
+                return Ok(None);
             }
             return Ok(Some(self.pg.txnid));
         }

@@ -46,6 +46,17 @@ pub struct WalOptions {
     /// Run the background checkpointer thread (checkpoints still happen on
     /// [`crate::Env::checkpoint`] and when the environment closes).
     pub checkpointer: bool,
+    /// Relaxed durability: `Some(period)` makes a commit return once its
+    /// record is in the log, unsynced; a background thread syncs the log
+    /// within `period`, as do [`crate::Env::sync`], checkpoints and the
+    /// close. Such a commit is visible at once to this process's readers,
+    /// to other processes once durable. A crash of the machine loses at
+    /// most the commits of the last period, and never corrupts the file:
+    /// the data file gets a commit's meta only once it is durable, and no
+    /// page a durable snapshot uses is reused before. `None` (the default):
+    /// every commit is durable when it returns. The environment flag
+    /// NO_SYNC asks for this mode too (with a 10 ms period if unset).
+    pub sync_every: Option<Duration>,
 }
 
 impl Default for WalOptions {
@@ -55,6 +66,7 @@ impl Default for WalOptions {
             checkpoint_interval: Duration::from_secs(30),
             checkpoint_bytes: 256 << 20,
             checkpointer: true,
+            sync_every: None,
         }
     }
 }
