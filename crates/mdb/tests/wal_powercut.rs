@@ -23,6 +23,7 @@
 //! them itself.
 
 use mdb::io::{FaultInjector, IoAction, IoOp};
+use mdb::meta::{Meta, META_LEN, VERSION, VERSION_OFF};
 use mdb::{check, Database, Env, EnvOptions, Txn, WalOptions, WriteFlags};
 use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
@@ -453,6 +454,45 @@ fn recover(dir: &Path, wal: bool, out: &Outcome, models: &[Model]) -> Result<Opt
     Ok(Some(k))
 }
 
+/// What stock LMDB would see: unless a meta page of the image carries the
+/// WAL version (which LMDB 0.9 refuses), the data file alone, without
+/// the log, must hold every acknowledged commit. Returns the number of
+/// transactions it holds, `None` when LMDB would refuse the file.
+fn stock_view(img: &Path, out: &Outcome, models: &[Model]) -> Result<Option<u64>, String> {
+    let data = std::fs::read(img.join("data.mdb")).unwrap();
+    let Some(psize) = data
+        .get(..META_LEN)
+        .and_then(|b| Meta::decode(b).ok())
+        .map(|m| m.psize() as usize)
+    else {
+        return Ok(None);
+    };
+    let version = |page: usize| {
+        let at = page * psize + VERSION_OFF as usize;
+        data.get(at..at + 4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+    };
+    if version(0) != Some(VERSION) || version(1) != Some(VERSION) {
+        return Ok(None);
+    }
+    let dir = scratch();
+    std::fs::write(dir.path().join("data.mdb"), &data).unwrap();
+    let env = open_recovered(dir.path(), false).map_err(|e| format!("stock open: {e:?}"))?;
+    let got = contents(&env).map_err(|e| format!("stock read: {e:?}"))?;
+    let k = (out.acked..=out.attempted)
+        .find(|&k| models[k as usize] == got)
+        .ok_or_else(|| {
+            let near = (0..models.len()).find(|&k| models[k] == got);
+            format!(
+                "a plain data file without its log is no prefix in {}..={} (prefix {near:?})",
+                out.acked, out.attempted
+            )
+        })?;
+    drop(env);
+    check_clean(dir.path())?;
+    Ok(Some(k))
+}
+
 /// The ways to cut the power at step `op`.
 fn cuts(op: IoOp) -> Vec<Cut> {
     let mut v = vec![Cut::Fail];
@@ -497,7 +537,7 @@ fn power_cuts_lose_no_acknowledged_commit() {
     let (mut images, mut failures) = (0u64, Vec::new());
     // How many images held fewer transactions than attempted, and more
     // than acknowledged: both ways must be seen.
-    let (mut short, mut long, mut unborn) = (0, 0, 0);
+    let (mut short, mut long, mut unborn, mut plain_files) = (0, 0, 0, 0);
     for (i, &op) in ops.iter().enumerate() {
         for cut in cuts(op) {
             let run = scratch();
@@ -509,6 +549,16 @@ fn power_cuts_lose_no_acknowledged_commit() {
                 images += 1;
                 let img = scratch();
                 crash_image(run.path(), img.path(), &st.pending, fate);
+                let what = || {
+                    format!(
+                        "step {i} {op:?}, {cut:?}, {fate:?}, acked {} attempted {}",
+                        out.acked, out.attempted
+                    )
+                };
+                match stock_view(img.path(), &out, &models) {
+                    Ok(v) => plain_files += u32::from(v.is_some()),
+                    Err(e) => failures.push(format!("{}: {e}", what())),
+                }
                 // Some images are opened outside WAL mode.
                 let wal = images % PLAIN_EVERY != 0;
                 match recover(img.path(), wal, &out, &models) {
@@ -517,17 +567,15 @@ fn power_cuts_lose_no_acknowledged_commit() {
                         short += u32::from(k < out.attempted);
                         long += u32::from(k > out.acked);
                     }
-                    Err(e) => failures.push(format!(
-                        "step {i} {op:?}, {cut:?}, {fate:?}, wal {wal}, acked {} attempted {}: {e}",
-                        out.acked, out.attempted
-                    )),
+                    Err(e) => failures.push(format!("{}, wal {wal}: {e}", what())),
                 }
             }
         }
     }
     eprintln!(
         "{} steps, {images} crash images: {short} short of the attempted, \
-         {long} past the acknowledged, {unborn} cut while creating the data file",
+         {long} past the acknowledged, {unborn} cut while creating the data file, \
+         {plain_files} plain data files checked without their log",
         ops.len()
     );
     assert!(
@@ -538,4 +586,5 @@ fn power_cuts_lose_no_acknowledged_commit() {
     );
     assert!(short > 10 && long > 10, "short {short}, long {long}");
     assert!(unborn < 20, "{unborn} images unopenable");
+    assert!(plain_files >= 20, "{plain_files} plain data files");
 }
