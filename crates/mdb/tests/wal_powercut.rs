@@ -43,6 +43,12 @@ const MAP_SIZE: usize = 64 << 20;
 /// One image in this many is opened outside WAL mode (which costs more:
 /// that open makes a log segment of the default size).
 const PLAIN_EVERY: u64 = 7;
+/// For one image in this many, the power is cut again at every step of
+/// its recovery.
+const RECOVERY_CUTS_EVERY: u64 = 41;
+/// ... in WAL mode, but for this image (a cut mid-workload, with records
+/// to replay) outside it: that costs more (see `PLAIN_EVERY`).
+const PLAIN_RECOVERY_CUTS: u64 = 20 * RECOVERY_CUTS_EVERY;
 
 fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
     move || {
@@ -397,10 +403,17 @@ fn crash_image(src: &Path, dst: &Path, pending: &BTreeMap<PathBuf, Vec<Pending>>
 }
 
 fn open_recovered(dir: &Path, wal: bool) -> mdb::Result<Env> {
+    open_faulty(dir, wal, None)
+}
+
+fn open_faulty(dir: &Path, wal: bool, fault: Option<Arc<PowerCut>>) -> mdb::Result<Env> {
     let mut o = EnvOptions::new();
     o.map_size(MAP_SIZE);
     if wal {
         o.wal(wal_opts());
+    }
+    if let Some(f) = fault {
+        o.fault_injector(f);
     }
     o.open(dir)
 }
@@ -452,6 +465,51 @@ fn recover(dir: &Path, wal: bool, out: &Outcome, models: &[Model]) -> Result<Opt
     drop(env);
     check_clean(dir)?;
     Ok(Some(k))
+}
+
+/// Cut the power again at every step of recovering `img` (opening it in
+/// WAL mode or not, reading, closing), and recover each such image: a
+/// crash while recovering must lose nothing either. Returns the number of
+/// images checked.
+fn recovery_cuts(
+    img: &Path,
+    wal: bool,
+    out: &Outcome,
+    models: &[Model],
+    failures: &mut Vec<String>,
+    what: &str,
+) -> u64 {
+    let none = BTreeMap::new();
+    let once = |dir: &Path, fault: Arc<PowerCut>| {
+        if let Ok(env) = open_faulty(dir, wal, Some(fault)) {
+            let _ = contents(&env);
+        }
+    };
+    let first = scratch();
+    crash_image(img, first.path(), &none, Fate::Kept);
+    let rec = PowerCut::new(first.path(), None);
+    once(first.path(), rec.clone());
+    let ops = std::mem::take(&mut rec.st.lock().unwrap().ops);
+    let mut images = 0;
+    for (j, &op) in ops.iter().enumerate() {
+        let run = scratch();
+        crash_image(img, run.path(), &none, Fate::Kept);
+        let fault = PowerCut::new(run.path(), Some((j, Cut::Fail)));
+        once(run.path(), fault.clone());
+        let st = std::mem::take(&mut *fault.st.lock().unwrap());
+        assert_eq!(st.ops[..=j], ops[..=j], "{what}: the recoveries differ");
+        for fate in [Fate::Dropped, Fate::Sectors(0x9e37_79b9)] {
+            images += 1;
+            let again = scratch();
+            crash_image(run.path(), again.path(), &st.pending, fate);
+            if let Err(e) = recover(again.path(), true, out, models) {
+                failures.push(format!(
+                    "{what}, recovery (wal {wal}) cut at step {j} {op:?}, {fate:?}: {e}"
+                ));
+            }
+        }
+    }
+    images
 }
 
 /// What stock LMDB would see: unless a meta page of the image carries the
@@ -537,7 +595,7 @@ fn power_cuts_lose_no_acknowledged_commit() {
     let (mut images, mut failures) = (0u64, Vec::new());
     // How many images held fewer transactions than attempted, and more
     // than acknowledged: both ways must be seen.
-    let (mut short, mut long, mut unborn, mut plain_files) = (0, 0, 0, 0);
+    let (mut short, mut long, mut unborn, mut plain_files, mut twice) = (0, 0, 0, 0, 0);
     for (i, &op) in ops.iter().enumerate() {
         for cut in cuts(op) {
             let run = scratch();
@@ -561,6 +619,11 @@ fn power_cuts_lose_no_acknowledged_commit() {
                 }
                 // Some images are opened outside WAL mode.
                 let wal = images % PLAIN_EVERY != 0;
+                if images % RECOVERY_CUTS_EVERY == 0 {
+                    let w = what();
+                    let rwal = images != PLAIN_RECOVERY_CUTS;
+                    twice += recovery_cuts(img.path(), rwal, &out, &models, &mut failures, &w);
+                }
                 match recover(img.path(), wal, &out, &models) {
                     Ok(None) => unborn += 1,
                     Ok(Some(k)) => {
@@ -575,7 +638,8 @@ fn power_cuts_lose_no_acknowledged_commit() {
     eprintln!(
         "{} steps, {images} crash images: {short} short of the attempted, \
          {long} past the acknowledged, {unborn} cut while creating the data file, \
-         {plain_files} plain data files checked without their log",
+         {plain_files} plain data files checked without their log; \
+         {twice} images of a cut while recovering",
         ops.len()
     );
     assert!(
