@@ -147,7 +147,12 @@ fn commit_txn(env: &Env, n: u64, base: &Model) -> mdb::Result<()> {
     for s in txn_steps(n, base) {
         match s {
             Step::Put(k, v) => w.put(Database::MAIN, &k, &v, WriteFlags::EMPTY)?,
-            Step::Del(k) => assert!(w.del(Database::MAIN, &k)?, "txn {n}: key missing"),
+            Step::Del(k) => {
+                if !w.del(Database::MAIN, &k)? {
+                    // Not what `base` holds.
+                    return Err(mdb::Error::NotFound);
+                }
+            }
         }
     }
     w.commit()
