@@ -51,7 +51,8 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
                synced file); --engine and --wal do not apply
     batch_put  random puts, 1000 per durable commit, K keys: LMDB, mdb,
                mdb WAL
-    disk_get   random gets of the K keys after batch_put, same contenders
+    disk_get   random gets of the K keys after batch_put (5 passes), same
+               contenders
     py_sync    (only when named) scripts/py_sync_put.py: P single-put
                durable commits through python3-lmdb on Debian's liblmdb,
                on ours, and on ours with MDB_WAL=1
@@ -64,7 +65,7 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
   --scale LIST random load at each N of LIST (e.g. 1000000,10000000), R
                pairs each: cost per key at each size and its growth
                (replaces the workloads)
-  --only LIST  comma-separated workloads (default: all)
+  --only LIST  comma-separated workloads (default: all but py_sync)
   --sync-n M   single-put commits in sync_put (default 2000)
   --disk-n K   keys of batch_put and disk_get (default 100000)
   --py-n P     commits of py_sync (default 2000)
