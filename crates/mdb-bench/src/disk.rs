@@ -150,13 +150,13 @@ const ENGINES: [(&str, Engine, bool); 3] = [
 ];
 
 /// `sync_put`: LMDB, mdb, mdb WAL and the limit, `n` commits each.
-pub fn sync_put(base: &Path, n: usize, reps: usize, keep: bool) -> Res<Multi> {
+pub fn sync_put(base: &Path, n: usize, limit_bytes: usize, reps: usize, keep: bool) -> Res<Multi> {
     let mut m = Multi::new(
         "sync_put",
         format!(
             "1 put (16 B key, {} B value) per durable commit; limit = {} B pwrite + fdatasync into a zero-filled, synced file",
             workloads::VAL_LEN,
-            workloads::LIMIT_WRITE
+            limit_bytes
         ),
         "commit",
         n,
@@ -173,7 +173,7 @@ pub fn sync_put(base: &Path, n: usize, reps: usize, keep: bool) -> Res<Multi> {
                     let db = Db::open_mode(e, &dir.0, wal)?;
                     workloads::sync_put(&db, n)?
                 }
-                None => workloads::sync_limit(&dir.0, n)?,
+                None => workloads::sync_limit(&dir.0, n, limit_bytes)?,
             };
             m.push(who, d);
         }

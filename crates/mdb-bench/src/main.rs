@@ -38,6 +38,7 @@ const NOT_BY_DEFAULT: [&str; 1] = ["py_sync"];
 const USAGE: &str = "\
 usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
                  [--sync-n M] [--disk-n K] [--py-n P] [--dir PATH]
+                 [--limit-bytes B]
                  [--engine mdb|lmdb] [--malloc-dynamic] [--wal] [--keep]
                  [--python PATH] [--lib PATH] [--markdown]
 
@@ -68,6 +69,9 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
   --only LIST  comma-separated workloads (default: all but py_sync)
   --sync-n M   single-put commits in sync_put (default 2000)
   --disk-n K   keys of batch_put and disk_get (default 100000)
+  --limit-bytes B
+               bytes per write of sync_put's limit (default 8192; a
+               single-put WAL record is 12504 B)
   --py-n P     commits of py_sync (default 2000)
   --python P   the python with python3-lmdb (default /usr/bin/python3)
   --lib PATH   our library for py_sync (default: liblmdb.so beside this
@@ -90,6 +94,7 @@ struct Args {
     reps: usize,
     sync_n: usize,
     disk_n: usize,
+    limit_bytes: usize,
     py_n: usize,
     python: PathBuf,
     lib: Option<PathBuf>,
@@ -108,6 +113,7 @@ fn parse_args() -> Result<Args, String> {
         reps: 5,
         sync_n: 2000,
         disk_n: 100_000,
+        limit_bytes: workloads::LIMIT_WRITE,
         py_n: 2000,
         python: PathBuf::from("/usr/bin/python3"),
         lib: None,
@@ -138,6 +144,7 @@ fn parse_args() -> Result<Args, String> {
             "--reps" => a.reps = num(value("--reps")?, "--reps")?,
             "--sync-n" => a.sync_n = num(value("--sync-n")?, "--sync-n")?,
             "--disk-n" => a.disk_n = num(value("--disk-n")?, "--disk-n")?,
+            "--limit-bytes" => a.limit_bytes = num(value("--limit-bytes")?, "--limit-bytes")?,
             "--py-n" => a.py_n = num(value("--py-n")?, "--py-n")?,
             "--python" => a.python = PathBuf::from(value("--python")?),
             "--lib" => a.lib = Some(PathBuf::from(value("--lib")?)),
@@ -638,7 +645,13 @@ fn run(a: &Args) -> Res<()> {
     }
     let mut multi = Vec::new();
     if want("sync_put") {
-        multi.push(disk::sync_put(&sync_base, a.sync_n, a.reps, a.keep)?);
+        multi.push(disk::sync_put(
+            &sync_base,
+            a.sync_n,
+            a.limit_bytes,
+            a.reps,
+            a.keep,
+        )?);
     }
     if want("batch_put") || want("disk_get") {
         eprintln!("generating {} keys...", a.disk_n);

@@ -647,14 +647,15 @@ pub fn sync_put(db: &Db, n: usize) -> Res<Duration> {
     Ok(t.elapsed())
 }
 
-/// Bytes written per iteration of [`sync_limit`].
+/// Default bytes written per iteration of [`sync_limit`].
 pub const LIMIT_WRITE: usize = 8192;
 
-/// `sync_put`'s physical limit: `n` iterations of an 8 KiB `pwrite` into
-/// the next slot of a file preallocated with zeros and synced (untimed),
-/// each followed by `fdatasync`: what one durable log append per commit
-/// can cost at best on this disk, with no engine around it.
-pub fn sync_limit(dir: &Path, n: usize) -> Res<Duration> {
+/// `sync_put`'s physical limit: `n` iterations of a `len`-byte `pwrite`
+/// (8 KiB by default) into the next slot of a file preallocated with zeros
+/// and synced (untimed), each followed by `fdatasync`: what one durable
+/// log append per commit can cost at best on this disk, with no engine
+/// around it.
+pub fn sync_limit(dir: &Path, n: usize, len: usize) -> Res<Duration> {
     use std::io::Write;
     use std::os::unix::fs::FileExt;
     let path = dir.join("limit.dat");
@@ -665,21 +666,21 @@ pub fn sync_limit(dir: &Path, n: usize) -> Res<Duration> {
         .truncate(true)
         .open(&path)?;
     let zeros = vec![0u8; 1 << 20];
-    let mut left = n * LIMIT_WRITE;
+    let mut left = n * len;
     while left > 0 {
         let k = left.min(zeros.len());
         f.write_all(&zeros[..k])?;
         left -= k;
     }
     f.sync_all()?;
-    let mut buf = vec![0u8; LIMIT_WRITE];
+    let mut buf = vec![0u8; len.max(8)];
     for (j, b) in buf.iter_mut().enumerate() {
         *b = (mix(j as u64) & 0xff) as u8;
     }
     let t = Instant::now();
     for i in 0..n {
         buf[..8].copy_from_slice(&(i as u64).to_le_bytes());
-        f.write_all_at(&buf, (i * LIMIT_WRITE) as u64)?;
+        f.write_all_at(&buf[..len], (i * len) as u64)?;
         f.sync_data()?;
     }
     Ok(t.elapsed())
