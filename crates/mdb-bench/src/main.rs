@@ -484,7 +484,18 @@ fn run(a: &Args) -> Res<()> {
     }
 
     let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let header = [
+    let any = |ws: &[&str]| ws.iter().any(|w| want(w));
+    let cpu_w = any(&[
+        "load",
+        "get",
+        "scan",
+        "file_read",
+        "append_load",
+        "cursor_delete",
+    ]);
+    let disk_w = any(&["sync_put", "batch_put", "disk_get", "py_sync"]);
+    let index_w = any(&["index_load", "index_get_both", "index_scan"]);
+    let header: Vec<String> = [
         format!("commit: {}", git_commit()),
         format!("machine: {nproc} CPUs (nproc), {}, Linux {}", cpu_model(), kernel()),
         format!(
@@ -497,36 +508,39 @@ fn run(a: &Args) -> Res<()> {
             },
             lmdb::version()
         ),
-        format!(
+        if cpu_w { format!(
             "load/get/scan: N = {} keys of 16 B, values of {} B, {} puts per txn, dir {}",
             a.n,
             workloads::VAL_LEN,
             workloads::BATCH,
             cpu_base.display()
-        ),
-        format!(
+        ) } else { String::new() },
+        if disk_w { format!(
             "sync_put: {} single-put durable commits; batch_put/disk_get: {} keys; py_sync: {} commits; dir {} ({})",
             a.sync_n,
             a.disk_n,
             a.py_n,
             sync_base.display(),
             fs_type(&sync_base)
-        ),
-        format!(
+        ) } else { String::new() },
+        if index_w { format!(
             "index_*: N = {} (key, id) pairs, {} keys of 16 B with ~{} ids of 8 B each, named DUPSORT|DUPFIXED|INTEGERDUP DB, {} puts per txn, dir {}",
             a.n,
             a.n.div_ceil(workloads::IDS_PER_KEY),
             workloads::IDS_PER_KEY,
             workloads::BATCH,
             cpu_base.display()
-        ),
+        ) } else { String::new() },
         format!(
             "map size {} GiB, default (durable) flags on both, {} pairs of runs (one per engine, alternating which goes first), median per op (range); ratio = median over pairs of mdb/LMDB (> 1: mdb slower); speed = 1/ratio",
             workloads::MAP_SIZE >> 30,
             a.reps
         ),
         malloc_note.to_string(),
-    ];
+    ]
+    .into_iter()
+    .filter(|l| !l.is_empty())
+    .collect();
     for l in &header {
         if a.markdown {
             println!("- {l}");
