@@ -3,6 +3,7 @@
 //! alternating which engine goes first; the report is the median time per
 //! operation of each and the ratio mdb/LMDB (> 1 means we are slower).
 
+mod disk;
 mod instr;
 mod lmdb;
 mod lmdb_sys;
@@ -14,7 +15,7 @@ use std::process::Command;
 use std::time::Duration;
 use workloads::{Data, Db, Engine, Index, IndexData, Res};
 
-const WORKLOADS: [&str; 10] = [
+const WORKLOADS: [&str; 13] = [
     "load",
     "get",
     "scan",
@@ -22,18 +23,40 @@ const WORKLOADS: [&str; 10] = [
     "append_load",
     "cursor_delete",
     "sync_put",
+    "batch_put",
+    "disk_get",
+    "py_sync",
     "index_load",
     "index_get_both",
     "index_scan",
 ];
 
+/// Run only when named in `--only`: they need python3-lmdb and our
+/// liblmdb.so.
+const NOT_BY_DEFAULT: [&str; 1] = ["py_sync"];
+
 const USAGE: &str = "\
 usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
-                 [--sync-n M] [--dir PATH] [--engine mdb|lmdb]
-                 [--malloc-dynamic] [--wal] [--keep] [--markdown]
+                 [--sync-n M] [--disk-n K] [--py-n P] [--dir PATH]
+                 [--limit-bytes B]
+                 [--engine mdb|lmdb] [--malloc-dynamic] [--wal] [--keep]
+                 [--python PATH] [--lib PATH] [--markdown]
 
   workloads: load, get, scan, file_read, append_load, cursor_delete,
-             sync_put, index_load, index_get_both, index_scan
+             sync_put, batch_put, disk_get, py_sync, index_load,
+             index_get_both, index_scan
+  on disk (the current directory, or --dir), each contender once per
+  repetition, in an order rotating from one repetition to the next:
+    sync_put   single-put durable commits: LMDB, mdb, mdb in WAL mode, and
+               the limit (8 KiB pwrite + fdatasync into a zero-filled,
+               synced file); --engine and --wal do not apply
+    batch_put  random puts, 1000 per durable commit, K keys: LMDB, mdb,
+               mdb WAL
+    disk_get   random gets of the K keys after batch_put (5 passes), same
+               contenders
+    py_sync    (only when named) scripts/py_sync_put.py: P single-put
+               durable commits through python3-lmdb on Debian's liblmdb,
+               on ours, and on ours with MDB_WAL=1
   --n N        keys for load/get/scan/append_load/cursor_delete, and
                (key, id) pairs for index_* (N/100 keys of about 100 ids
                each) (default 1000000)
@@ -43,10 +66,19 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
   --scale LIST random load at each N of LIST (e.g. 1000000,10000000), R
                pairs each: cost per key at each size and its growth
                (replaces the workloads)
-  --only LIST  comma-separated workloads (default: all)
+  --only LIST  comma-separated workloads (default: all but py_sync)
   --sync-n M   single-put commits in sync_put (default 2000)
+  --disk-n K   keys of batch_put and disk_get (default 100000)
+  --limit-bytes B
+               bytes per write of sync_put's limit (default 8192; a
+               single-put WAL record is 12504 B)
+  --py-n P     commits of py_sync (default 2000)
+  --python P   the python with python3-lmdb (default /usr/bin/python3)
+  --lib PATH   our library for py_sync (default: liblmdb.so beside this
+               executable, as `cargo build --release -p mdb-ffi` puts it)
   --dir PATH   put every database under PATH (default: /dev/shm for
-               load/get/scan/index_*, the current directory for sync_put)
+               load/get/scan/index_*, the current directory for sync_put,
+               batch_put, disk_get, py_sync)
   --engine E   run only engine E (for profiling; no ratio)
   --malloc-dynamic
                leave glibc's malloc trimming adaptive (by default freed heap
@@ -61,6 +93,11 @@ struct Args {
     n: usize,
     reps: usize,
     sync_n: usize,
+    disk_n: usize,
+    limit_bytes: usize,
+    py_n: usize,
+    python: PathBuf,
+    lib: Option<PathBuf>,
     only: Vec<String>,
     scale: Vec<usize>,
     dir: Option<PathBuf>,
@@ -75,7 +112,16 @@ fn parse_args() -> Result<Args, String> {
         n: 1_000_000,
         reps: 5,
         sync_n: 2000,
-        only: WORKLOADS.iter().map(|s| s.to_string()).collect(),
+        disk_n: 100_000,
+        limit_bytes: workloads::LIMIT_WRITE,
+        py_n: 2000,
+        python: PathBuf::from("/usr/bin/python3"),
+        lib: None,
+        only: WORKLOADS
+            .iter()
+            .filter(|w| !NOT_BY_DEFAULT.contains(w))
+            .map(|s| s.to_string())
+            .collect(),
         scale: Vec::new(),
         dir: None,
         engines: vec![Engine::Mdb, Engine::Lmdb],
@@ -97,6 +143,11 @@ fn parse_args() -> Result<Args, String> {
             "--n" => a.n = num(value("--n")?, "--n")?,
             "--reps" => a.reps = num(value("--reps")?, "--reps")?,
             "--sync-n" => a.sync_n = num(value("--sync-n")?, "--sync-n")?,
+            "--disk-n" => a.disk_n = num(value("--disk-n")?, "--disk-n")?,
+            "--limit-bytes" => a.limit_bytes = num(value("--limit-bytes")?, "--limit-bytes")?,
+            "--py-n" => a.py_n = num(value("--py-n")?, "--py-n")?,
+            "--python" => a.python = PathBuf::from(value("--python")?),
+            "--lib" => a.lib = Some(PathBuf::from(value("--lib")?)),
             "--only" => {
                 a.only = value("--only")?
                     .split(',')
@@ -138,7 +189,10 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    if a.n > u32::MAX as usize || a.scale.iter().any(|&n| n > u32::MAX as usize) {
+    if a.n > u32::MAX as usize
+        || a.disk_n > u32::MAX as usize
+        || a.scale.iter().any(|&n| n > u32::MAX as usize)
+    {
         return Err("--n must fit in 32 bits".into());
     }
     Ok(a)
@@ -208,6 +262,23 @@ fn kernel() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The file system type of `p`, as `df -T` prints it ("ext4", "tmpfs").
+fn fs_type(p: &Path) -> String {
+    Command::new("df")
+        .arg("--output=fstype,source")
+        .arg(p)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| {
+            let s = String::from_utf8_lossy(&o.stdout).into_owned();
+            s.lines()
+                .nth(1)
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" on "))
+        })
+        .unwrap_or_else(|| "file system unknown".into())
 }
 
 fn fmt_time(d: f64) -> String {
@@ -413,7 +484,18 @@ fn run(a: &Args) -> Res<()> {
     }
 
     let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let header = [
+    let any = |ws: &[&str]| ws.iter().any(|w| want(w));
+    let cpu_w = any(&[
+        "load",
+        "get",
+        "scan",
+        "file_read",
+        "append_load",
+        "cursor_delete",
+    ]);
+    let disk_w = any(&["sync_put", "batch_put", "disk_get", "py_sync"]);
+    let index_w = any(&["index_load", "index_get_both", "index_scan"]);
+    let header: Vec<String> = [
         format!("commit: {}", git_commit()),
         format!("machine: {nproc} CPUs (nproc), {}, Linux {}", cpu_model(), kernel()),
         format!(
@@ -426,29 +508,39 @@ fn run(a: &Args) -> Res<()> {
             },
             lmdb::version()
         ),
-        format!(
+        if cpu_w { format!(
             "load/get/scan: N = {} keys of 16 B, values of {} B, {} puts per txn, dir {}",
             a.n,
             workloads::VAL_LEN,
             workloads::BATCH,
             cpu_base.display()
-        ),
-        format!("sync_put: {} single-put durable commits, dir {}", a.sync_n, sync_base.display()),
-        format!(
+        ) } else { String::new() },
+        if disk_w { format!(
+            "sync_put: {} single-put durable commits; batch_put/disk_get: {} keys; py_sync: {} commits; dir {} ({})",
+            a.sync_n,
+            a.disk_n,
+            a.py_n,
+            sync_base.display(),
+            fs_type(&sync_base)
+        ) } else { String::new() },
+        if index_w { format!(
             "index_*: N = {} (key, id) pairs, {} keys of 16 B with ~{} ids of 8 B each, named DUPSORT|DUPFIXED|INTEGERDUP DB, {} puts per txn, dir {}",
             a.n,
             a.n.div_ceil(workloads::IDS_PER_KEY),
             workloads::IDS_PER_KEY,
             workloads::BATCH,
             cpu_base.display()
-        ),
+        ) } else { String::new() },
         format!(
             "map size {} GiB, default (durable) flags on both, {} pairs of runs (one per engine, alternating which goes first), median per op (range); ratio = median over pairs of mdb/LMDB (> 1: mdb slower); speed = 1/ratio",
             workloads::MAP_SIZE >> 30,
             a.reps
         ),
         malloc_note.to_string(),
-    ];
+    ]
+    .into_iter()
+    .filter(|l| !l.is_empty())
+    .collect();
     for l in &header {
         if a.markdown {
             println!("- {l}");
@@ -490,7 +582,6 @@ fn run(a: &Args) -> Res<()> {
         ),
         a.n,
     );
-    let mut sync_s = mk("sync_put", "1 put per durable commit".into(), a.sync_n);
     let n_index_keys = a.n.div_ceil(workloads::IDS_PER_KEY);
     let mut ixload_s = mk(
         "index_load",
@@ -566,15 +657,30 @@ fn run(a: &Args) -> Res<()> {
             }
         }
     }
+    let mut multi = Vec::new();
     if want("sync_put") {
-        for rep in 0..a.reps {
-            eprintln!("sync_put rep {}/{}", rep + 1, a.reps);
-            for e in engine_order(&a.engines, rep) {
-                let dir = TempDir::new(&sync_base, e.name(), a.keep)?;
-                let db = Db::open(e, &dir.0)?;
-                sync_s.push(e, workloads::sync_put(&db, a.sync_n)?);
-            }
-        }
+        multi.push(disk::sync_put(
+            &sync_base,
+            a.sync_n,
+            a.limit_bytes,
+            a.reps,
+            a.keep,
+        )?);
+    }
+    if want("batch_put") || want("disk_get") {
+        eprintln!("generating {} keys...", a.disk_n);
+        let data = Data::new(a.disk_n);
+        let (put, get) = disk::batch_and_get(&sync_base, &data, a.reps, a.keep)?;
+        multi.extend([put, get].into_iter().filter(|m| want(m.name)));
+    }
+    if want("py_sync") {
+        let lib = match &a.lib {
+            Some(l) => l.clone(),
+            None => std::env::current_exe()?.with_file_name("liblmdb.so"),
+        };
+        multi.push(disk::py_sync(
+            &sync_base, a.py_n, a.reps, a.keep, &a.python, &lib,
+        )?);
     }
 
     if want("index_load") || want("index_get_both") || want("index_scan") {
@@ -620,14 +726,14 @@ fn run(a: &Args) -> Res<()> {
     }
 
     let all = [
-        &load_s, &get_s, &scan_s, &file_s, &append_s, &cdel_s, &sync_s, &ixload_s, &ixget_s,
-        &ixscan_s,
+        &load_s, &get_s, &scan_s, &file_s, &append_s, &cdel_s, &ixload_s, &ixget_s, &ixscan_s,
     ];
     let rows: Vec<&Samples> = all.into_iter().filter(|s| want(s.name)).collect();
     let ratio = |s: &Samples| median(&s.pair_ratios());
     let ratio_cell = |s: &Samples| ratio(s).map_or("-".to_string(), |r| format!("{r:.2}"));
     let speed_cell = |s: &Samples| ratio(s).map_or("-".to_string(), |r| format!("{:.2}x", 1.0 / r));
-    if a.markdown {
+    if rows.is_empty() {
+    } else if a.markdown {
         println!("| workload | mdb per op (range) | LMDB per op (range) | ratio | mdb speed |");
         println!("|---|---:|---:|---:|---:|");
         for s in &rows {
@@ -659,6 +765,9 @@ fn run(a: &Args) -> Res<()> {
                 per_rep.join(" ")
             );
         }
+    }
+    for m in &multi {
+        m.print(a.markdown);
     }
     if want("scan") && want("file_read") {
         let vs = |scan: &[f64], file: &[f64]| match (median(scan), median(file)) {

@@ -178,11 +178,16 @@ pub enum Db {
 /// `--wal`: open mdb in write-ahead-log mode (set once by `main`).
 pub static MDB_WAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// mdb's options for a benchmark environment.
+/// mdb's options for a benchmark environment (WAL mode with `--wal`).
 fn mdb_options() -> mdb::EnvOptions {
+    mdb_options_mode(MDB_WAL.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// mdb's options for a benchmark environment, in WAL mode if `wal`.
+fn mdb_options_mode(wal: bool) -> mdb::EnvOptions {
     let mut o = mdb::EnvOptions::new();
     o.map_size(MAP_SIZE);
-    if MDB_WAL.load(std::sync::atomic::Ordering::Relaxed) {
+    if wal {
         o.wal(mdb::WalOptions::default());
     }
     o
@@ -190,9 +195,18 @@ fn mdb_options() -> mdb::EnvOptions {
 
 impl Db {
     pub fn open(engine: Engine, dir: &Path) -> Res<Db> {
+        Db::open_mode(
+            engine,
+            dir,
+            MDB_WAL.load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
+    /// Open `engine` in `dir`; mdb in WAL mode if `wal` (whatever `--wal`).
+    pub fn open_mode(engine: Engine, dir: &Path, wal: bool) -> Res<Db> {
         std::fs::create_dir_all(dir)?;
         Ok(match engine {
-            Engine::Mdb => Db::Mdb(Box::new(mdb_options().open(dir)?)),
+            Engine::Mdb => Db::Mdb(Box::new(mdb_options_mode(wal).open(dir)?)),
             Engine::Lmdb => Db::Lmdb(lmdb::Env::open(dir, MAP_SIZE, 1)?),
         })
     }
@@ -629,6 +643,45 @@ pub fn sync_put(db: &Db, n: usize) -> Res<Duration> {
                 w.commit()?;
             }
         }
+    }
+    Ok(t.elapsed())
+}
+
+/// Default bytes written per iteration of [`sync_limit`].
+pub const LIMIT_WRITE: usize = 8192;
+
+/// `sync_put`'s physical limit: `n` iterations of a `len`-byte `pwrite`
+/// (8 KiB by default) into the next slot of a file preallocated with zeros
+/// and synced (untimed), each followed by `fdatasync`: what one durable
+/// log append per commit can cost at best on this disk, with no engine
+/// around it.
+pub fn sync_limit(dir: &Path, n: usize, len: usize) -> Res<Duration> {
+    use std::io::Write;
+    use std::os::unix::fs::FileExt;
+    let path = dir.join("limit.dat");
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)?;
+    let zeros = vec![0u8; 1 << 20];
+    let mut left = n * len;
+    while left > 0 {
+        let k = left.min(zeros.len());
+        f.write_all(&zeros[..k])?;
+        left -= k;
+    }
+    f.sync_all()?;
+    let mut buf = vec![0u8; len.max(8)];
+    for (j, b) in buf.iter_mut().enumerate() {
+        *b = (mix(j as u64) & 0xff) as u8;
+    }
+    let t = Instant::now();
+    for i in 0..n {
+        buf[..8].copy_from_slice(&(i as u64).to_le_bytes());
+        f.write_all_at(&buf[..len], (i * len) as u64)?;
+        f.sync_data()?;
     }
     Ok(t.elapsed())
 }

@@ -75,3 +75,79 @@ fn scale_reports_each_size_and_the_growth() {
         "{out}"
     );
 }
+
+/// The on-disk comparisons: every contender of `sync_put`, `batch_put` and
+/// `disk_get` yields a time and a rate, and the rate ratios are printed.
+#[test]
+fn disk_workloads_yield_every_contender() {
+    let dir = std::env::temp_dir().join(format!("mdb-bench-wall-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = bench(&[
+        "--only",
+        "sync_put,batch_put,disk_get",
+        "--sync-n",
+        "20",
+        "--disk-n",
+        "3000",
+        "--reps",
+        "2",
+        "--markdown",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    for w in ["`sync_put`", "`batch_put`", "`disk_get`"] {
+        assert!(out.contains(w), "{w} missing:\n{out}");
+    }
+    for c in ["LMDB", "mdb", "mdb WAL", "limit"] {
+        let cells = row(&out, c);
+        assert_eq!(cells.len(), 3, "{cells:?}");
+        assert!(is_time(cells[1]), "{c}: {cells:?}");
+    }
+    for r in [
+        "mdb WAL / limit",
+        "mdb WAL / LMDB",
+        "mdb / LMDB",
+        "mdb WAL / mdb",
+    ] {
+        let cells = row(&out, r);
+        assert!(cells[1].parse::<f64>().is_ok(), "{r}: {cells:?}");
+    }
+}
+
+/// `py_sync` runs the python3-lmdb script on each library, when both
+/// python3-lmdb and our release library are there (`cargo build --release
+/// -p mdb-ffi`); mdb-ffi's own tests cover the binding itself.
+#[test]
+fn py_sync_runs_the_script_on_each_library() {
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_mdb-bench"));
+    let lib = exe.with_file_name("liblmdb.so");
+    let has_py = Command::new("/usr/bin/python3")
+        .args(["-c", "import lmdb"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !lib.exists() || !has_py {
+        eprintln!(
+            "skipped: needs {} and /usr/bin/python3 with lmdb",
+            lib.display()
+        );
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("mdb-bench-py-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = bench(&[
+        "--only",
+        "py_sync",
+        "--py-n",
+        "20",
+        "--reps",
+        "1",
+        "--markdown",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    for c in ["Debian liblmdb", "ours", "ours MDB_WAL=1"] {
+        assert!(is_time(row(&out, c)[1]), "{c}:\n{out}");
+    }
+}
