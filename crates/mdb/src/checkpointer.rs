@@ -203,13 +203,23 @@ fn flush_loop(s: &WalEnv) {
         while !w.stop && !w.flush {
             w = s.cv.wait(w).unwrap_or_else(|p| p.into_inner());
         }
+        // The period, cut short only by the close (which flushes itself).
+        let until = std::time::Instant::now() + s.relaxed(true).unwrap_or_default();
+        while !w.stop {
+            let now = std::time::Instant::now();
+            if now >= until {
+                break;
+            }
+            w =
+                s.cv.wait_timeout(w, until - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+        }
         if w.stop {
             return;
         }
+        w.flush = false;
         drop(w);
-        let period = s.relaxed(true).unwrap_or_default();
-        std::thread::sleep(period);
-        s.wake.lock().unwrap_or_else(|p| p.into_inner()).flush = false;
         // A failure marks the group failed: the next commit reports it.
         let _ = s.flush();
     }

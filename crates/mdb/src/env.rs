@@ -9,7 +9,7 @@ use crate::io::{CommitSink, DataFile, FaultInjector, FileSink, MapSink};
 use crate::lock::ThreadSlots;
 use crate::lock::{LockFile, ReaderInfo};
 use crate::mmap::Map;
-use crate::wal::mode::{dir_for as wal_dir, Wal, WalOptions, WalSink};
+use crate::wal::mode::{dir_for as wal_dir, replay_options, Wal, WalOptions, WalSink};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -938,18 +938,23 @@ fn open_wal(
                 .open(data_path)
                 .map_err(|_| Error::VersionMismatch)?;
             let own = DataFile::new(file, None, o.fault.clone());
-            let w = Wal::open(&dir, WalOptions::default(), o.fault.clone())?;
+            let w = Wal::open(&dir, replay_options(), o.fault.clone())?;
             roll_forward(&w, &own, true)?;
         }
         return Ok(None);
     }
+    if o.wal.is_none() && !alone {
+        // Another process has the environment: it keeps the log.
+        return Ok(None);
+    }
+    let wo = o.wal.unwrap_or_else(replay_options);
     let w = if alone || lock.writer_is_this_thread() {
-        Wal::open(&dir, o.wal.unwrap_or_default(), o.fault.clone())?
+        Wal::open(&dir, wo, o.fault.clone())?
     } else {
         // Opening a log tidies its directory (spare and leftover segments,
         // the next segment): not while another process's writer uses it.
         let _held = WriterHeld::take(lock, df)?;
-        Wal::open(&dir, o.wal.unwrap_or_default(), o.fault.clone())?
+        Wal::open(&dir, wo, o.fault.clone())?
     };
     if alone {
         roll_forward(&w, df, o.wal.is_none())?;

@@ -31,7 +31,7 @@ use std::time::Duration;
 /// use std::time::Duration;
 /// let mut w = mdb::WalOptions::default();
 /// w.checkpoint_interval = Duration::from_secs(10);
-/// assert_eq!(w.segment_size, 64 << 20);
+/// assert_eq!(w.segment_size, 16 << 20);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -62,9 +62,9 @@ pub struct WalOptions {
 impl Default for WalOptions {
     fn default() -> Self {
         WalOptions {
-            segment_size: 64 << 20,
+            segment_size: 16 << 20,
             checkpoint_interval: Duration::from_secs(30),
-            checkpoint_bytes: 256 << 20,
+            checkpoint_bytes: 64 << 20,
             checkpointer: true,
             sync_every: None,
         }
@@ -98,6 +98,9 @@ struct Inner {
     seen: (u64, u64),
     /// Log bytes appended since the last checkpoint.
     since_ckpt: u64,
+    /// This handle saw the data file carry [`VERSION_WAL`] since it last
+    /// took the writer lock (only a holder of that lock changes it).
+    marked: bool,
 }
 
 /// A meta page of the data file, as read back (none when invalid).
@@ -160,6 +163,7 @@ impl Wal {
             ckpt,
             seen,
             since_ckpt: 0,
+            marked: false,
         };
         inner.tell_others()?;
         Ok(Wal {
@@ -187,6 +191,8 @@ impl Wal {
     ) -> Result<Option<u64>> {
         let mut g = self.inner();
         let inner = &mut *g;
+        // Another process may have made the file plain meanwhile.
+        inner.marked = false;
         let meta = newest_meta(df, psize);
         let cp = inner.ckpt.refresh()?;
         let cp_seen = cp.as_ref().map_or((0, 0), |s| (s.seq, s.txnid));
@@ -273,7 +279,10 @@ impl Wal {
         let mut inner = self.inner();
         // Stock LMDB must not open the file while the log alone holds this
         // commit. One data sync after each plain checkpoint; a no-op after.
-        set_version(df, psize, VERSION_WAL).map_err(CommitFailure::Clean)?;
+        if !inner.marked {
+            set_version(df, psize, VERSION_WAL).map_err(CommitFailure::Clean)?;
+            inner.marked = true;
+        }
         let pages: Vec<(u64, &[u8])> = c
             .runs
             .iter()
@@ -305,7 +314,8 @@ impl Wal {
     /// Make the data file a plain LMDB 0.9 file again (the caller holds
     /// the writer lock and checkpointed the newest meta).
     pub(crate) fn unmark(&self, df: &DataFile, psize: usize) -> Result<()> {
-        let _g = self.inner();
+        let mut g = self.inner();
+        g.marked = false;
         set_version(df, psize, VERSION)
     }
 
@@ -390,9 +400,23 @@ impl CommitSink for WalSink<'_> {
 }
 
 fn log_options(o: &WalOptions) -> LogOptions {
+    // Enough spares for the segments a checkpoint frees, so that a
+    // segment is renamed into place, not zero-filled, on the commit path.
+    let per_checkpoint = o.checkpoint_bytes.div_ceil(o.segment_size.max(1));
     LogOptions {
         segment_size: o.segment_size,
-        ..LogOptions::default()
+        spare_segments: usize::try_from(per_checkpoint.saturating_add(1))
+            .unwrap_or(usize::MAX)
+            .clamp(2, 8),
+    }
+}
+
+/// Settings for an opener that only rolls a log forward (outside WAL
+/// mode, or read-only): the smallest segments, should it have to make one.
+pub(crate) fn replay_options() -> WalOptions {
+    WalOptions {
+        segment_size: super::log::MIN_SEGMENT,
+        ..WalOptions::default()
     }
 }
 
