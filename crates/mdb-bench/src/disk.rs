@@ -181,6 +181,47 @@ pub fn sync_put(base: &Path, n: usize, limit_bytes: usize, reps: usize, keep: bo
     Ok(m)
 }
 
+/// `sync_threads`: `n` single-put durable commits from `threads` threads
+/// on LMDB, mdb and mdb WAL (group commit), and from one thread on mdb WAL.
+pub fn sync_threads(base: &Path, n: usize, threads: usize, reps: usize, keep: bool) -> Res<Multi> {
+    let many = format!("x{threads}");
+    let labels = [
+        format!("LMDB {many}"),
+        format!("mdb {many}"),
+        format!("mdb WAL {many}"),
+        "mdb WAL x1".to_string(),
+    ];
+    // Labels live as long as the results (one leak per run of the binary).
+    let labels: Vec<&'static str> = labels.into_iter().map(|s| &*s.leak()).collect();
+    let mut m = Multi::new(
+        "sync_threads",
+        format!(
+            "1 put (16 B key, {} B value) per durable commit, {threads} threads committing at once",
+            workloads::VAL_LEN
+        ),
+        "commit",
+        n,
+        &labels,
+    );
+    // WAL xT / LMDB xT, WAL xT / WAL x1, mdb xT / LMDB xT.
+    m.ratios = vec![(2, 0), (2, 3), (1, 0)];
+    for rep in 0..reps {
+        eprintln!("sync_threads rep {}/{reps}", rep + 1);
+        for who in order(4, rep) {
+            let dir = TempDir::new(base, &format!("threads-{who}"), keep)?;
+            let (e, wal, t) = match who {
+                0 => (Engine::Lmdb, false, threads),
+                1 => (Engine::Mdb, false, threads),
+                2 => (Engine::Mdb, true, threads),
+                _ => (Engine::Mdb, true, 1),
+            };
+            let db = Db::open_mode(e, &dir.0, wal)?;
+            m.push(who, workloads::sync_put_threads(&db, n, t)?);
+        }
+    }
+    Ok(m)
+}
+
 /// Passes of `disk_get` over all keys: one pass over the default 100,000
 /// keys takes about 0.1 s, short enough for the machine's noise to decide.
 pub const GET_PASSES: usize = 5;

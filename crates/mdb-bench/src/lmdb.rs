@@ -81,6 +81,14 @@ pub struct Env {
     dbi: sys::MDB_dbi,
 }
 
+// SAFETY: an LMDB environment handle may be used from several threads at
+// once (lmdb.h: each transaction and its cursors stay in one thread, which
+// `Txn` borrowing from `Env` per thread respects); the dbi is a plain
+// integer, opened before the Env is shared.
+unsafe impl Sync for Env {}
+// SAFETY: as above; the handle is not tied to the thread that opened it.
+unsafe impl Send for Env {}
+
 impl Env {
     /// Open (creating) the environment in directory `dir` with default
     /// flags and room for `max_dbs` named databases.

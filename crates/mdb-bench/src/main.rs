@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::Duration;
 use workloads::{Data, Db, Engine, Index, IndexData, Res};
 
-const WORKLOADS: [&str; 13] = [
+const WORKLOADS: [&str; 14] = [
     "load",
     "get",
     "scan",
@@ -23,6 +23,7 @@ const WORKLOADS: [&str; 13] = [
     "append_load",
     "cursor_delete",
     "sync_put",
+    "sync_threads",
     "batch_put",
     "disk_get",
     "py_sync",
@@ -38,18 +39,22 @@ const NOT_BY_DEFAULT: [&str; 1] = ["py_sync"];
 const USAGE: &str = "\
 usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
                  [--sync-n M] [--disk-n K] [--py-n P] [--dir PATH]
-                 [--limit-bytes B]
+                 [--limit-bytes B] [--threads T]
                  [--engine mdb|lmdb] [--malloc-dynamic] [--wal] [--keep]
                  [--python PATH] [--lib PATH] [--markdown]
 
   workloads: load, get, scan, file_read, append_load, cursor_delete,
-             sync_put, batch_put, disk_get, py_sync, index_load,
+             sync_put, sync_threads, batch_put, disk_get, py_sync, index_load,
              index_get_both, index_scan
   on disk (the current directory, or --dir), each contender once per
   repetition, in an order rotating from one repetition to the next:
     sync_put   single-put durable commits: LMDB, mdb, mdb in WAL mode, and
                the limit (8 KiB pwrite + fdatasync into a zero-filled,
                synced file); --engine and --wal do not apply
+    sync_threads
+               M single-put durable commits from T threads (--threads,
+               default 8): LMDB, mdb and mdb WAL (group commit), and mdb
+               WAL from one thread
     batch_put  random puts, 1000 per durable commit, K keys: LMDB, mdb,
                mdb WAL
     disk_get   random gets of the K keys after batch_put (5 passes), same
@@ -72,6 +77,7 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
   --limit-bytes B
                bytes per write of sync_put's limit (default 8192; a
                single-put WAL record is 12504 B)
+  --threads T  committing threads of sync_threads (default 8)
   --py-n P     commits of py_sync (default 2000)
   --python P   the python with python3-lmdb (default /usr/bin/python3)
   --lib PATH   our library for py_sync (default: liblmdb.so beside this
@@ -95,6 +101,7 @@ struct Args {
     sync_n: usize,
     disk_n: usize,
     limit_bytes: usize,
+    threads: usize,
     py_n: usize,
     python: PathBuf,
     lib: Option<PathBuf>,
@@ -114,6 +121,7 @@ fn parse_args() -> Result<Args, String> {
         sync_n: 2000,
         disk_n: 100_000,
         limit_bytes: workloads::LIMIT_WRITE,
+        threads: 8,
         py_n: 2000,
         python: PathBuf::from("/usr/bin/python3"),
         lib: None,
@@ -145,6 +153,7 @@ fn parse_args() -> Result<Args, String> {
             "--sync-n" => a.sync_n = num(value("--sync-n")?, "--sync-n")?,
             "--disk-n" => a.disk_n = num(value("--disk-n")?, "--disk-n")?,
             "--limit-bytes" => a.limit_bytes = num(value("--limit-bytes")?, "--limit-bytes")?,
+            "--threads" => a.threads = num(value("--threads")?, "--threads")?.max(1),
             "--py-n" => a.py_n = num(value("--py-n")?, "--py-n")?,
             "--python" => a.python = PathBuf::from(value("--python")?),
             "--lib" => a.lib = Some(PathBuf::from(value("--lib")?)),
@@ -493,7 +502,13 @@ fn run(a: &Args) -> Res<()> {
         "append_load",
         "cursor_delete",
     ]);
-    let disk_w = any(&["sync_put", "batch_put", "disk_get", "py_sync"]);
+    let disk_w = any(&[
+        "sync_put",
+        "sync_threads",
+        "batch_put",
+        "disk_get",
+        "py_sync",
+    ]);
     let index_w = any(&["index_load", "index_get_both", "index_scan"]);
     let header: Vec<String> = [
         format!("commit: {}", git_commit()),
@@ -665,6 +680,11 @@ fn run(a: &Args) -> Res<()> {
             a.limit_bytes,
             a.reps,
             a.keep,
+        )?);
+    }
+    if want("sync_threads") {
+        multi.push(disk::sync_threads(
+            &sync_base, a.sync_n, a.threads, a.reps, a.keep,
         )?);
     }
     if want("batch_put") || want("disk_get") {

@@ -647,6 +647,52 @@ pub fn sync_put(db: &Db, n: usize) -> Res<Duration> {
     Ok(t.elapsed())
 }
 
+/// [`sync_put`] from `threads` threads at once, `n` commits in all (each
+/// thread its own keys).
+pub fn sync_put_threads(db: &Db, n: usize, threads: usize) -> Res<Duration> {
+    let per = (n / threads.max(1)) as u64;
+    let t = Instant::now();
+    std::thread::scope(|s| -> Res<()> {
+        let hs: Vec<_> = (0..threads as u64)
+            .map(|th| {
+                s.spawn(move || -> Result<(), String> {
+                    let mut v = value_template();
+                    for i in th * per..(th + 1) * per {
+                        fill_value(i, &mut v);
+                        let r: Res<()> = (|| {
+                            match db {
+                                Db::Mdb(env) => {
+                                    let mut w = env.write_txn()?;
+                                    w.put(
+                                        mdb::Database::MAIN,
+                                        &key(i),
+                                        &v,
+                                        mdb::WriteFlags::EMPTY,
+                                    )?;
+                                    w.commit()?;
+                                }
+                                Db::Lmdb(env) => {
+                                    let mut w = env.write_txn()?;
+                                    w.put(&key(i), &v)?;
+                                    w.commit()?;
+                                }
+                            }
+                            Ok(())
+                        })();
+                        r.map_err(|e| e.to_string())?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().map_err(|_| "a committing thread panicked")??;
+        }
+        Ok(())
+    })?;
+    Ok(t.elapsed())
+}
+
 /// Default bytes written per iteration of [`sync_limit`].
 pub const LIMIT_WRITE: usize = 8192;
 

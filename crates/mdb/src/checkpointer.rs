@@ -39,6 +39,8 @@ struct Wake {
     kick: bool,
     /// A commit with relaxed durability waits for the log sync.
     flush: bool,
+    /// The log has no spare segment: make one off the commit path.
+    spare: bool,
 }
 
 /// The background checkpointer of one environment; stopped and joined on
@@ -95,20 +97,7 @@ impl WalEnv {
             // The bulk of the sync, before writers are held up.
             self.file.sync_data()?;
         }
-        let e = self.group.enter()?;
-        let r = (|| {
-            if e.recovered {
-                // A writer died: its uncommitted pages are unreferenced.
-                self.lock.set_txnid(m.txnid.max(self.lock.txnid()));
-            }
-            if e.fresh {
-                // Another process may have written the log since: look
-                // again, and replay what a writer that died after its log
-                // sync left.
-                if let Some(t) = self.wal.reconcile(&self.file, self.psize, false)? {
-                    self.lock.set_txnid(t);
-                }
-            }
+        self.locked(|| {
             if !plain {
                 self.wal.checkpoint(&m)?;
                 return Ok(m.txnid);
@@ -122,9 +111,57 @@ impl WalEnv {
             }
             self.wal.unmark(&self.file, self.psize)?;
             Ok(now.txnid)
+        })
+    }
+
+    /// Run `f` holding the writer lock (the group's token), after the look
+    /// at the log every new tenure of the lock needs.
+    fn locked<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let e = self.group.enter()?;
+        let r = (|| {
+            if e.recovered {
+                // A writer died: its uncommitted pages are unreferenced.
+                let m = self.newest_meta()?;
+                self.lock.set_txnid(m.txnid.max(self.lock.txnid()));
+            }
+            if e.fresh {
+                // Another process may have written the log since: look
+                // again, and replay what a writer that died after its log
+                // sync left.
+                if let Some(t) = self.wal.reconcile(&self.file, self.psize, false)? {
+                    self.lock.set_txnid(t);
+                }
+            }
+            f()
         })();
         self.group.leave();
         r
+    }
+
+    /// Make a spare log segment, so that no commit zero-fills one.
+    fn prepare_spare(&self) -> Result<()> {
+        if !self.wal.wants_spare() {
+            return Ok(());
+        }
+        let temp = self.wal.fill_spare()?;
+        let r = self.locked(|| self.wal.adopt_spare(&temp));
+        if r.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        r
+    }
+
+    /// The log ran out of spare segments: the background thread makes one
+    /// (when background threads run).
+    pub(crate) fn spare_soon(&self) {
+        if !self.wal.opts.checkpointer {
+            return;
+        }
+        let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
+        if !w.spare {
+            w.spare = true;
+            self.cv.notify_all();
+        }
     }
 
     /// Ask the thread for a checkpoint soon (enough log was written).
@@ -176,7 +213,8 @@ impl Checkpointer {
 }
 
 /// The flusher of relaxed durability: once a relaxed commit is appended,
-/// wait for the period, then sync the log for every commit appended.
+/// wait for the period, then sync the log for every commit appended. It
+/// also makes spare log segments ahead of need.
 pub(crate) struct Flusher {
     shared: Arc<WalEnv>,
     thread: Option<JoinHandle<()>>,
@@ -200,8 +238,17 @@ impl Flusher {
 fn flush_loop(s: &WalEnv) {
     loop {
         let mut w = s.wake.lock().unwrap_or_else(|p| p.into_inner());
-        while !w.stop && !w.flush {
+        while !w.stop && !w.flush && !w.spare {
             w = s.cv.wait(w).unwrap_or_else(|p| p.into_inner());
+        }
+        if w.stop {
+            return;
+        }
+        if std::mem::take(&mut w.spare) {
+            drop(w);
+            // A failure leaves the commit path to make the segment.
+            let _ = s.prepare_spare();
+            continue;
         }
         // The period, cut short only by the close (which flushes itself).
         let until = std::time::Instant::now() + s.relaxed(true).unwrap_or_default();

@@ -829,3 +829,49 @@ fn relaxed_commits_are_seen_here_at_once_and_elsewhere_once_synced() {
     let env = Env::open(dir.path()).unwrap();
     assert!(sees(&env, b"r4") && sees(&env, b"later"));
 }
+
+/// Notes the threads that prepare log segments.
+struct Preparers(std::sync::Mutex<Vec<std::thread::ThreadId>>);
+
+impl FaultInjector for Preparers {
+    fn on_io(&self, op: IoOp) -> IoAction {
+        if let IoOp::LogPrepare { .. } = op {
+            self.0.lock().unwrap().push(std::thread::current().id());
+        }
+        IoAction::Proceed
+    }
+}
+
+#[test]
+fn spare_segments_are_made_off_the_commit_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Preparers(Default::default()));
+    let mut o = wal_opts();
+    o.checkpointer = true;
+    let env = EnvOptions::new()
+        .map_size(64 << 20)
+        .wal(o)
+        .fault_injector(seen.clone())
+        .open(dir.path())
+        .unwrap();
+    let me = std::thread::current().id();
+    let mut model = BTreeMap::new();
+    // Not a time assertion: the bound only keeps a broken background
+    // thread from hanging the test.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut n = 0;
+    while !seen.0.lock().unwrap().iter().any(|t| *t != me) {
+        assert!(
+            std::time::Instant::now() < until,
+            "no spare made in the background"
+        );
+        commit_range(&env, &mut model, n, n + 1);
+        n += 1;
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    commit_range(&env, &mut model, n, n + 40);
+    assert_matches(&env, &model);
+    drop(env);
+    let env = open_wal(dir.path());
+    assert_matches(&env, &model);
+}

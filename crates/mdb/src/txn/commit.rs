@@ -124,6 +124,9 @@ impl RwTxn<'_> {
             if w.wal.wants_checkpoint() {
                 w.kick();
             }
+            if w.wal.wants_spare() {
+                w.spare_soon();
+            }
             if relaxed {
                 w.flush_soon();
                 return Ok(None);

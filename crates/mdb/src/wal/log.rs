@@ -308,6 +308,27 @@ impl Log {
         }
     }
 
+    /// Whether the next segment would have to be zero-filled on the commit
+    /// path: no segment prepared and no spare.
+    pub(crate) fn wants_spare(&self) -> bool {
+        self.next.is_none() && self.pool.spares.is_empty()
+    }
+
+    /// Bytes of a regular segment.
+    pub(crate) fn segment_size(&self) -> u64 {
+        self.pool.segment_size
+    }
+
+    /// Directory of the log.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.pool.dir
+    }
+
+    /// Take `temp` (see [`super::segment::fill_spare`]) as a spare.
+    pub(crate) fn adopt_spare(&mut self, temp: &Path) -> Result<()> {
+        self.pool.adopt(temp)
+    }
+
     /// Make the next segment ready (renaming a spare, or creating one), so
     /// that moving to it costs the commit path nothing. Called by
     /// [`Log::append`] once the current segment is half full; a

@@ -311,6 +311,31 @@ impl Wal {
         Ok(plan.through)
     }
 
+    /// Whether a spare segment should be made off the commit path.
+    pub(crate) fn wants_spare(&self) -> bool {
+        self.inner().log.wants_spare()
+    }
+
+    /// Make a spare segment: zero-filled without holding the log, then
+    /// adopted (the caller holds the writer lock for that step: `adopt`).
+    pub(crate) fn fill_spare(&self) -> Result<PathBuf> {
+        let (dir, size) = {
+            let g = self.inner();
+            (g.log.dir().to_path_buf(), g.log.segment_size())
+        };
+        super::segment::fill_spare(&dir, size)
+    }
+
+    /// See [`Wal::fill_spare`].
+    pub(crate) fn adopt_spare(&self, temp: &Path) -> Result<()> {
+        let mut g = self.inner();
+        if !g.log.wants_spare() || g.log.segment_size() != std::fs::metadata(temp)?.len() {
+            let _ = std::fs::remove_file(temp);
+            return Ok(());
+        }
+        g.log.adopt_spare(temp)
+    }
+
     /// Make the data file a plain LMDB 0.9 file again (the caller holds
     /// the writer lock and checkpointed the newest meta).
     pub(crate) fn unmark(&self, df: &DataFile, psize: usize) -> Result<()> {

@@ -110,6 +110,10 @@ pub(crate) fn list(dir: &Path) -> Result<Vec<u64>> {
         let name = name.to_string_lossy();
         if name == TEMP_NAME {
             std::fs::remove_file(dir.join(TEMP_NAME))?;
+        } else if name.starts_with(SPARE_PREFIX) && name.ends_with(".tmp") {
+            // A spare being filled off the commit path by a process that
+            // died (or that will find it gone and make another).
+            let _ = std::fs::remove_file(dir.join(&*name));
         } else if let Some(seq) = parse_name(&name) {
             seqs.push(seq);
         }
@@ -146,6 +150,38 @@ fn write_unused(file: &File, seq: u64, size: u64) -> Result<()> {
         anchor: Anchor::Unused,
     };
     Ok(file.write_all_at(&header.encode(), 0)?)
+}
+
+/// Name prefix of the files [`fill_spare`] makes.
+const SPARE_PREFIX: &str = "spare-";
+
+/// A zero-filled, synced file of `size` bytes under a temporary name in
+/// `dir`, made without holding the log: [`Pool::adopt`] makes it a spare.
+pub(crate) fn fill_spare(dir: &Path, size: u64) -> Result<PathBuf> {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = dir.join(format!("{SPARE_PREFIX}{}-{n}.tmp", std::process::id()));
+    let r = (|| -> Result<()> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        let zeros = vec![0u8; (1 << 20).min(size as usize)];
+        let mut off = 0u64;
+        while off < size {
+            let n = (size - off).min(zeros.len() as u64);
+            file.write_all_at(&zeros[..n as usize], off)?;
+            off += n;
+        }
+        Ok(file.sync_all()?)
+    })();
+    match r {
+        Ok(()) => Ok(temp),
+        Err(e) => {
+            let _ = std::fs::remove_file(&temp);
+            Err(e)
+        }
+    }
 }
 
 /// Create segment `seq` of `size` bytes: zero-filled (really written, since
@@ -251,6 +287,21 @@ impl Pool {
             _ => create(&self.dir, &self.seam, seq, size)?,
         };
         Ok((seq, size, file))
+    }
+
+    /// Make `temp` (from [`fill_spare`], `segment_size` bytes) a spare
+    /// segment with the next sequence number.
+    pub(crate) fn adopt(&mut self, temp: &Path) -> Result<()> {
+        let seq = self.next_seq;
+        self.seam.check(IoOp::LogPrepare { seq })?;
+        self.next_seq += 1;
+        let file = OpenOptions::new().write(true).open(temp)?;
+        write_unused(&file, seq, self.segment_size)?;
+        file.sync_data()?;
+        std::fs::rename(temp, path(&self.dir, seq))?;
+        sync_dir(&self.dir)?;
+        self.spares.push(seq);
+        Ok(())
     }
 
     /// Keep an unused segment file as a spare, or delete it.
