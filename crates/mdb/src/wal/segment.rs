@@ -152,6 +152,19 @@ fn write_unused(file: &File, seq: u64, size: u64) -> Result<()> {
     Ok(file.write_all_at(&header.encode(), 0)?)
 }
 
+/// Write `len` zero bytes from the start of `file` (really written: on
+/// ext4 a first write into fallocated space still commits metadata).
+fn write_zeros(file: &File, len: u64) -> Result<()> {
+    let zeros = vec![0u8; (1 << 20).min(len as usize)];
+    let mut off = 0u64;
+    while off < len {
+        let n = (len - off).min(zeros.len() as u64);
+        file.write_all_at(&zeros[..n as usize], off)?;
+        off += n;
+    }
+    Ok(())
+}
+
 /// Name prefix of the files [`fill_spare`] makes.
 const SPARE_PREFIX: &str = "spare-";
 
@@ -166,13 +179,7 @@ pub(crate) fn fill_spare(dir: &Path, size: u64) -> Result<PathBuf> {
             .write(true)
             .create_new(true)
             .open(&temp)?;
-        let zeros = vec![0u8; (1 << 20).min(size as usize)];
-        let mut off = 0u64;
-        while off < size {
-            let n = (size - off).min(zeros.len() as u64);
-            file.write_all_at(&zeros[..n as usize], off)?;
-            off += n;
-        }
+        write_zeros(&file, size)?;
         Ok(file.sync_all()?)
     })();
     match r {
@@ -201,13 +208,7 @@ pub(crate) fn create(dir: &Path, seam: &Seam, seq: u64, size: u64) -> Result<Fil
         .create(true)
         .truncate(true)
         .open(&temp)?;
-    let zeros = vec![0u8; (1 << 20).min(size as usize)];
-    let mut off = 0u64;
-    while off < fill {
-        let n = (fill - off).min(zeros.len() as u64);
-        file.write_all_at(&zeros[..n as usize], off)?;
-        off += n;
-    }
+    write_zeros(&file, fill)?;
     if fill < size {
         return Err(Error::Os(libc::EIO));
     }
