@@ -14,9 +14,15 @@ extern "C" {
  * environment variable MDB_WAL=1 chooses it at mdb_env_open for programs
  * that do not call this. A commit is durable once its record is in the
  * log (wal/ beside the data file, <file>-wal/ with MDB_NOSUBDIR): one sync
- * per commit instead of two. A background thread syncs the data file
- * every 30 s (a checkpoint), and an open after a crash rolls the log
- * forward. The data file stays an LMDB file. EINVAL after mdb_env_open. */
+ * per commit instead of two, shared by the threads committing at once. A
+ * background thread syncs the data file every 30 s (a checkpoint), and an
+ * open after a crash rolls the log forward. The data file stays an LMDB
+ * file; while the log holds commits it may lack, LMDB 0.9 refuses to open
+ * it (MDB_VERSION_MISMATCH) until a checkpoint or a clean close.
+ * MDB_NOSYNC in WAL mode means relaxed durability: mdb_txn_commit returns
+ * before the log sync, a background thread syncs within 10 ms, and
+ * mdb_env_sync syncs at once; a machine crash loses at most those commits
+ * and never corrupts the file. EINVAL after mdb_env_open. */
 int mdb_env_set_wal(MDB_env *env, int on);
 
 /* Checkpoint now: sync the data file, record how far the log is applied,
