@@ -83,3 +83,116 @@ fn starts_a_log_for_an_environment_without_one() {
     assert_eq!(checkpoint(dir.path()), "checkpoint at transaction 1\n");
     assert!(dir.path().join("wal/checkpoint").exists());
 }
+
+const CHILD_DIR: &str = "MDB_CLI_WAL_CHILD_DIR";
+
+/// Child side: 50 commits in WAL mode, then exit without closing (no last
+/// checkpoint: the data file is marked and the log holds the commits).
+fn crashing_writer(dir: &std::path::Path) -> ! {
+    let mut w = mdb::WalOptions::default();
+    w.segment_size = 64 << 10;
+    w.checkpointer = false;
+    let env = mdb::EnvOptions::new().wal(w).open(dir).unwrap();
+    for i in 0..50u32 {
+        let mut t = env.write_txn().unwrap();
+        let k = format!("key{i:04}");
+        t.put(
+            mdb::Database::MAIN,
+            k.as_bytes(),
+            &[9u8; 700],
+            mdb::WriteFlags::EMPTY,
+        )
+        .unwrap();
+        t.commit().unwrap();
+    }
+    std::process::exit(0);
+}
+
+fn run(args: &[&str], dir: &std::path::Path) -> std::process::Output {
+    Command::new(OURS).args(args).arg(dir).output().unwrap()
+}
+
+#[test]
+fn check_dump_and_copy_roll_a_crashed_log_forward() {
+    if let Some(d) = std::env::var_os(CHILD_DIR) {
+        crashing_writer(std::path::Path::new(&d));
+    }
+    let base = tempfile::tempdir().unwrap();
+    for (i, tool) in ["check", "dump", "copy"].iter().enumerate() {
+        let dir = base.path().join(format!("env{i}"));
+        std::fs::create_dir(&dir).unwrap();
+        let st = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "check_dump_and_copy_roll_a_crashed_log_forward",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env(CHILD_DIR, &dir)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        // Debian's tools refuse the file while the log holds its commits.
+        debian::need("/usr/bin/mdb_dump", "lmdb-utils");
+        let d = Command::new("/usr/bin/mdb_dump")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            !d.status.success(),
+            "{tool}: LMDB opened a file with pending log records"
+        );
+        let out = match *tool {
+            "check" => run(&["check"], &dir),
+            "dump" => run(&["dump", "-p"], &dir),
+            _ => {
+                let to = base.path().join("copy");
+                std::fs::create_dir(&to).unwrap();
+                let o = Command::new(OURS)
+                    .arg("copy")
+                    .arg(&dir)
+                    .arg(&to)
+                    .output()
+                    .unwrap();
+                // The copy is a plain LMDB file with every commit.
+                let d = Command::new("/usr/bin/mdb_dump")
+                    .args(["-p"])
+                    .arg(&to)
+                    .output()
+                    .unwrap();
+                assert!(d.status.success());
+                assert_eq!(
+                    String::from_utf8_lossy(&d.stdout).matches(" key").count(),
+                    50
+                );
+                o
+            }
+        };
+        assert!(
+            out.status.success(),
+            "mdb {tool}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if *tool == "dump" {
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout).matches(" key").count(),
+                50
+            );
+        }
+        // Rolled forward and plain again: Debian's mdb_dump reads it all.
+        let d = Command::new("/usr/bin/mdb_dump")
+            .args(["-p"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            d.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&d.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&d.stdout).matches(" key").count(),
+            50
+        );
+    }
+}
