@@ -206,10 +206,26 @@ fn flush_loop(s: &WalEnv) {
         if w.stop {
             return;
         }
-        drop(w);
+        // Wait out the period, but not past the close (whose checkpoint
+        // makes every commit durable): a sleep would hold up the drop of
+        // the environment for the rest of the period.
         let period = s.relaxed(true).unwrap_or_default();
-        std::thread::sleep(period);
-        s.wake.lock().unwrap_or_else(|p| p.into_inner()).flush = false;
+        let until = std::time::Instant::now() + period;
+        loop {
+            let now = std::time::Instant::now();
+            if w.stop {
+                return;
+            }
+            if now >= until {
+                break;
+            }
+            w =
+                s.cv.wait_timeout(w, until - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+        }
+        w.flush = false;
+        drop(w);
         // A failure marks the group failed: the next commit reports it.
         let _ = s.flush();
     }
