@@ -21,6 +21,14 @@
 //! Metadata steps (creating, renaming, retiring segments: `LogPrepare`,
 //! `LogRetire`) are taken as durable once announced, as the engine syncs
 //! them itself.
+//!
+//! Both durability modes run the workload. Durable (the default): a
+//! commit is acknowledged when it returns. Relaxed (`sync_every`, here an
+//! hour, so that only the workload's calls sync): a commit returns once
+//! appended and acknowledges nothing; `Env::sync`, a checkpoint, or the
+//! close acknowledge every commit made before them. Either way recovery
+//! must give exactly a prefix of the commits that includes every
+//! acknowledged one, with the page checker clean.
 
 use mdb::io::{FaultInjector, IoAction, IoOp};
 use mdb::meta::{Meta, META_LEN, VERSION, VERSION_OFF};
@@ -29,6 +37,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -40,6 +49,9 @@ const CHECKPOINT_AFTER: [u64; 3] = [5, 12, 19];
 const BIG_TXN: u64 = 9;
 const SECTOR: u64 = 512;
 const MAP_SIZE: usize = 64 << 20;
+/// In relaxed mode, `Env::sync` follows the commit of every transaction
+/// `n` with `n % SYNC_EVERY == SYNC_EVERY - 1` (and no checkpoint).
+const SYNC_EVERY: u64 = 4;
 /// One image in this many is opened outside WAL mode (which costs more:
 /// that open makes a log segment of the default size).
 const PLAIN_EVERY: u64 = 7;
@@ -59,10 +71,23 @@ fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
     }
 }
 
-fn wal_opts() -> WalOptions {
+/// When a commit is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// When it returns.
+    Durable,
+    /// When a later `Env::sync`, checkpoint or close returns.
+    Relaxed,
+}
+
+fn wal_opts(mode: Mode) -> WalOptions {
     let mut w = WalOptions::default();
     w.segment_size = 64 << 10;
     w.checkpointer = false;
+    if mode == Mode::Relaxed {
+        // Only the workload's calls sync: the flusher waits an hour.
+        w.sync_every = Some(Duration::from_secs(3600));
+    }
     w
 }
 
@@ -249,6 +274,12 @@ impl PowerCut {
             st: Mutex::default(),
         })
     }
+
+    /// Whether the power was cut (some step failed or was torn).
+    fn was_cut(&self) -> bool {
+        self.cut
+            .is_some_and(|(at, _)| self.st.lock().unwrap().ops.len() > at)
+    }
 }
 
 impl FaultInjector for PowerCut {
@@ -279,24 +310,31 @@ impl FaultInjector for PowerCut {
 struct Outcome {
     /// Whether creating the environment got done.
     opened: bool,
-    /// Transactions whose commit returned Ok.
+    /// Transactions acknowledged: durable, their commit returned Ok;
+    /// relaxed, an `Env::sync` or checkpoint after their commit did (or
+    /// the close went through uncut).
     acked: u64,
     /// Transactions whose commit was called.
     attempted: u64,
+    /// A commit of relaxed durability that this environment's readers did
+    /// not see at once.
+    unseen: Option<String>,
 }
 
-/// The workload: open, commit `TXNS` transactions with checkpoints between,
-/// close. Stops at the first error (the power is out).
-fn workload(dir: &Path, fault: Arc<PowerCut>, models: &[Model]) -> Outcome {
+/// The workload: open, commit `TXNS` transactions with checkpoints between
+/// (and, relaxed, syncs), close. Stops at the first error (the power is
+/// out).
+fn workload(dir: &Path, mode: Mode, fault: Arc<PowerCut>, models: &[Model]) -> Outcome {
     let mut out = Outcome {
         opened: false,
         acked: 0,
         attempted: 0,
+        unseen: None,
     };
     let Ok(env) = EnvOptions::new()
         .map_size(MAP_SIZE)
-        .wal(wal_opts())
-        .fault_injector(fault)
+        .wal(wal_opts(mode))
+        .fault_injector(fault.clone())
         .open(dir)
     else {
         return out;
@@ -307,12 +345,41 @@ fn workload(dir: &Path, fault: Arc<PowerCut>, models: &[Model]) -> Outcome {
         if commit_txn(&env, n, &models[n as usize]).is_err() {
             return out;
         }
-        out.acked = n + 1;
-        if CHECKPOINT_AFTER.contains(&n) && env.checkpoint().is_err() {
-            return out;
+        match mode {
+            Mode::Durable => out.acked = n + 1,
+            Mode::Relaxed => {
+                // Not durable yet, but visible to this environment's
+                // readers at once.
+                match contents(&env) {
+                    Ok(got) if got == models[n as usize + 1] => {}
+                    Ok(got) => {
+                        let near = models.iter().position(|m| *m == got);
+                        out.unseen = Some(format!(
+                            "after the commit of transaction {n}, a reader sees prefix {near:?}"
+                        ));
+                    }
+                    Err(e) => out.unseen = Some(format!("read after commit {n}: {e:?}")),
+                }
+            }
+        }
+        if CHECKPOINT_AFTER.contains(&n) {
+            if env.checkpoint().is_err() {
+                return out;
+            }
+            out.acked = n + 1;
+        } else if mode == Mode::Relaxed && n % SYNC_EVERY == SYNC_EVERY - 1 {
+            if env.sync(false).is_err() {
+                return out;
+            }
+            out.acked = n + 1;
         }
     }
-    // Dropping closes with a last checkpoint.
+    // Dropping closes with a last checkpoint, which (relaxed) makes the
+    // last commits durable.
+    drop(env);
+    if !fault.was_cut() {
+        out.acked = out.attempted;
+    }
     out
 }
 
@@ -407,15 +474,17 @@ fn crash_image(src: &Path, dst: &Path, pending: &BTreeMap<PathBuf, Vec<Pending>>
     }
 }
 
-fn open_recovered(dir: &Path, wal: bool) -> mdb::Result<Env> {
+/// Open the environment at `dir`, in WAL mode (and durability `mode`) if
+/// `wal`.
+fn open_recovered(dir: &Path, wal: Option<Mode>) -> mdb::Result<Env> {
     open_faulty(dir, wal, None)
 }
 
-fn open_faulty(dir: &Path, wal: bool, fault: Option<Arc<PowerCut>>) -> mdb::Result<Env> {
+fn open_faulty(dir: &Path, wal: Option<Mode>, fault: Option<Arc<PowerCut>>) -> mdb::Result<Env> {
     let mut o = EnvOptions::new();
     o.map_size(MAP_SIZE);
-    if wal {
-        o.wal(wal_opts());
+    if let Some(mode) = wal {
+        o.wal(wal_opts(mode));
     }
     if let Some(f) = fault {
         o.fault_injector(f);
@@ -434,15 +503,23 @@ fn check_clean(dir: &Path) -> Result<(), String> {
 
 /// Recover the image at `dir` (opened in WAL mode or not) and check it;
 /// returns the number of transactions it holds, `None` for a data file
-/// left unopenable by a cut while it was being created.
-fn recover(dir: &Path, wal: bool, out: &Outcome, models: &[Model]) -> Result<Option<u64>, String> {
+/// left unopenable by a cut while it was being created. Then it goes on in
+/// WAL mode `mode`.
+fn recover(
+    dir: &Path,
+    mode: Mode,
+    wal: bool,
+    out: &Outcome,
+    models: &[Model],
+) -> Result<Option<u64>, String> {
+    let wal = wal.then_some(mode);
     let env = match open_recovered(dir, wal) {
         Ok(env) => env,
         // Like LMDB's, a new data file's meta pages are written in one
         // go: torn, or partly lost before their sync, they read as no
         // database (nothing was acknowledged yet).
         Err(mdb::Error::Invalid) if !out.opened => return Ok(None),
-        Err(e) => return Err(format!("open (wal {wal}): {e:?}")),
+        Err(e) => return Err(format!("open (wal {wal:?}): {e:?}")),
     };
     let got = contents(&env).map_err(|e| format!("read: {e:?}"))?;
     let k = (out.acked..=out.attempted)
@@ -459,10 +536,10 @@ fn recover(dir: &Path, wal: bool, out: &Outcome, models: &[Model]) -> Result<Opt
     drop(env);
     check_clean(dir)?;
     // It goes on: one more commit, reopened.
-    let env = open_recovered(dir, true).map_err(|e| format!("reopen: {e:?}"))?;
+    let env = open_recovered(dir, Some(mode)).map_err(|e| format!("reopen: {e:?}"))?;
     commit_txn(&env, k, &models[k as usize]).map_err(|e| format!("commit after: {e:?}"))?;
     drop(env);
-    let env = open_recovered(dir, true).map_err(|e| format!("reopen 2: {e:?}"))?;
+    let env = open_recovered(dir, Some(mode)).map_err(|e| format!("reopen 2: {e:?}"))?;
     let got = contents(&env).map_err(|e| format!("read 2: {e:?}"))?;
     if got != models[k as usize + 1] {
         return Err(format!("after one more commit: not prefix {}", k + 1));
@@ -478,6 +555,7 @@ fn recover(dir: &Path, wal: bool, out: &Outcome, models: &[Model]) -> Result<Opt
 /// images checked.
 fn recovery_cuts(
     img: &Path,
+    mode: Mode,
     wal: bool,
     out: &Outcome,
     models: &[Model],
@@ -486,7 +564,7 @@ fn recovery_cuts(
 ) -> u64 {
     let none = BTreeMap::new();
     let once = |dir: &Path, fault: Arc<PowerCut>| {
-        if let Ok(env) = open_faulty(dir, wal, Some(fault)) {
+        if let Ok(env) = open_faulty(dir, wal.then_some(mode), Some(fault)) {
             let _ = contents(&env);
         }
     };
@@ -507,7 +585,7 @@ fn recovery_cuts(
             images += 1;
             let again = scratch();
             crash_image(run.path(), again.path(), &st.pending, fate);
-            if let Err(e) = recover(again.path(), true, out, models) {
+            if let Err(e) = recover(again.path(), mode, true, out, models) {
                 failures.push(format!(
                     "{what}, recovery (wal {wal}) cut at step {j} {op:?}, {fate:?}: {e}"
                 ));
@@ -540,7 +618,7 @@ fn stock_view(img: &Path, out: &Outcome, models: &[Model]) -> Result<Option<u64>
     }
     let dir = scratch();
     std::fs::write(dir.path().join("data.mdb"), &data).unwrap();
-    let env = open_recovered(dir.path(), false).map_err(|e| format!("stock open: {e:?}"))?;
+    let env = open_recovered(dir.path(), None).map_err(|e| format!("stock open: {e:?}"))?;
     let got = contents(&env).map_err(|e| format!("stock read: {e:?}"))?;
     let k = (out.acked..=out.attempted)
         .find(|&k| models[k as usize] == got)
@@ -576,14 +654,16 @@ fn cuts(op: IoOp) -> Vec<Cut> {
     v
 }
 
-#[test]
-fn power_cuts_lose_no_acknowledged_commit() {
+/// Cut the power at every step of the workload in `mode` (and once past
+/// its end), and recover the images that leaves with each of `fates`.
+fn power_cuts(mode: Mode, fates: &[Fate]) {
     let models = models();
     // The recording run: every step, uncut.
     let dir = scratch();
     let rec = PowerCut::new(dir.path(), None);
-    let full = workload(dir.path(), rec.clone(), &models);
+    let full = workload(dir.path(), mode, rec.clone(), &models);
     assert_eq!(full.acked, TXNS);
+    assert_eq!(full.unseen, None);
     let ops = std::mem::take(&mut rec.st.lock().unwrap().ops);
     drop(dir);
     let count = |f: fn(&IoOp) -> bool| ops.iter().filter(|o| f(o)).count();
@@ -591,30 +671,35 @@ fn power_cuts_lose_no_acknowledged_commit() {
     assert!(count(|o| matches!(o, IoOp::LogRetire { .. })) >= 2);
     assert!(count(|o| matches!(o, IoOp::CheckpointWrite { .. })) >= 4);
 
-    let fates = [
-        Fate::Dropped,
-        Fate::Kept,
-        Fate::Sectors(0x51ed_2701),
-        Fate::Sectors(0x2545_f491),
-    ];
     let (mut images, mut failures) = (0u64, Vec::new());
     // How many images held fewer transactions than attempted, and more
     // than acknowledged: both ways must be seen.
     let (mut short, mut long, mut unborn, mut plain_files, mut twice) = (0, 0, 0, 0, 0);
-    for (i, &op) in ops.iter().enumerate() {
-        for cut in cuts(op) {
+    // Past the last step, the power is cut after the close: every commit
+    // must be there, whatever became of writes left unsynced.
+    for i in 0..=ops.len() {
+        let op = ops.get(i).copied();
+        for cut in op.map_or(vec![Cut::Fail], cuts) {
             let run = scratch();
             let fault = PowerCut::new(run.path(), Some((i, cut)));
-            let out = workload(run.path(), fault.clone(), &models);
+            let out = workload(run.path(), mode, fault.clone(), &models);
             let st = std::mem::take(&mut *fault.st.lock().unwrap());
-            assert_eq!(st.ops[..=i], ops[..=i], "step {i}: the runs differ");
-            for fate in fates {
+            let upto = (i + 1).min(ops.len());
+            assert_eq!(st.ops[..upto], ops[..upto], "step {i}: the runs differ");
+            if op.is_none() {
+                assert_eq!(st.ops.len(), ops.len(), "the uncut run differs");
+                assert_eq!(out.acked, TXNS);
+            }
+            if let Some(e) = &out.unseen {
+                failures.push(format!("{mode:?}, step {i} {op:?}, {cut:?}: {e}"));
+            }
+            for &fate in fates {
                 images += 1;
                 let img = scratch();
                 crash_image(run.path(), img.path(), &st.pending, fate);
                 let what = || {
                     format!(
-                        "step {i} {op:?}, {cut:?}, {fate:?}, acked {} attempted {}",
+                        "{mode:?}, step {i} {op:?}, {cut:?}, {fate:?}, acked {} attempted {}",
                         out.acked, out.attempted
                     )
                 };
@@ -627,9 +712,10 @@ fn power_cuts_lose_no_acknowledged_commit() {
                 if images % RECOVERY_CUTS_EVERY == 0 {
                     let w = what();
                     let rwal = images != PLAIN_RECOVERY_CUTS;
-                    twice += recovery_cuts(img.path(), rwal, &out, &models, &mut failures, &w);
+                    twice +=
+                        recovery_cuts(img.path(), mode, rwal, &out, &models, &mut failures, &w);
                 }
-                match recover(img.path(), wal, &out, &models) {
+                match recover(img.path(), mode, wal, &out, &models) {
                     Ok(None) => unborn += 1,
                     Ok(Some(k)) => {
                         short += u32::from(k < out.attempted);
@@ -641,7 +727,7 @@ fn power_cuts_lose_no_acknowledged_commit() {
         }
     }
     eprintln!(
-        "{} steps, {images} crash images: {short} short of the attempted, \
+        "{mode:?}: {} steps, {images} crash images: {short} short of the attempted, \
          {long} past the acknowledged, {unborn} cut while creating the data file, \
          {plain_files} plain data files checked without their log; \
          {twice} images of a cut while recovering",
@@ -649,11 +735,28 @@ fn power_cuts_lose_no_acknowledged_commit() {
     );
     assert!(
         failures.is_empty(),
-        "{} of {images} images failed:\n{}",
+        "{mode:?}: {} of {images} images failed:\n{}",
         failures.len(),
         failures[..failures.len().min(40)].join("\n")
     );
     assert!(short > 10 && long > 10, "short {short}, long {long}");
     assert!(unborn < 20, "{unborn} images unopenable");
     assert!(plain_files >= 20, "{plain_files} plain data files");
+    assert!(twice > 0, "no cut while recovering");
+}
+
+#[test]
+fn power_cuts_lose_no_acknowledged_commit() {
+    power_cuts(
+        Mode::Durable,
+        &[Fate::Dropped, Fate::Kept, Fate::Sectors(0x51ed_2701)],
+    );
+}
+
+#[test]
+fn power_cuts_lose_no_synced_commit_of_relaxed_durability() {
+    power_cuts(
+        Mode::Relaxed,
+        &[Fate::Dropped, Fate::Kept, Fate::Sectors(0x2545_f491)],
+    );
 }
