@@ -52,15 +52,22 @@ const MAP_SIZE: usize = 64 << 20;
 /// In relaxed mode, `Env::sync` follows the commit of every transaction
 /// `n` with `n % SYNC_EVERY == SYNC_EVERY - 1` (and no checkpoint).
 const SYNC_EVERY: u64 = 4;
-/// One image in this many is opened outside WAL mode (which costs more:
-/// that open makes a log segment of the default size).
-const PLAIN_EVERY: u64 = 7;
-/// For one image in this many, the power is cut again at every step of
-/// its recovery.
-const RECOVERY_CUTS_EVERY: u64 = 41;
-/// ... in WAL mode, but for this image (a cut mid-workload, with records
-/// to replay) outside it: that costs more (see `PLAIN_EVERY`).
-const PLAIN_RECOVERY_CUTS: u64 = 20 * RECOVERY_CUTS_EVERY;
+
+/// How many crash images a run of [`power_cuts`] checks (both modes share
+/// the time a CI run may spend on them).
+struct Plan {
+    /// What becomes of the unsynced writes, for each cut.
+    fates: &'static [Fate],
+    /// One image in this many is opened outside WAL mode (which costs
+    /// more: that open makes a log segment of the default size).
+    plain_every: u64,
+    /// For one image in this many, the power is cut again at every step
+    /// of its recovery ...
+    recovery_cuts_every: u64,
+    /// ... in WAL mode, but for this image (a cut mid-workload, with
+    /// records to replay) outside it: that costs more (see `plain_every`).
+    plain_recovery_cuts: u64,
+}
 
 fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
     move || {
@@ -656,7 +663,7 @@ fn cuts(op: IoOp) -> Vec<Cut> {
 
 /// Cut the power at every step of the workload in `mode` (and once past
 /// its end), and recover the images that leaves with each of `fates`.
-fn power_cuts(mode: Mode, fates: &[Fate]) {
+fn power_cuts(mode: Mode, plan: Plan) {
     let models = models();
     // The recording run: every step, uncut.
     let dir = scratch();
@@ -693,7 +700,7 @@ fn power_cuts(mode: Mode, fates: &[Fate]) {
             if let Some(e) = &out.unseen {
                 failures.push(format!("{mode:?}, step {i} {op:?}, {cut:?}: {e}"));
             }
-            for &fate in fates {
+            for &fate in plan.fates {
                 images += 1;
                 let img = scratch();
                 crash_image(run.path(), img.path(), &st.pending, fate);
@@ -708,10 +715,10 @@ fn power_cuts(mode: Mode, fates: &[Fate]) {
                     Err(e) => failures.push(format!("{}: {e}", what())),
                 }
                 // Some images are opened outside WAL mode.
-                let wal = images % PLAIN_EVERY != 0;
-                if images % RECOVERY_CUTS_EVERY == 0 {
+                let wal = images % plan.plain_every != 0;
+                if images % plan.recovery_cuts_every == 0 {
                     let w = what();
-                    let rwal = images != PLAIN_RECOVERY_CUTS;
+                    let rwal = images != plan.plain_recovery_cuts;
                     twice +=
                         recovery_cuts(img.path(), mode, rwal, &out, &models, &mut failures, &w);
                 }
@@ -749,14 +756,25 @@ fn power_cuts(mode: Mode, fates: &[Fate]) {
 fn power_cuts_lose_no_acknowledged_commit() {
     power_cuts(
         Mode::Durable,
-        &[Fate::Dropped, Fate::Kept, Fate::Sectors(0x51ed_2701)],
+        Plan {
+            fates: &[Fate::Dropped, Fate::Kept, Fate::Sectors(0x51ed_2701)],
+            plain_every: 11,
+            recovery_cuts_every: 41,
+            plain_recovery_cuts: 20 * 41,
+        },
     );
 }
 
 #[test]
 fn power_cuts_lose_no_synced_commit_of_relaxed_durability() {
+    // Fewer images: recovery is the same code as in durable mode.
     power_cuts(
         Mode::Relaxed,
-        &[Fate::Dropped, Fate::Kept, Fate::Sectors(0x2545_f491)],
+        Plan {
+            fates: &[Fate::Dropped, Fate::Kept, Fate::Sectors(0x2545_f491)],
+            plain_every: 17,
+            recovery_cuts_every: 61,
+            plain_recovery_cuts: 10 * 61,
+        },
     );
 }
