@@ -875,3 +875,25 @@ fn spare_segments_are_made_off_the_commit_path() {
     let env = open_wal(dir.path());
     assert_matches(&env, &model);
 }
+
+#[test]
+fn closing_does_not_wait_out_a_long_sync_period() {
+    // The flusher thread waits an hour before it syncs; the close must not
+    // wait with it (it makes the commit durable itself).
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut w = wal_opts();
+        w.sync_every = Some(std::time::Duration::from_secs(3600));
+        let env = EnvOptions::new()
+            .map_size(64 << 20)
+            .wal(w)
+            .open(dir.path())
+            .unwrap();
+        put(&env, b"a").unwrap();
+        let r = env.read_txn().unwrap();
+        assert_eq!(r.get(Database::MAIN, b"a").unwrap(), Some(&b"a"[..]));
+    }
+    let env = open_wal(dir.path());
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.get(Database::MAIN, b"a").unwrap(), Some(&b"a"[..]));
+}

@@ -8,9 +8,10 @@
 //! the injector reads the bytes each write is about to overwrite, so it
 //! knows, per file, the writes since that file's last sync and what they
 //! replaced. A crash image is the directory as the cut left it with those
-//! unsynced writes dropped, kept, or kept in some 512-byte sectors only
-//! (per sector, any prefix of the writes that touched it). A lost write
-//! leaves the old bytes, as a disk does.
+//! unsynced writes dropped, kept, kept in some 512-byte sectors only
+//! (per sector, any prefix of the writes that touched it), or kept in the
+//! data file only. A lost write leaves the old bytes, as a disk does. One
+//! more run is cut past the last step (after the close).
 //!
 //! Opened again (in WAL mode, or outside it: both roll the log forward),
 //! every image must hold exactly the first `k` transactions, for a `k` no
@@ -21,6 +22,14 @@
 //! Metadata steps (creating, renaming, retiring segments: `LogPrepare`,
 //! `LogRetire`) are taken as durable once announced, as the engine syncs
 //! them itself.
+//!
+//! Both durability modes run the workload. Durable (the default): a
+//! commit is acknowledged when it returns. Relaxed (`sync_every`, here an
+//! hour, so that only the workload's calls sync): a commit returns once
+//! appended and acknowledges nothing; `Env::sync`, a checkpoint, or the
+//! close acknowledge every commit made before them. Either way recovery
+//! must give exactly a prefix of the commits that includes every
+//! acknowledged one, with the page checker clean.
 
 use mdb::io::{FaultInjector, IoAction, IoOp};
 use mdb::meta::{Meta, META_LEN, VERSION, VERSION_OFF};
@@ -29,6 +38,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -38,17 +48,34 @@ const TXNS: u64 = 25;
 const CHECKPOINT_AFTER: [u64; 3] = [5, 12, 19];
 /// This transaction's record is larger than a segment.
 const BIG_TXN: u64 = 9;
+/// This one deletes that large value (its pages, written before a
+/// checkpoint, go to the free list), and this one writes another (which
+/// needs as many pages in a row). In relaxed mode no sync comes between
+/// them (see `SYNC_EVERY`): the pages freed must not be reused before the
+/// delete is durable, as a crash brings the first value back.
+const BIG_DEL: u64 = 16;
+const BIG_AGAIN: u64 = 18;
 const SECTOR: u64 = 512;
 const MAP_SIZE: usize = 64 << 20;
-/// One image in this many is opened outside WAL mode (which costs more:
-/// that open makes a log segment of the default size).
-const PLAIN_EVERY: u64 = 7;
-/// For one image in this many, the power is cut again at every step of
-/// its recovery.
-const RECOVERY_CUTS_EVERY: u64 = 41;
-/// ... in WAL mode, but for this image (a cut mid-workload, with records
-/// to replay) outside it: that costs more (see `PLAIN_EVERY`).
-const PLAIN_RECOVERY_CUTS: u64 = 20 * RECOVERY_CUTS_EVERY;
+/// In relaxed mode, `Env::sync` follows the commit of every transaction
+/// `n` with `n % SYNC_EVERY == SYNC_EVERY - 1` (and no checkpoint).
+const SYNC_EVERY: u64 = 4;
+
+/// How many crash images a run of [`power_cuts`] checks (both modes share
+/// the time a CI run may spend on them).
+struct Plan {
+    /// What becomes of the unsynced writes, for each cut.
+    fates: &'static [Fate],
+    /// One image in this many is opened outside WAL mode (which costs
+    /// more: that open makes a log segment of the default size).
+    plain_every: u64,
+    /// For one image in this many, the power is cut again at every step
+    /// of its recovery ...
+    recovery_cuts_every: u64,
+    /// ... in WAL mode, but for this image (a cut mid-workload, with
+    /// records to replay) outside it: that costs more (see `plain_every`).
+    plain_recovery_cuts: u64,
+}
 
 fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
     move || {
@@ -59,10 +86,26 @@ fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
     }
 }
 
-fn wal_opts() -> WalOptions {
+/// When a commit is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// When it returns.
+    Durable,
+    /// When a later `Env::sync`, checkpoint or close returns.
+    Relaxed,
+}
+
+fn wal_opts(mode: Mode) -> WalOptions {
     let mut w = WalOptions::default();
     w.segment_size = 64 << 10;
     w.checkpointer = false;
+    if mode == Mode::Relaxed {
+        // Only the workload's calls sync: the flusher waits an hour.
+        w.sync_every = Some(Duration::from_secs(3600));
+        // Moving to the next segment syncs the last: with a few records
+        // to a segment, several commits wait for a sync.
+        w.segment_size = 256 << 10;
+    }
     w
 }
 
@@ -104,6 +147,14 @@ fn txn_steps(n: u64, model: &Model) -> Vec<Step> {
     if n == BIG_TXN {
         let v: Vec<u8> = (0..90_000).map(|i| (i % 251) as u8).collect();
         steps.push(Step::Put(b"big".to_vec(), v));
+    }
+    if n == BIG_DEL && keys.iter().any(|k| k == b"big") {
+        keys.retain(|k| k != b"big");
+        steps.push(Step::Del(b"big".to_vec()));
+    }
+    if n == BIG_AGAIN {
+        let v: Vec<u8> = (0..90_000).map(|i| (i % 241) as u8).collect();
+        steps.push(Step::Put(b"big2".to_vec(), v));
     }
     for _ in 0..next() % 3 {
         if keys.is_empty() {
@@ -249,6 +300,12 @@ impl PowerCut {
             st: Mutex::default(),
         })
     }
+
+    /// Whether the power was cut (some step failed or was torn).
+    fn was_cut(&self) -> bool {
+        self.cut
+            .is_some_and(|(at, _)| self.st.lock().unwrap().ops.len() > at)
+    }
 }
 
 impl FaultInjector for PowerCut {
@@ -279,24 +336,31 @@ impl FaultInjector for PowerCut {
 struct Outcome {
     /// Whether creating the environment got done.
     opened: bool,
-    /// Transactions whose commit returned Ok.
+    /// Transactions acknowledged: durable, their commit returned Ok;
+    /// relaxed, an `Env::sync` or checkpoint after their commit did (or
+    /// the close went through uncut).
     acked: u64,
     /// Transactions whose commit was called.
     attempted: u64,
+    /// A commit of relaxed durability that this environment's readers did
+    /// not see at once.
+    unseen: Option<String>,
 }
 
-/// The workload: open, commit `TXNS` transactions with checkpoints between,
-/// close. Stops at the first error (the power is out).
-fn workload(dir: &Path, fault: Arc<PowerCut>, models: &[Model]) -> Outcome {
+/// The workload: open, commit `TXNS` transactions with checkpoints between
+/// (and, relaxed, syncs), close. Stops at the first error (the power is
+/// out).
+fn workload(dir: &Path, mode: Mode, fault: Arc<PowerCut>, models: &[Model]) -> Outcome {
     let mut out = Outcome {
         opened: false,
         acked: 0,
         attempted: 0,
+        unseen: None,
     };
     let Ok(env) = EnvOptions::new()
         .map_size(MAP_SIZE)
-        .wal(wal_opts())
-        .fault_injector(fault)
+        .wal(wal_opts(mode))
+        .fault_injector(fault.clone())
         .open(dir)
     else {
         return out;
@@ -307,12 +371,44 @@ fn workload(dir: &Path, fault: Arc<PowerCut>, models: &[Model]) -> Outcome {
         if commit_txn(&env, n, &models[n as usize]).is_err() {
             return out;
         }
-        out.acked = n + 1;
-        if CHECKPOINT_AFTER.contains(&n) && env.checkpoint().is_err() {
-            return out;
+        match mode {
+            Mode::Durable => out.acked = n + 1,
+            Mode::Relaxed => {
+                // Not durable yet, but visible to this environment's
+                // readers at once.
+                match contents(&env) {
+                    Ok(got) if got == models[n as usize + 1] => {}
+                    Ok(got) => {
+                        let near = models.iter().position(|m| *m == got);
+                        out.unseen.get_or_insert(format!(
+                            "after the commit of transaction {n}, a reader sees prefix {near:?}"
+                        ));
+                    }
+                    Err(e) => {
+                        out.unseen
+                            .get_or_insert(format!("read after commit {n}: {e:?}"));
+                    }
+                }
+            }
+        }
+        if CHECKPOINT_AFTER.contains(&n) {
+            if env.checkpoint().is_err() {
+                return out;
+            }
+            out.acked = n + 1;
+        } else if mode == Mode::Relaxed && n % SYNC_EVERY == SYNC_EVERY - 1 {
+            if env.sync(false).is_err() {
+                return out;
+            }
+            out.acked = n + 1;
         }
     }
-    // Dropping closes with a last checkpoint.
+    // Dropping closes with a last checkpoint, which (relaxed) makes the
+    // last commits durable.
+    drop(env);
+    if !fault.was_cut() {
+        out.acked = out.attempted;
+    }
     out
 }
 
@@ -325,6 +421,9 @@ enum Fate {
     Kept,
     /// Per 512-byte sector, the first few of the writes to it (seeded).
     Sectors(u64),
+    /// Those to the data file on disk, those to the log (and its
+    /// checkpoint file) lost: nothing orders the writes of two files.
+    DataOnly,
 }
 
 /// Undo the writes of `pending` (in order) that `fate` loses from `buf`,
@@ -344,6 +443,7 @@ fn undo(buf: &mut Vec<u8>, pending: &[Pending], fate: Fate, rnd: &mut impl FnMut
             let k = match fate {
                 Fate::Dropped => 0,
                 Fate::Kept => m,
+                Fate::DataOnly => unreachable!("applied per file"),
                 Fate::Sectors(_) => rnd() % (m + 1),
             };
             (s, k)
@@ -402,20 +502,27 @@ fn crash_image(src: &Path, dst: &Path, pending: &BTreeMap<PathBuf, Vec<Pending>>
         let Ok(mut buf) = std::fs::read(&path) else {
             continue; // removed since
         };
+        let fate = match fate {
+            Fate::DataOnly if rel.starts_with("wal") => Fate::Dropped,
+            Fate::DataOnly => Fate::Kept,
+            f => f,
+        };
         undo(&mut buf, writes, fate, &mut rnd);
         std::fs::write(&path, &buf).unwrap();
     }
 }
 
-fn open_recovered(dir: &Path, wal: bool) -> mdb::Result<Env> {
+/// Open the environment at `dir`, in WAL mode (and durability `mode`) if
+/// `wal`.
+fn open_recovered(dir: &Path, wal: Option<Mode>) -> mdb::Result<Env> {
     open_faulty(dir, wal, None)
 }
 
-fn open_faulty(dir: &Path, wal: bool, fault: Option<Arc<PowerCut>>) -> mdb::Result<Env> {
+fn open_faulty(dir: &Path, wal: Option<Mode>, fault: Option<Arc<PowerCut>>) -> mdb::Result<Env> {
     let mut o = EnvOptions::new();
     o.map_size(MAP_SIZE);
-    if wal {
-        o.wal(wal_opts());
+    if let Some(mode) = wal {
+        o.wal(wal_opts(mode));
     }
     if let Some(f) = fault {
         o.fault_injector(f);
@@ -434,15 +541,23 @@ fn check_clean(dir: &Path) -> Result<(), String> {
 
 /// Recover the image at `dir` (opened in WAL mode or not) and check it;
 /// returns the number of transactions it holds, `None` for a data file
-/// left unopenable by a cut while it was being created.
-fn recover(dir: &Path, wal: bool, out: &Outcome, models: &[Model]) -> Result<Option<u64>, String> {
+/// left unopenable by a cut while it was being created. Then it goes on in
+/// WAL mode `mode`.
+fn recover(
+    dir: &Path,
+    mode: Mode,
+    wal: bool,
+    out: &Outcome,
+    models: &[Model],
+) -> Result<Option<u64>, String> {
+    let wal = wal.then_some(mode);
     let env = match open_recovered(dir, wal) {
         Ok(env) => env,
         // Like LMDB's, a new data file's meta pages are written in one
         // go: torn, or partly lost before their sync, they read as no
         // database (nothing was acknowledged yet).
         Err(mdb::Error::Invalid) if !out.opened => return Ok(None),
-        Err(e) => return Err(format!("open (wal {wal}): {e:?}")),
+        Err(e) => return Err(format!("open (wal {wal:?}): {e:?}")),
     };
     let got = contents(&env).map_err(|e| format!("read: {e:?}"))?;
     let k = (out.acked..=out.attempted)
@@ -459,10 +574,10 @@ fn recover(dir: &Path, wal: bool, out: &Outcome, models: &[Model]) -> Result<Opt
     drop(env);
     check_clean(dir)?;
     // It goes on: one more commit, reopened.
-    let env = open_recovered(dir, true).map_err(|e| format!("reopen: {e:?}"))?;
+    let env = open_recovered(dir, Some(mode)).map_err(|e| format!("reopen: {e:?}"))?;
     commit_txn(&env, k, &models[k as usize]).map_err(|e| format!("commit after: {e:?}"))?;
     drop(env);
-    let env = open_recovered(dir, true).map_err(|e| format!("reopen 2: {e:?}"))?;
+    let env = open_recovered(dir, Some(mode)).map_err(|e| format!("reopen 2: {e:?}"))?;
     let got = contents(&env).map_err(|e| format!("read 2: {e:?}"))?;
     if got != models[k as usize + 1] {
         return Err(format!("after one more commit: not prefix {}", k + 1));
@@ -478,6 +593,7 @@ fn recover(dir: &Path, wal: bool, out: &Outcome, models: &[Model]) -> Result<Opt
 /// images checked.
 fn recovery_cuts(
     img: &Path,
+    mode: Mode,
     wal: bool,
     out: &Outcome,
     models: &[Model],
@@ -486,7 +602,7 @@ fn recovery_cuts(
 ) -> u64 {
     let none = BTreeMap::new();
     let once = |dir: &Path, fault: Arc<PowerCut>| {
-        if let Ok(env) = open_faulty(dir, wal, Some(fault)) {
+        if let Ok(env) = open_faulty(dir, wal.then_some(mode), Some(fault)) {
             let _ = contents(&env);
         }
     };
@@ -507,7 +623,7 @@ fn recovery_cuts(
             images += 1;
             let again = scratch();
             crash_image(run.path(), again.path(), &st.pending, fate);
-            if let Err(e) = recover(again.path(), true, out, models) {
+            if let Err(e) = recover(again.path(), mode, true, out, models) {
                 failures.push(format!(
                     "{what}, recovery (wal {wal}) cut at step {j} {op:?}, {fate:?}: {e}"
                 ));
@@ -540,7 +656,7 @@ fn stock_view(img: &Path, out: &Outcome, models: &[Model]) -> Result<Option<u64>
     }
     let dir = scratch();
     std::fs::write(dir.path().join("data.mdb"), &data).unwrap();
-    let env = open_recovered(dir.path(), false).map_err(|e| format!("stock open: {e:?}"))?;
+    let env = open_recovered(dir.path(), None).map_err(|e| format!("stock open: {e:?}"))?;
     let got = contents(&env).map_err(|e| format!("stock read: {e:?}"))?;
     let k = (out.acked..=out.attempted)
         .find(|&k| models[k as usize] == got)
@@ -576,14 +692,18 @@ fn cuts(op: IoOp) -> Vec<Cut> {
     v
 }
 
-#[test]
-fn power_cuts_lose_no_acknowledged_commit() {
+/// Cut the power at every step of the workload in `mode` (and once past
+/// its end), and recover the images that leaves with each of `fates`.
+fn power_cuts(mode: Mode, plan: Plan) {
     let models = models();
+    assert!(models[BIG_DEL as usize].contains_key(&b"big"[..]));
+    assert!(!models[BIG_DEL as usize + 1].contains_key(&b"big"[..]));
     // The recording run: every step, uncut.
     let dir = scratch();
     let rec = PowerCut::new(dir.path(), None);
-    let full = workload(dir.path(), rec.clone(), &models);
+    let full = workload(dir.path(), mode, rec.clone(), &models);
     assert_eq!(full.acked, TXNS);
+    assert_eq!(full.unseen, None);
     let ops = std::mem::take(&mut rec.st.lock().unwrap().ops);
     drop(dir);
     let count = |f: fn(&IoOp) -> bool| ops.iter().filter(|o| f(o)).count();
@@ -591,30 +711,35 @@ fn power_cuts_lose_no_acknowledged_commit() {
     assert!(count(|o| matches!(o, IoOp::LogRetire { .. })) >= 2);
     assert!(count(|o| matches!(o, IoOp::CheckpointWrite { .. })) >= 4);
 
-    let fates = [
-        Fate::Dropped,
-        Fate::Kept,
-        Fate::Sectors(0x51ed_2701),
-        Fate::Sectors(0x2545_f491),
-    ];
     let (mut images, mut failures) = (0u64, Vec::new());
     // How many images held fewer transactions than attempted, and more
     // than acknowledged: both ways must be seen.
     let (mut short, mut long, mut unborn, mut plain_files, mut twice) = (0, 0, 0, 0, 0);
-    for (i, &op) in ops.iter().enumerate() {
-        for cut in cuts(op) {
+    // Past the last step, the power is cut after the close: every commit
+    // must be there, whatever became of writes left unsynced.
+    for i in 0..=ops.len() {
+        let op = ops.get(i).copied();
+        for cut in op.map_or(vec![Cut::Fail], cuts) {
             let run = scratch();
             let fault = PowerCut::new(run.path(), Some((i, cut)));
-            let out = workload(run.path(), fault.clone(), &models);
+            let out = workload(run.path(), mode, fault.clone(), &models);
             let st = std::mem::take(&mut *fault.st.lock().unwrap());
-            assert_eq!(st.ops[..=i], ops[..=i], "step {i}: the runs differ");
-            for fate in fates {
+            let upto = (i + 1).min(ops.len());
+            assert_eq!(st.ops[..upto], ops[..upto], "step {i}: the runs differ");
+            if op.is_none() {
+                assert_eq!(st.ops.len(), ops.len(), "the uncut run differs");
+                assert_eq!(out.acked, TXNS);
+            }
+            if let Some(e) = &out.unseen {
+                failures.push(format!("{mode:?}, step {i} {op:?}, {cut:?}: {e}"));
+            }
+            for &fate in plan.fates {
                 images += 1;
                 let img = scratch();
                 crash_image(run.path(), img.path(), &st.pending, fate);
                 let what = || {
                     format!(
-                        "step {i} {op:?}, {cut:?}, {fate:?}, acked {} attempted {}",
+                        "{mode:?}, step {i} {op:?}, {cut:?}, {fate:?}, acked {} attempted {}",
                         out.acked, out.attempted
                     )
                 };
@@ -623,13 +748,14 @@ fn power_cuts_lose_no_acknowledged_commit() {
                     Err(e) => failures.push(format!("{}: {e}", what())),
                 }
                 // Some images are opened outside WAL mode.
-                let wal = images % PLAIN_EVERY != 0;
-                if images % RECOVERY_CUTS_EVERY == 0 {
+                let wal = images % plan.plain_every != 0;
+                if images % plan.recovery_cuts_every == 0 {
                     let w = what();
-                    let rwal = images != PLAIN_RECOVERY_CUTS;
-                    twice += recovery_cuts(img.path(), rwal, &out, &models, &mut failures, &w);
+                    let rwal = images != plan.plain_recovery_cuts;
+                    twice +=
+                        recovery_cuts(img.path(), mode, rwal, &out, &models, &mut failures, &w);
                 }
-                match recover(img.path(), wal, &out, &models) {
+                match recover(img.path(), mode, wal, &out, &models) {
                     Ok(None) => unborn += 1,
                     Ok(Some(k)) => {
                         short += u32::from(k < out.attempted);
@@ -641,7 +767,7 @@ fn power_cuts_lose_no_acknowledged_commit() {
         }
     }
     eprintln!(
-        "{} steps, {images} crash images: {short} short of the attempted, \
+        "{mode:?}: {} steps, {images} crash images: {short} short of the attempted, \
          {long} past the acknowledged, {unborn} cut while creating the data file, \
          {plain_files} plain data files checked without their log; \
          {twice} images of a cut while recovering",
@@ -649,11 +775,39 @@ fn power_cuts_lose_no_acknowledged_commit() {
     );
     assert!(
         failures.is_empty(),
-        "{} of {images} images failed:\n{}",
+        "{mode:?}: {} of {images} images failed:\n{}",
         failures.len(),
         failures[..failures.len().min(40)].join("\n")
     );
     assert!(short > 10 && long > 10, "short {short}, long {long}");
     assert!(unborn < 20, "{unborn} images unopenable");
     assert!(plain_files >= 20, "{plain_files} plain data files");
+    assert!(twice > 0, "no cut while recovering");
+}
+
+#[test]
+fn power_cuts_lose_no_acknowledged_commit() {
+    power_cuts(
+        Mode::Durable,
+        Plan {
+            fates: &[Fate::Dropped, Fate::Kept, Fate::Sectors(0x51ed_2701)],
+            plain_every: 11,
+            recovery_cuts_every: 53,
+            plain_recovery_cuts: 15 * 53,
+        },
+    );
+}
+
+#[test]
+fn power_cuts_lose_no_synced_commit_of_relaxed_durability() {
+    // Fewer images: recovery is the same code as in durable mode.
+    power_cuts(
+        Mode::Relaxed,
+        Plan {
+            fates: &[Fate::Dropped, Fate::DataOnly, Fate::Sectors(0x2545_f491)],
+            plain_every: 17,
+            recovery_cuts_every: 61,
+            plain_recovery_cuts: 10 * 61,
+        },
+    );
 }
