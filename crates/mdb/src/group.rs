@@ -90,6 +90,10 @@ struct State {
     syncing: bool,
     /// Commits the last sync covered.
     last_group: usize,
+    /// Threads waiting on `durable_cv`; a leader waiting on `gather_cv`
+    /// (a notification is a system call even with nobody waiting).
+    durable_waiters: usize,
+    gathering: bool,
     /// The log or data file failed: nothing more can be made durable.
     failed: Option<Error>,
 }
@@ -189,8 +193,12 @@ impl Group {
         let sh = &*self.shared;
         let mut g = sh.state();
         g.owner = None;
-        sh.token_cv.notify_one();
-        sh.gather_cv.notify_one();
+        if g.waiting > 0 {
+            sh.token_cv.notify_one();
+        }
+        if g.gathering {
+            sh.gather_cv.notify_one();
+        }
     }
 
     /// The token holder appended the commit of `meta` (its update at
@@ -234,7 +242,9 @@ impl Group {
                 return Err(e);
             }
             if g.syncing {
+                g.durable_waiters += 1;
                 g = sh.wait(&sh.durable_cv, g);
+                g.durable_waiters -= 1;
                 continue;
             }
             g.syncing = true;
@@ -242,6 +252,7 @@ impl Group {
             // group was larger: their commits can share this sync if it
             // waits for them, a little.
             let start = Instant::now();
+            g.gathering = true;
             while g.owner.is_some() || g.waiting > 0 || g.pending.len() < g.last_group {
                 let waited = start.elapsed();
                 if waited >= GATHER {
@@ -253,6 +264,7 @@ impl Group {
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
             }
+            g.gathering = false;
             g.last_group = g.pending.len();
             drop(g);
             let r = wal.sync_appended();
@@ -275,7 +287,9 @@ impl Group {
                 }
                 Err(e) => g.failed = Some(e),
             }
-            sh.durable_cv.notify_all();
+            if g.durable_waiters > 0 {
+                sh.durable_cv.notify_all();
+            }
             if g.failed.is_some() {
                 sh.token_cv.notify_all();
             }
