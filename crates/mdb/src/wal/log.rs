@@ -15,6 +15,7 @@ use crate::io::IoOp;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The smallest segment size; smaller settings are raised to it.
 pub(crate) const MIN_SEGMENT: u64 = 64 << 10;
@@ -119,7 +120,7 @@ pub(crate) fn walk<'a>(
 
 /// The syncs that make every record appended so far durable.
 pub(crate) struct SyncPlan {
-    files: Vec<(u64, File)>,
+    files: Vec<(u64, Arc<File>)>,
     seam: super::seam::Seam,
     mark: u64,
     /// The last record they cover.
@@ -144,12 +145,13 @@ pub(crate) struct Log {
     pub(super) done: Vec<SegmentInfo>,
     /// The segment records are appended to.
     pub(super) cur: SegmentInfo,
-    pub(super) cur_file: File,
+    /// Shared with a sync running outside the log (group commit).
+    pub(super) cur_file: Arc<File>,
     /// The segment the log moves on to, zero-filled and synced.
     pub(super) next: Option<(SegmentInfo, File)>,
     pub(super) chain: ChainEnd,
     /// Earlier segments written since the last sync.
-    pub(super) unsynced: Vec<(u64, File)>,
+    pub(super) unsynced: Vec<(u64, Arc<File>)>,
     /// Whether the current segment was written since the last sync.
     pub(super) dirty: bool,
     /// The record being written, reused across appends.
@@ -286,10 +288,10 @@ impl Log {
     pub(crate) fn sync_plan(&self) -> Result<SyncPlan> {
         let mut files = Vec::with_capacity(self.unsynced.len() + 1);
         for (seq, f) in &self.unsynced {
-            files.push((*seq, f.try_clone()?));
+            files.push((*seq, f.clone()));
         }
         if self.dirty {
-            files.push((self.cur.seq, self.cur_file.try_clone()?));
+            files.push((self.cur.seq, self.cur_file.clone()));
         }
         Ok(SyncPlan {
             files,
@@ -368,7 +370,7 @@ impl Log {
                 None => self.make_segment(self.pool.segment_size)?,
             };
             let old = std::mem::replace(&mut self.cur, info);
-            self.cur_file = file;
+            self.cur_file = Arc::new(file);
             self.dirty = false;
             self.unsynced.retain(|(s, _)| *s != old.seq);
             self.pool.retire(old.seq, old.size)?;
@@ -448,7 +450,7 @@ impl Log {
                 None => self.make_segment(regular)?,
             }
         };
-        let old_file = std::mem::replace(&mut self.cur_file, file);
+        let old_file = std::mem::replace(&mut self.cur_file, Arc::new(file));
         let old = std::mem::replace(&mut self.cur, info);
         if std::mem::take(&mut self.dirty) {
             self.unsynced.push((old.seq, old_file));

@@ -115,7 +115,7 @@ fn open(dir: &Path, opts: LogOptions, seam: Seam) -> Result<Log> {
         pool,
         done: segs,
         cur,
-        cur_file,
+        cur_file: Arc::new(cur_file),
         next: None,
         chain,
         unsynced: Vec::new(),
