@@ -10,10 +10,17 @@
 //! - `py_sync`: `scripts/py_sync_put.py` under Debian's python3-lmdb, on
 //!   Debian's liblmdb, on ours, and on ours with `MDB_WAL=1`.
 //!
+//! With the cargo feature `rocksdb`, RocksDB with synced writes (one put
+//! per write, one `WriteBatch` of `BATCH` puts in `batch_put`) is one more
+//! contender of `sync_put`, `sync_threads`, `batch_put` and `disk_get`
+//! (see [`crate::rocks`]), last in each table.
+//!
 //! Each repetition runs every contender once, the order rotating by one
 //! place per repetition (and reversed on odd ones), so that no contender
 //! always follows the same one.
 
+#[cfg(feature = "rocksdb")]
+use crate::rocks;
 use crate::workloads::{self, Data, Db, Engine, Res};
 use crate::{fmt_time, median, range, time_range, TempDir};
 use std::path::{Path, PathBuf};
@@ -160,20 +167,33 @@ pub fn sync_put(base: &Path, n: usize, limit_bytes: usize, reps: usize, keep: bo
         ),
         "commit",
         n,
-        &["LMDB", "mdb", "mdb WAL", "limit"],
+        &[
+            "LMDB",
+            "mdb",
+            "mdb WAL",
+            "limit",
+            #[cfg(feature = "rocksdb")]
+            "RocksDB",
+        ],
     );
-    // WAL / limit, WAL / LMDB, mdb / LMDB.
+    // WAL / limit, WAL / LMDB, mdb / LMDB (, WAL / RocksDB).
     m.ratios = vec![(2, 3), (2, 0), (1, 0)];
+    if cfg!(feature = "rocksdb") {
+        m.ratios.push((2, 4));
+    }
     for rep in 0..reps {
         eprintln!("sync_put rep {}/{reps}", rep + 1);
-        for who in order(4, rep) {
+        for who in order(m.labels.len(), rep) {
             let dir = TempDir::new(base, &m.labels[who].replace(' ', "-"), keep)?;
-            let d = match ENGINES.get(who) {
-                Some(&(_, e, wal)) => {
+            let d = match (ENGINES.get(who), who) {
+                (Some(&(_, e, wal)), _) => {
                     let db = Db::open_mode(e, &dir.0, wal)?;
                     workloads::sync_put(&db, n)?
                 }
-                None => workloads::sync_limit(&dir.0, n, limit_bytes)?,
+                (None, 3) => workloads::sync_limit(&dir.0, n, limit_bytes)?,
+                #[cfg(feature = "rocksdb")]
+                (None, 4) => rocks::sync_put(&rocks::open(&dir.0)?, n)?,
+                _ => unreachable!("sync_put contender {who}"),
             };
             m.push(who, d);
         }
@@ -190,6 +210,8 @@ pub fn sync_threads(base: &Path, n: usize, threads: usize, reps: usize, keep: bo
         format!("mdb {many}"),
         format!("mdb WAL {many}"),
         "mdb WAL x1".to_string(),
+        #[cfg(feature = "rocksdb")]
+        format!("RocksDB {many}"),
     ];
     // Labels live as long as the results (one leak per run of the binary).
     let labels: Vec<&'static str> = labels.into_iter().map(|s| &*s.leak()).collect();
@@ -203,17 +225,28 @@ pub fn sync_threads(base: &Path, n: usize, threads: usize, reps: usize, keep: bo
         n,
         &labels,
     );
-    // WAL xT / LMDB xT, WAL xT / WAL x1, mdb xT / LMDB xT.
+    // WAL xT / LMDB xT, WAL xT / WAL x1, mdb xT / LMDB xT
+    // (, WAL xT / RocksDB xT).
     m.ratios = vec![(2, 0), (2, 3), (1, 0)];
+    if cfg!(feature = "rocksdb") {
+        m.ratios.push((2, 4));
+    }
     for rep in 0..reps {
         eprintln!("sync_threads rep {}/{reps}", rep + 1);
-        for who in order(4, rep) {
+        for who in order(m.labels.len(), rep) {
             let dir = TempDir::new(base, &format!("threads-{who}"), keep)?;
             let (e, wal, t) = match who {
                 0 => (Engine::Lmdb, false, threads),
                 1 => (Engine::Mdb, false, threads),
                 2 => (Engine::Mdb, true, threads),
-                _ => (Engine::Mdb, true, 1),
+                3 => (Engine::Mdb, true, 1),
+                #[cfg(feature = "rocksdb")]
+                4 => {
+                    let db = rocks::open(&dir.0)?;
+                    m.push(who, rocks::sync_put_threads(&db, n, threads)?);
+                    continue;
+                }
+                _ => unreachable!("sync_threads contender {who}"),
             };
             let db = Db::open_mode(e, &dir.0, wal)?;
             m.push(who, workloads::sync_put_threads(&db, n, t)?);
@@ -228,7 +261,10 @@ pub const GET_PASSES: usize = 5;
 
 /// `batch_put` and `disk_get`: LMDB, mdb, mdb WAL on the same data.
 pub fn batch_and_get(base: &Path, data: &Data, reps: usize, keep: bool) -> Res<(Multi, Multi)> {
-    let labels: Vec<&str> = ENGINES.iter().map(|e| e.0).collect();
+    #[allow(unused_mut)]
+    let mut labels: Vec<&str> = ENGINES.iter().map(|e| e.0).collect();
+    #[cfg(feature = "rocksdb")]
+    labels.push("RocksDB");
     let mut put = Multi::new(
         "batch_put",
         format!(
@@ -240,6 +276,9 @@ pub fn batch_and_get(base: &Path, data: &Data, reps: usize, keep: bool) -> Res<(
         &labels,
     );
     put.ratios = vec![(2, 0), (1, 0), (2, 1)];
+    if cfg!(feature = "rocksdb") {
+        put.ratios.push((2, 3));
+    }
     let mut get = Multi::new(
         "disk_get",
         format!(
@@ -250,11 +289,25 @@ pub fn batch_and_get(base: &Path, data: &Data, reps: usize, keep: bool) -> Res<(
         &labels,
     );
     get.ratios = vec![(2, 1), (1, 0), (2, 0)];
+    if cfg!(feature = "rocksdb") {
+        get.ratios.push((2, 3));
+    }
     for rep in 0..reps {
         eprintln!("batch_put/disk_get rep {}/{reps}", rep + 1);
-        for who in order(ENGINES.len(), rep) {
-            let (label, e, wal) = ENGINES[who];
-            let dir = TempDir::new(base, &label.replace(' ', "-"), keep)?;
+        for who in order(labels.len(), rep) {
+            let dir = TempDir::new(base, &labels[who].replace(' ', "-"), keep)?;
+            #[cfg(feature = "rocksdb")]
+            if who == ENGINES.len() {
+                let db = rocks::open(&dir.0)?;
+                put.push(who, rocks::load(&db, data)?);
+                let mut d = Duration::ZERO;
+                for _ in 0..GET_PASSES {
+                    d += rocks::get(&db, data)?;
+                }
+                get.push(who, d);
+                continue;
+            }
+            let (_, e, wal) = ENGINES[who];
             let db = Db::open_mode(e, &dir.0, wal)?;
             put.push(who, workloads::load(&db, data)?);
             let mut d = Duration::ZERO;

@@ -8,6 +8,8 @@ mod instr;
 mod lmdb;
 mod lmdb_sys;
 mod phases;
+#[cfg(feature = "rocksdb")]
+mod rocks;
 mod workloads;
 
 use std::path::{Path, PathBuf};
@@ -62,6 +64,10 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
     py_sync    (only when named) scripts/py_sync_put.py: P single-put
                durable commits through python3-lmdb on Debian's liblmdb,
                on ours, and on ours with MDB_WAL=1
+  built with --features rocksdb (docs/benchmarks.md), RocksDB with synced
+  writes (WriteOptions::set_sync) is one more contender of sync_put (one
+  put per write), sync_threads (T threads), batch_put (1000 puts per
+  WriteBatch) and disk_get
   --n N        keys for load/get/scan/append_load/cursor_delete, and
                (key, id) pairs for index_* (N/100 keys of about 100 ids
                each) (default 1000000)

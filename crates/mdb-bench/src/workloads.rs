@@ -56,12 +56,12 @@ pub fn key(i: u64) -> [u8; 16] {
 }
 
 /// Write the value of index `i` into `buf`.
-fn fill_value(i: u64, buf: &mut [u8; VAL_LEN]) {
+pub(crate) fn fill_value(i: u64, buf: &mut [u8; VAL_LEN]) {
     buf[..8].copy_from_slice(&i.to_le_bytes());
 }
 
 /// A value template: deterministic filler bytes after the 8-byte index.
-fn value_template() -> [u8; VAL_LEN] {
+pub(crate) fn value_template() -> [u8; VAL_LEN] {
     let mut v = [0u8; VAL_LEN];
     for (j, b) in v.iter_mut().enumerate() {
         *b = (mix(j as u64 + 1000) & 0xff) as u8;
@@ -560,7 +560,7 @@ pub fn file_read(dir: &Path) -> Res<Duration> {
     Ok(el)
 }
 
-fn check_value(i: u32, v: Option<&[u8]>) -> Res<usize> {
+pub(crate) fn check_value(i: u32, v: Option<&[u8]>) -> Res<usize> {
     match v {
         Some(v) if v.len() == VAL_LEN && v[..8] == (i as u64).to_le_bytes() => Ok(v.len()),
         Some(_) => Err(format!("wrong value for index {i}").into()),
@@ -650,7 +650,33 @@ pub fn sync_put(db: &Db, n: usize) -> Res<Duration> {
 /// [`sync_put`] from `threads` threads at once, `n` commits in all (each
 /// thread its own keys).
 pub fn sync_put_threads(db: &Db, n: usize, threads: usize) -> Res<Duration> {
+    on_threads(n, threads, |i, v| {
+        match db {
+            Db::Mdb(env) => {
+                let mut w = env.write_txn()?;
+                w.put(mdb::Database::MAIN, &key(i), v, mdb::WriteFlags::EMPTY)?;
+                w.commit()?;
+            }
+            Db::Lmdb(env) => {
+                let mut w = env.write_txn()?;
+                w.put(&key(i), v)?;
+                w.commit()?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Run `commit(i, value of i)` for `i` in `0..n` (rounded down to a
+/// multiple of `threads`) from `threads` threads at once, thread `th`
+/// taking the `th`-th contiguous slice of indices; the time until all
+/// are done.
+pub fn on_threads<F>(n: usize, threads: usize, commit: F) -> Res<Duration>
+where
+    F: Fn(u64, &[u8]) -> Res<()> + Sync,
+{
     let per = (n / threads.max(1)) as u64;
+    let commit = &commit;
     let t = Instant::now();
     std::thread::scope(|s| -> Res<()> {
         let hs: Vec<_> = (0..threads as u64)
@@ -659,27 +685,7 @@ pub fn sync_put_threads(db: &Db, n: usize, threads: usize) -> Res<Duration> {
                     let mut v = value_template();
                     for i in th * per..(th + 1) * per {
                         fill_value(i, &mut v);
-                        let r: Res<()> = (|| {
-                            match db {
-                                Db::Mdb(env) => {
-                                    let mut w = env.write_txn()?;
-                                    w.put(
-                                        mdb::Database::MAIN,
-                                        &key(i),
-                                        &v,
-                                        mdb::WriteFlags::EMPTY,
-                                    )?;
-                                    w.commit()?;
-                                }
-                                Db::Lmdb(env) => {
-                                    let mut w = env.write_txn()?;
-                                    w.put(&key(i), &v)?;
-                                    w.commit()?;
-                                }
-                            }
-                            Ok(())
-                        })();
-                        r.map_err(|e| e.to_string())?;
+                        commit(i, &v).map_err(|e| e.to_string())?;
                     }
                     Ok(())
                 })
