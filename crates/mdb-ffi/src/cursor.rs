@@ -25,8 +25,10 @@ pub struct MDB_cursor {
     st: Option<CursorState>,
     /// The leaf `st` stands on, for `MDB_NEXT` in a read transaction (see
     /// [`Leaf`]). Set only by `mdb_cursor_get` while the transaction is a
-    /// live read snapshot; cleared when it ends or is reset
-    /// ([`detach`], [`forget_leaf`]) and by every other move.
+    /// live read snapshot; cleared when it ends or is reset ([`detach`],
+    /// [`forget_leaf`]), by `mdb_cursor_renew` and by every other move. So
+    /// it is `None` in write transactions, and puts and deletes (which need
+    /// one) never meet it.
     leaf: Option<Leaf>,
 }
 
@@ -288,7 +290,7 @@ pub unsafe extern "C" fn mdb_cursor_get(
             }
         }
         // SAFETY: as above.
-        unsafe { get_general(cursor, key, data, op) }
+        unsafe { get_step(cursor, key, data, op) }
     })
 }
 
@@ -324,7 +326,30 @@ unsafe fn next_in_leaf(
     Some(0)
 }
 
-/// `mdb_cursor_get` but for the step along a kept leaf.
+/// `mdb_cursor_get` but for the step along a kept leaf: NEXT and PREV in
+/// a top-level transaction (apart from the general path, whose frame is
+/// larger), then the general path.
+///
+/// # Safety
+/// As [`mdb_cursor_get`].
+#[inline(never)]
+unsafe fn get_step(
+    cursor: *mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    op: c_int,
+) -> c_int {
+    if op == NEXT || op == PREV {
+        // SAFETY: per the caller's contract.
+        if let Some(rc) = unsafe { step(cursor, key, data, op) } {
+            return rc;
+        }
+    }
+    // SAFETY: per the caller's contract.
+    unsafe { get_general(cursor, key, data, op) }
+}
+
+/// `mdb_cursor_get` but for its `MDB_NEXT`/`MDB_PREV` fast paths.
 ///
 /// # Safety
 /// As [`mdb_cursor_get`].
@@ -336,12 +361,6 @@ unsafe fn get_general(
     op: c_int,
 ) -> c_int {
     {
-        if op == NEXT || op == PREV {
-            // SAFETY: cursor and outputs per the lmdb.h contract.
-            if let Some(rc) = unsafe { step(cursor, key, data, op) } {
-                return rc;
-            }
-        }
         code((|| {
             // SAFETY: cursor per the lmdb.h contract.
             let cur = unsafe { cursor_ref(cursor)? };
@@ -451,7 +470,6 @@ unsafe fn step(
     } else {
         CursorOp::Prev
     };
-    cur.leaf = None;
     let r = match &mut t.kind {
         Kind::Read(r) => {
             let r: &mdb::RoTxn<'static> = r;
@@ -492,7 +510,6 @@ pub unsafe extern "C" fn mdb_cursor_put(
         code((|| {
             // SAFETY: cursor per the lmdb.h contract.
             let (cur, t) = unsafe { bound(cursor)? };
-            cur.leaf = None;
             if key.is_null() || data.is_null() {
                 return Err(EINVAL);
             }
@@ -584,7 +601,6 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
         code((|| {
             // SAFETY: cursor per the lmdb.h contract.
             let (cur, t) = unsafe { bound(cursor)? };
-            cur.leaf = None;
             let st = cur.st.as_mut().ok_or(EINVAL)?;
             let w = t.write()?;
             let r = w.cursor_del(st, flags & put_flags::NODUPDATA != 0);
