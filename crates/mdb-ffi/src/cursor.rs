@@ -7,7 +7,7 @@
 
 use crate::data::{check_sizes, db_flags, stash};
 use crate::env::MDB_env;
-use crate::guard::{code, guard, guard_or};
+use crate::guard::{code, guard, guard_inline, guard_or};
 use crate::txn::{txn_ref, Kind, MDB_txn, View};
 use crate::types::*;
 use mdb::{CursorOp, CursorState, WriteFlags};
@@ -23,6 +23,54 @@ pub struct MDB_cursor {
     env: *mut MDB_env,
     dbi: MDB_dbi,
     st: Option<CursorState>,
+    /// The leaf `st` stands on, for `MDB_NEXT` in a read transaction (see
+    /// [`Leaf`]). Set only by `mdb_cursor_get` while the transaction is a
+    /// live read snapshot; cleared when it ends or is reset ([`detach`],
+    /// [`forget_leaf`]), by `mdb_cursor_renew` and by every other move. So
+    /// it is `None` in write transactions, and puts and deletes (which need
+    /// one) never meet it.
+    leaf: Option<Leaf>,
+}
+
+/// A read cursor's leaf page, kept across calls so that `MDB_NEXT` along
+/// it needs no page lookup: the page's bytes in the map (from the engine,
+/// bounds-checked when taken), the leaf's level in the cursor's stack and
+/// the cursor's index in it (mirrored into the engine's position at each
+/// step). The bytes are a committed page of the cursor's read snapshot: the
+/// map stays put until the environment closes, and no writer changes a page
+/// while a snapshot that sees it lives.
+#[derive(Clone, Copy)]
+struct Leaf {
+    ptr: *const u8,
+    len: usize,
+    level: usize,
+    ix: usize,
+}
+
+impl MDB_cursor {
+    /// Keep the leaf the engine's position now stands on (read snapshots
+    /// only; `None` when the next step needs the general path).
+    fn keep_leaf(&mut self, r: &mdb::RoTxn<'static>) {
+        self.leaf = self
+            .st
+            .as_ref()
+            .and_then(|st| st.leaf_of(r))
+            .map(|(b, level, ix)| Leaf {
+                ptr: b.as_ptr(),
+                len: b.len(),
+                level,
+                ix,
+            });
+    }
+}
+
+/// Drop cursor `c`'s kept leaf: its read snapshot is ending.
+///
+/// # Safety
+/// `c` is a live cursor.
+pub(crate) unsafe fn forget_leaf(c: *mut MDB_cursor) {
+    // SAFETY: per the caller's contract.
+    unsafe { (*c).leaf = None };
 }
 
 /// Unbind cursor `c` from its ending transaction.
@@ -33,6 +81,7 @@ pub(crate) unsafe fn detach(c: *mut MDB_cursor) {
     // SAFETY: per the caller's contract.
     let cur = unsafe { &mut *c };
     cur.txn = std::ptr::null_mut();
+    cur.leaf = None;
     if cur.write {
         cur.live = false;
         cur.st = None;
@@ -111,6 +160,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
                 env: t.env,
                 dbi,
                 st: Some(st),
+                leaf: None,
             };
             let p = if write {
                 env.cursors
@@ -173,6 +223,7 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
                 old.cursors.retain(|&c| c != cursor);
             }
             cur.st = Some(st);
+            cur.leaf = None;
             cur.txn = txn;
             cur.env = t.env;
             t.cursors.push(cursor);
@@ -231,16 +282,89 @@ pub unsafe extern "C" fn mdb_cursor_get(
     data: *mut MDB_val,
     op: c_int,
 ) -> c_int {
-    guard(move || {
-        if op == NEXT || op == PREV {
+    guard_inline(move || {
+        if op == NEXT {
             // SAFETY: cursor and outputs per the lmdb.h contract.
-            if let Some(rc) = unsafe { step(cursor, key, data, op) } {
+            if let Some(rc) = unsafe { next_in_leaf(cursor, key, data) } {
                 return rc;
             }
         }
+        // SAFETY: as above.
+        unsafe { get_step(cursor, key, data, op) }
+    })
+}
+
+/// `MDB_NEXT` along a read cursor's kept leaf: the loop of most scans.
+/// `None` (nothing changed) when there is no kept leaf or the next item is
+/// not a plain one of the same leaf; the general path then takes over.
+///
+/// # Safety
+/// As [`mdb_cursor_get`].
+#[inline(always)]
+unsafe fn next_in_leaf(
+    cursor: *mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+) -> Option<c_int> {
+    // SAFETY: NULL or a cursor from `mdb_cursor_open` (pooled structs stay
+    // allocated until their environment closes).
+    let cur = unsafe { cursor.as_mut() }?;
+    let (leaf, st) = (cur.leaf.as_mut()?, cur.st.as_mut()?);
+    // SAFETY: a kept leaf is a page of the map, bounds-checked when taken,
+    // of the cursor's read snapshot, which is still live and unchanged:
+    // the leaf is dropped when the snapshot ends or is reset (see `Leaf`).
+    let b = unsafe { std::slice::from_raw_parts(leaf.ptr, leaf.len) };
+    let i = leaf.ix + 1;
+    let (k, v) = mdb::page::plain_item(b, i)?;
+    leaf.ix = i;
+    st.set_leaf_index(leaf.level, i);
+    // SAFETY: output pointers are NULL or the caller's MDB_vals.
+    unsafe {
+        set_val(key, k);
+        set_val(data, v);
+    }
+    Some(0)
+}
+
+/// `mdb_cursor_get` but for the step along a kept leaf: NEXT and PREV in
+/// a top-level transaction (apart from the general path, whose frame is
+/// larger), then the general path.
+///
+/// # Safety
+/// As [`mdb_cursor_get`].
+#[inline(never)]
+unsafe fn get_step(
+    cursor: *mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    op: c_int,
+) -> c_int {
+    if op == NEXT || op == PREV {
+        // SAFETY: per the caller's contract.
+        if let Some(rc) = unsafe { step(cursor, key, data, op) } {
+            return rc;
+        }
+    }
+    // SAFETY: per the caller's contract.
+    unsafe { get_general(cursor, key, data, op) }
+}
+
+/// `mdb_cursor_get` but for its `MDB_NEXT`/`MDB_PREV` fast paths.
+///
+/// # Safety
+/// As [`mdb_cursor_get`].
+#[inline(never)]
+unsafe fn get_general(
+    cursor: *mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    op: c_int,
+) -> c_int {
+    {
         code((|| {
             // SAFETY: cursor per the lmdb.h contract.
             let cur = unsafe { cursor_ref(cursor)? };
+            cur.leaf = None;
             // SAFETY: a bound cursor's transaction is live (it unbinds them at its end).
             let t = unsafe { txn_ref(cur.txn)? };
             // Checks the transaction is usable (as `bound`), once.
@@ -295,7 +419,11 @@ pub unsafe extern "C" fn mdb_cursor_get(
                 }
             }
             let r = match view {
-                View::Ro(r) => st.get(r, cop),
+                View::Ro(r) => {
+                    let item = st.get(r, cop);
+                    cur.keep_leaf(r);
+                    item
+                }
                 View::Rw(w) => st.get(&*w, cop),
             };
             let (rk, rv) = r.map_err(|e| e.code())?.ok_or(MDB_NOTFOUND)?;
@@ -309,7 +437,7 @@ pub unsafe extern "C" fn mdb_cursor_get(
             }
             Ok(())
         })())
-    })
+    }
 }
 
 /// NEXT or PREV in a top-level transaction, the loop of most scans: the
@@ -343,7 +471,12 @@ unsafe fn step(
         CursorOp::Prev
     };
     let r = match &mut t.kind {
-        Kind::Read(r) => st.get(r, cop),
+        Kind::Read(r) => {
+            let r: &mdb::RoTxn<'static> = r;
+            let item = st.get(r, cop);
+            cur.keep_leaf(r);
+            item
+        }
         Kind::Write(root) if !root.top_ref().is_broken() => {
             // What it returns reaches C (see `MDB_txn::view`).
             root.lent = true;

@@ -502,6 +502,11 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
         };
         match std::mem::replace(&mut t.kind, Kind::Dead) {
             Kind::Read(mut r) => {
+                for &c in &t.cursors {
+                    // SAFETY: the cursors list holds live cursors of this
+                    // transaction; their kept leaves are of this snapshot.
+                    unsafe { crate::cursor::forget_leaf(c) };
+                }
                 let keep_slot = t
                     .engine
                     .as_ref()

@@ -3,6 +3,7 @@
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::format::meta::DbRecord;
+use crate::pager::PageRead;
 use crate::position::Position;
 use crate::snapshot::Snapshot;
 use crate::tree::check_key;
@@ -495,6 +496,34 @@ impl CursorState {
             self.remember(cur, true);
         }
         Ok(r)
+    }
+
+    /// The leaf page a positioned cursor of a plain database stands on in
+    /// read transaction `txn`, with its level in the cursor's stack and the
+    /// cursor's index in it: for a binding that steps along the leaf itself
+    /// with [`page::plain_item`](crate::page::plain_item) and reports each
+    /// step with [`set_leaf_index`](Self::set_leaf_index). `None` when the
+    /// next `Next` needs the general path (DUPSORT, unpositioned, just
+    /// deleted). The bytes are the snapshot's, unchanged while it lives.
+    #[doc(hidden)]
+    pub fn leaf_of<'t>(&self, txn: &'t crate::RoTxn<'_>) -> Option<(&'t [u8], usize, usize)> {
+        if !self.in_step(txn) || self.pos.just_deleted || self.pos.main.path.len == 0 {
+            return None;
+        }
+        let path = &self.pos.main.path;
+        let l = path.leaf();
+        let b = txn.page_bytes(path.pg[l]).ok()?;
+        Some((b, l, path.ix[l]))
+    }
+
+    /// Record that the cursor moved to item `ix` of the leaf at `level`
+    /// (see [`leaf_of`](Self::leaf_of)); out-of-range levels are ignored.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn set_leaf_index(&mut self, level: usize, ix: usize) {
+        if let Some(x) = self.pos.main.path.ix.get_mut(level) {
+            *x = ix;
+        }
     }
 
     /// Number of values of the current key (DUPSORT only).

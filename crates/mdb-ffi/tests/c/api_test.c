@@ -1333,6 +1333,145 @@ static void test_cursor_plain(void)
 	mdb_env_close(env);
 }
 
+/* NEXT along a read cursor's leaf: the cursor keeps its leaf between calls
+ * (ours), which must never outlive its snapshot or miss a write. */
+static void put_n(MDB_txn *txn, MDB_dbi dbi, const char *fmt, int from, int to)
+{
+	char kb[32], vb[101];
+	memset(vb, 'v', 100);
+	vb[100] = 0;
+	for (int i = from; i < to; i++) {
+		snprintf(kb, sizeof kb, fmt, i);
+		memcpy(vb, kb, strlen(kb));
+		put(txn, dbi, kb, vb);
+	}
+}
+
+static void test_cursor_scan(void)
+{
+	MDB_env *env = open_env("scan", 0, 0, 4);
+	MDB_txn *txn, *r, *child;
+	MDB_cursor *c, *c2;
+	MDB_dbi db;
+	MDB_val k, d;
+	char want[32];
+	int n, rc;
+	if (!env)
+		return;
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, NULL, 0, &db));
+	put_n(txn, db, "k%04d", 0, 300);
+	MUST(mdb_txn_commit(txn));
+
+	/* A whole scan, then back and forth inside a leaf. */
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	MUST(mdb_cursor_open(r, db, &c));
+	for (n = 0; (rc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) == 0; n++) {
+		snprintf(want, sizeof want, "k%04d", n);
+		if (!eq(k, want) || d.mv_size != 100 || memcmp(d.mv_data, want, 5))
+			break;
+	}
+	CHECK(rc, MDB_NOTFOUND);
+	CHECK(n, 300);
+	OK(cget(c, "k0298", NULL, MDB_PREV));
+	OK(cget(c, "k0299", NULL, MDB_NEXT));
+	CHECK(cget(c, NULL, NULL, MDB_NEXT), MDB_NOTFOUND);
+	k = V("k0010");
+	OK(mdb_cursor_get(c, &k, &d, MDB_SET_RANGE));
+	OK(cget(c, "k0011", NULL, MDB_NEXT));
+	OK(cget(c, "k0012", NULL, MDB_NEXT));
+	OK(cget(c, "k0011", NULL, MDB_PREV));
+	OK(cget(c, "k0012", NULL, MDB_NEXT));
+	OK(cget(c, "k0000", NULL, MDB_FIRST));
+	OK(cget(c, "k0001", NULL, MDB_NEXT));
+	OK(cget(c, "k0002", NULL, MDB_NEXT));
+	OK(cget(c, "k0001", NULL, MDB_PREV));
+	OK(cget(c, "k0001", NULL, MDB_GET_CURRENT));
+	OK(cget(c, "k0002", NULL, MDB_NEXT));
+	k = V("k0150");
+	OK(mdb_cursor_get(c, &k, &d, MDB_SET));
+	OK(cget(c, "k0151", NULL, MDB_NEXT));
+	OK(cget(c, "k0151", NULL, MDB_GET_CURRENT));
+	/* A reset snapshot lends nothing; a renewed cursor starts afresh. */
+	mdb_txn_reset(r);
+	TRUE(mdb_cursor_get(c, &k, &d, MDB_NEXT) != 0);
+	OK(mdb_txn_renew(r));
+	OK(mdb_cursor_renew(r, c));
+	OK(cget(c, "k0000", NULL, MDB_NEXT));
+	OK(cget(c, "k0001", NULL, MDB_NEXT));
+	mdb_txn_abort(r);
+	TRUE(mdb_cursor_get(c, &k, &d, MDB_NEXT) != 0);
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	OK(mdb_cursor_renew(r, c));
+	OK(cget(c, "k0000", NULL, MDB_NEXT));
+	mdb_txn_abort(r);
+	mdb_cursor_close(c);
+
+	/* A write transaction: puts through the txn and through another
+	 * cursor that split the leaf under a scanning cursor, a delete. */
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_cursor_open(txn, db, &c));
+	MUST(mdb_cursor_open(txn, db, &c2));
+	OK(cget(c, "k0000", NULL, MDB_FIRST));
+	for (n = 1; n <= 100; n++)
+		OK(mdb_cursor_get(c, &k, &d, MDB_NEXT));
+	OK(cget(c, "k0100", NULL, MDB_GET_CURRENT));
+	{
+		char kb[32], vb[101];
+		memset(vb, 'w', 100);
+		vb[100] = 0;
+		for (n = 0; n < 60; n++) {
+			snprintf(kb, sizeof kb, "k0100-%02d", n);
+			k = V(kb), d = V(vb);
+			OK(mdb_cursor_put(c2, &k, &d, 0));
+		}
+	}
+	OK(cget(c, "k0100-00", NULL, MDB_NEXT));
+	OK(cget(c, "k0100-01", NULL, MDB_NEXT));
+	put_n(txn, db, "k0100-01%d", 0, 3);
+	OK(cget(c, "k0100-010", NULL, MDB_NEXT));
+	k = V("k0100-011");
+	OK(mdb_del(txn, db, &k, NULL));
+	OK(cget(c, "k0100-012", NULL, MDB_NEXT));
+	OK(cget(c, "k0100-02", NULL, MDB_NEXT));
+	k = V("k0100-03");
+	OK(mdb_cursor_get(c2, &k, &d, MDB_SET));
+	OK(mdb_cursor_del(c2, 0));
+	OK(cget(c, "k0100-04", NULL, MDB_NEXT));
+
+	/* A nested transaction sees its own puts. */
+	MUST(mdb_txn_begin(env, txn, 0, &child));
+	MUST(mdb_cursor_open(child, db, &c2));
+	k = V("k0200");
+	OK(mdb_cursor_get(c2, &k, &d, MDB_SET_KEY));
+	OK(cget(c2, "k0201", NULL, MDB_NEXT));
+	put(child, db, "k0201a", "x");
+	OK(cget(c2, "k0201a", "x", MDB_NEXT));
+	OK(cget(c2, "k0202", NULL, MDB_NEXT));
+	mdb_txn_abort(child);
+	OK(cget(c, "k0100-05", NULL, MDB_NEXT));
+	for (n = 0; (rc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) == 0; n++)
+		;
+	CHECK(rc, MDB_NOTFOUND);
+	CHECK(n, 54 + 199);
+	OK(mdb_txn_commit(txn));
+
+	/* A read snapshot taken before a commit keeps its items. */
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	MUST(mdb_cursor_open(r, db, &c));
+	OK(cget(c, "k0000", NULL, MDB_NEXT));
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	k = V("k0001");
+	OK(mdb_del(txn, db, &k, NULL));
+	put_n(txn, db, "k0000-%03d", 0, 100);
+	OK(mdb_txn_commit(txn));
+	OK(cget(c, "k0001", NULL, MDB_NEXT));
+	OK(cget(c, "k0002", NULL, MDB_NEXT));
+	mdb_txn_abort(r);
+	mdb_cursor_close(c);
+	mdb_env_close(env);
+}
+
 static void test_cursor_dup(void)
 {
 	MDB_env *env = open_env("cursordup", 0, 0, 4);
@@ -1937,6 +2076,7 @@ int main(int argc, char **argv)
 	test_uncommitted_handles();
 	test_nested();
 	test_cursor_plain();
+	test_cursor_scan();
 	test_cursor_dup();
 	test_cursor_dupfixed();
 	test_copy();

@@ -421,7 +421,7 @@ pub fn search(p: &Page<'_>, key: &[u8], cmp: crate::format::cmp::CmpFn) -> Resul
 /// `None` for anything else (a branch or LEAF2 page, a bad offset...);
 /// [`Page::node`] then says why.
 #[inline(always)]
-pub(crate) fn plain_item(b: &[u8], i: usize) -> Option<(&[u8], &[u8])> {
+pub fn plain_item(b: &[u8], i: usize) -> Option<(&[u8], &[u8])> {
     let h = b.first_chunk::<HDR>()?;
     let (flags, lower) = (
         u16::from_le_bytes([h[10], h[11]]),
