@@ -13,7 +13,7 @@
 //! With the cargo feature `rocksdb`, RocksDB with synced writes (one put
 //! per write, one `WriteBatch` of `BATCH` puts in `batch_put`) is one more
 //! contender of `sync_put`, `sync_threads`, `batch_put` and `disk_get`
-//! (see [`crate::rocks`]), last in each table.
+//! (see `rocks.rs`), last in each table.
 //!
 //! Each repetition runs every contender once, the order rotating by one
 //! place per repetition (and reversed on odd ones), so that no contender
