@@ -25,6 +25,15 @@ extern "C" {
  * and never corrupts the file. EINVAL after mdb_env_open. */
 int mdb_env_set_wal(MDB_env *env, int on);
 
+/* Write-ahead-log mode with relaxed durability, before mdb_env_open:
+ * mdb_txn_commit returns before the log sync, a background thread syncs
+ * within ms milliseconds, mdb_env_sync syncs at once; this process sees
+ * such commits at once, other processes once durable. A machine crash
+ * loses at most the commits of the last period, never corrupts the file.
+ * ms = 0: every commit durable (as mdb_env_set_wal). EINVAL after
+ * mdb_env_open. */
+int mdb_env_set_wal_sync(MDB_env *env, unsigned int ms);
+
 /* Checkpoint now: sync the data file, record how far the log is applied,
  * recycle the log segments that covers. Stores the transaction id covered
  * in *txnid when txnid is not NULL. MDB_INCOMPATIBLE outside WAL mode,

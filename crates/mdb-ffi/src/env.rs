@@ -23,6 +23,9 @@ pub(crate) struct Config {
     pub(crate) mode: u32,
     /// Write-ahead-log mode (`mdb_env_set_wal`, or `MDB_WAL=1` at open).
     pub(crate) wal: bool,
+    /// Relaxed durability's period in milliseconds (`mdb_env_set_wal_sync`;
+    /// 0: every commit durable).
+    pub(crate) wal_sync_ms: u32,
 }
 
 /// What `mdb_env_open` establishes.
@@ -138,6 +141,7 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
                     flags: 0,
                     mode: 0o644,
                     wal: false,
+                    wal_sync_ms: 0,
                 },
                 engine: None,
                 path: None,
@@ -171,7 +175,10 @@ fn open_engine(cfg: &Config, path: &Path) -> mdb::Result<mdb::Env> {
     // Existing LMDB programs gain WAL mode with no code change.
     let from_env = std::env::var_os("MDB_WAL").is_some_and(|v| v == "1");
     if (cfg.wal || from_env) && cfg.flags & env_flags::RDONLY == 0 {
-        o.wal(mdb::WalOptions::default());
+        let mut w = mdb::WalOptions::default();
+        w.sync_every =
+            (cfg.wal_sync_ms > 0).then(|| std::time::Duration::from_millis(cfg.wal_sync_ms.into()));
+        o.wal(w);
     }
     o.open(path)
 }

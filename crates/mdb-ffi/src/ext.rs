@@ -3,7 +3,7 @@
 
 use crate::env::{configure, env_ref, MDB_env};
 use crate::guard::{code, guard};
-use std::os::raw::c_int;
+use std::os::raw::{c_int, c_uint};
 
 /// `mdb_env_set_wal`: choose write-ahead-log mode (`on` non-zero) before
 /// `mdb_env_open`; `EINVAL` after it.
@@ -11,6 +11,21 @@ use std::os::raw::c_int;
 pub unsafe extern "C" fn mdb_env_set_wal(env: *mut MDB_env, on: c_int) -> c_int {
     // SAFETY: env per the lmdb.h contract.
     unsafe { configure(env, |c| c.wal = on != 0) }
+}
+
+/// `mdb_env_set_wal_sync`: write-ahead-log mode with relaxed durability
+/// before `mdb_env_open`: a commit returns before the log sync, which
+/// happens within `ms` milliseconds (or at `mdb_env_sync`); 0 makes every
+/// commit durable again. `EINVAL` after `mdb_env_open`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_wal_sync(env: *mut MDB_env, ms: c_uint) -> c_int {
+    // SAFETY: env per the lmdb.h contract.
+    unsafe {
+        configure(env, |c| {
+            c.wal = true;
+            c.wal_sync_ms = ms;
+        })
+    }
 }
 
 /// `mdb_env_checkpoint`: sync the data file and let the log segments it
