@@ -27,6 +27,7 @@ use crate::io::DataFile;
 use crate::lock::LockFile;
 use crate::wal::mode::Wal;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
@@ -49,6 +50,10 @@ pub(crate) struct Group {
 struct Shared {
     lock: Arc<LockFile>,
     st: Mutex<State>,
+    /// `State::relaxed`'s txnid, 0 without one: readers look here first and
+    /// take the mutex only when there is something to see (readers of a
+    /// durable-mode environment never do).
+    relaxed_txnid: AtomicU64,
     /// The token was given back, or the holder took (or failed to take)
     /// the writer mutex.
     token_cv: Condvar,
@@ -124,6 +129,7 @@ impl Group {
         let shared = Arc::new(Shared {
             lock,
             st: Mutex::new(State::default()),
+            relaxed_txnid: AtomicU64::new(0),
             token_cv: Condvar::new(),
             holder_cv: Condvar::new(),
             durable_cv: Condvar::new(),
@@ -132,8 +138,7 @@ impl Group {
         let s = shared.clone();
         let holder = std::thread::Builder::new()
             .name("mdb-writer-lock".into())
-            .spawn(move || hold(&s))
-            .map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EAGAIN)))?;
+            .spawn(move || hold(&s))?;
         Ok(Group {
             shared,
             holder: Some(holder),
@@ -217,6 +222,9 @@ impl Group {
         if relaxed {
             // A later durable commit does not hide it again.
             g.relaxed = Some(meta);
+            self.shared
+                .relaxed_txnid
+                .store(meta.txnid, Ordering::Release);
         }
         g.pending.push_back((meta.txnid, meta_off, upd));
     }
@@ -224,6 +232,9 @@ impl Group {
     /// The newest commit this process's readers may see beyond the
     /// published one, if newer than `published`.
     pub(crate) fn visible(&self, published: u64) -> Option<Meta> {
+        if self.shared.relaxed_txnid.load(Ordering::Acquire) <= published {
+            return None;
+        }
         self.shared.state().relaxed.filter(|m| m.txnid > published)
     }
 
@@ -356,6 +367,7 @@ fn hold(sh: &Shared) {
             g.held = false;
             g.head = None;
             g.relaxed = None;
+            sh.relaxed_txnid.store(0, Ordering::Release);
             drop(g);
             sh.lock.unlock_writer();
             g = sh.state();
