@@ -1,5 +1,5 @@
 //! WAL mode at the environment: the log state shared with the background
-//! checkpointer thread, and what a checkpoint does.
+//! threads (the checkpointer, the flusher), and what a checkpoint does.
 //!
 //! A checkpoint reads the newest meta, syncs the data file (every page of
 //! that transaction was written before its meta), then, under the writer
@@ -10,14 +10,14 @@
 //! environment takes a last one.
 
 use crate::error::{Error, Result};
-use crate::format::meta::{pick_meta, Meta, META_LEN};
+use crate::format::meta::Meta;
 use crate::group::Group;
 use crate::io::DataFile;
 use crate::lock::LockFile;
-use crate::wal::mode::Wal;
-use std::sync::{Arc, Condvar, Mutex};
+use crate::wal::mode::{newest_meta, Wal};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What an environment in WAL mode shares with its checkpointer thread.
 pub(crate) struct WalEnv {
@@ -43,9 +43,9 @@ struct Wake {
     spare: bool,
 }
 
-/// The background checkpointer of one environment; stopped and joined on
-/// drop.
-pub(crate) struct Checkpointer {
+/// A background thread of an environment in WAL mode (the checkpointer,
+/// the flusher); stopped and joined on drop.
+pub(crate) struct Worker {
     shared: Arc<WalEnv>,
     thread: Option<JoinHandle<()>>,
 }
@@ -70,12 +70,7 @@ impl WalEnv {
 
     /// The newest meta of the data file as it is now.
     fn newest_meta(&self) -> Result<Meta> {
-        let read = |slot: u64| {
-            let mut b = [0u8; META_LEN];
-            self.file.read_exact_at(&mut b, slot * self.psize as u64)?;
-            Meta::decode(&b)
-        };
-        Ok(pick_meta(read(0), read(1))?.1)
+        newest_meta(&self.file, self.psize)
     }
 
     /// Take a checkpoint; returns the txnid it covers. `plain` (on demand
@@ -197,42 +192,52 @@ impl WalEnv {
     }
 }
 
-impl Checkpointer {
-    /// Start the thread.
-    pub(crate) fn spawn(shared: Arc<WalEnv>) -> Result<Checkpointer> {
+impl Worker {
+    fn spawn(shared: Arc<WalEnv>, name: &str, body: fn(&WalEnv)) -> Result<Worker> {
         let s = shared.clone();
         let thread = std::thread::Builder::new()
-            .name("mdb-checkpointer".into())
-            .spawn(move || run(&s))
-            .map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EAGAIN)))?;
-        Ok(Checkpointer {
+            .name(name.into())
+            .spawn(move || body(&s))?;
+        Ok(Worker {
             shared,
             thread: Some(thread),
         })
     }
-}
 
-/// The flusher of relaxed durability: once a relaxed commit is appended,
-/// wait for the period, then sync the log for every commit appended. It
-/// also makes spare log segments ahead of need.
-pub(crate) struct Flusher {
-    shared: Arc<WalEnv>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Flusher {
-    /// Start the thread.
-    pub(crate) fn spawn(shared: Arc<WalEnv>) -> Result<Flusher> {
-        let s = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("mdb-log-flusher".into())
-            .spawn(move || flush_loop(&s))
-            .map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EAGAIN)))?;
-        Ok(Flusher {
-            shared,
-            thread: Some(thread),
-        })
+    /// The checkpointer: a checkpoint every `checkpoint_interval`, or once
+    /// `checkpoint_bytes` of log were written.
+    pub(crate) fn checkpointer(shared: Arc<WalEnv>) -> Result<Worker> {
+        Worker::spawn(shared, "mdb-checkpointer", run)
     }
+
+    /// The flusher of relaxed durability: once a relaxed commit is
+    /// appended, wait for the period, then sync the log for every commit
+    /// appended. It also makes spare log segments ahead of need.
+    pub(crate) fn flusher(shared: Arc<WalEnv>) -> Result<Worker> {
+        Worker::spawn(shared, "mdb-log-flusher", flush_loop)
+    }
+}
+
+/// Wait on the workers' condition variable until `until` or until `done`
+/// (the close included): the workers share it, so a wake-up is only a
+/// reason to look again.
+fn wait_until<'a>(
+    s: &WalEnv,
+    mut w: MutexGuard<'a, Wake>,
+    until: Instant,
+    done: impl Fn(&Wake) -> bool,
+) -> MutexGuard<'a, Wake> {
+    while !w.stop && !done(&w) {
+        let now = Instant::now();
+        if now >= until {
+            break;
+        }
+        w =
+            s.cv.wait_timeout(w, until - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+    }
+    w
 }
 
 fn flush_loop(s: &WalEnv) {
@@ -251,17 +256,8 @@ fn flush_loop(s: &WalEnv) {
             continue;
         }
         // The period, cut short only by the close (which flushes itself).
-        let until = std::time::Instant::now() + s.relaxed(true).unwrap_or_default();
-        while !w.stop {
-            let now = std::time::Instant::now();
-            if now >= until {
-                break;
-            }
-            w =
-                s.cv.wait_timeout(w, until - now)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
-        }
+        let until = Instant::now() + s.relaxed(true).unwrap_or_default();
+        let mut w = wait_until(s, w, until, |_| false);
         if w.stop {
             return;
         }
@@ -272,36 +268,11 @@ fn flush_loop(s: &WalEnv) {
     }
 }
 
-impl Drop for Flusher {
-    fn drop(&mut self) {
-        {
-            let mut w = self.shared.wake.lock().unwrap_or_else(|p| p.into_inner());
-            w.stop = true;
-            self.shared.cv.notify_all();
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 fn run(s: &WalEnv) {
     let every = s.wal.opts.checkpoint_interval;
     loop {
-        let mut w = s.wake.lock().unwrap_or_else(|p| p.into_inner());
-        // The flusher shares the condition variable: wake-ups for it are
-        // not a reason to checkpoint.
-        let until = std::time::Instant::now() + every;
-        while !w.stop && !w.kick {
-            let now = std::time::Instant::now();
-            if now >= until {
-                break;
-            }
-            w =
-                s.cv.wait_timeout(w, until - now)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
-        }
+        let w = s.wake.lock().unwrap_or_else(|p| p.into_inner());
+        let mut w = wait_until(s, w, Instant::now() + every, |w| w.kick);
         if w.stop {
             return;
         }
@@ -313,7 +284,7 @@ fn run(s: &WalEnv) {
     }
 }
 
-impl Drop for Checkpointer {
+impl Drop for Worker {
     fn drop(&mut self) {
         {
             let mut w = self.shared.wake.lock().unwrap_or_else(|p| p.into_inner());

@@ -1,6 +1,6 @@
 //! The environment: data file, map, lock file, and the database registry.
 
-use crate::checkpointer::{Checkpointer, Flusher, WalEnv};
+use crate::checkpointer::{WalEnv, Worker};
 use crate::db::{Database, Stat};
 use crate::error::{Error, Result};
 pub(crate) use crate::format::meta::pick_meta;
@@ -9,7 +9,9 @@ use crate::io::{CommitSink, DataFile, FaultInjector, FileSink, MapSink};
 use crate::lock::ThreadSlots;
 use crate::lock::{LockFile, ReaderInfo};
 use crate::mmap::Map;
-use crate::wal::mode::{dir_for as wal_dir, replay_options, Wal, WalOptions, WalSink};
+use crate::wal::mode::{
+    dir_for as wal_dir, newest_meta, page_size, replay_options, Wal, WalOptions, WalSink,
+};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -264,9 +266,9 @@ pub struct Env {
     pub(crate) id: usize,
     /// WAL mode: the log, shared with the checkpointer thread.
     pub(crate) wal: Option<Arc<WalEnv>>,
-    checkpointer: Option<Checkpointer>,
+    checkpointer: Option<Worker>,
     /// Syncs the log for commits with relaxed durability.
-    flusher: Option<Flusher>,
+    flusher: Option<Worker>,
 }
 
 /// Reader slots of the in-memory table of NO_LOCK (LMDB has no limit there).
@@ -440,11 +442,11 @@ impl Env {
             None => None,
         };
         let checkpointer = match &wal {
-            Some(w) if w.wal.opts.checkpointer => Some(Checkpointer::spawn(w.clone())?),
+            Some(w) if w.wal.opts.checkpointer => Some(Worker::checkpointer(w.clone())?),
             _ => None,
         };
         let flusher = match &wal {
-            Some(w) => Some(Flusher::spawn(w.clone())?),
+            Some(w) => Some(Worker::flusher(w.clone())?),
             None => None,
         };
         Ok(Env {
@@ -969,15 +971,8 @@ impl<'a> WriterHeld<'a> {
     fn take(lock: &'a LockFile, df: &DataFile) -> Result<WriterHeld<'a>> {
         if lock.lock_writer()? {
             // A writer died: its uncommitted pages are unreferenced.
-            let read = |at: u64| -> Result<Meta> {
-                let mut b = [0u8; META_LEN];
-                df.read_exact_at(&mut b, at)?;
-                Meta::decode(&b)
-            };
-            if let Ok(m0) = read(0) {
-                if let Ok((_, m)) = pick_meta(Ok(m0), read(m0.psize() as u64)) {
-                    lock.set_txnid(m.txnid.max(lock.txnid()));
-                }
+            if let Ok(m) = page_size(df).and_then(|p| newest_meta(df, p)) {
+                lock.set_txnid(m.txnid.max(lock.txnid()));
             }
         }
         Ok(WriterHeld(lock))
@@ -994,14 +989,9 @@ impl Drop for WriterHeld<'_> {
 /// checkpoint; `plain` also writes LMDB 0.9's version back. The caller
 /// opens the environment alone.
 fn roll_forward(w: &Wal, df: &DataFile, plain: bool) -> Result<()> {
-    let read = |at: u64| -> Result<Meta> {
-        let mut b = [0u8; META_LEN];
-        df.read_exact_at(&mut b, at)?;
-        Meta::decode(&b)
-    };
-    let psize = read(0)?.psize() as usize;
+    let psize = page_size(df)?;
     w.reconcile(df, psize, true)?;
-    let m = pick_meta(read(0), read(psize as u64))?.1;
+    let m = newest_meta(df, psize)?;
     if m.txnid > w.checkpointed() {
         // Replayed records, or commits made without the log.
         df.sync_data()?;

@@ -111,10 +111,14 @@ fn read_meta(df: &DataFile, psize: usize, slot: u64) -> Result<Meta> {
 }
 
 /// The data file's current meta, as a reader would pick it.
-fn newest_meta(df: &DataFile, psize: usize) -> Option<Meta> {
-    pick_meta(read_meta(df, psize, 0), read_meta(df, psize, 1))
-        .ok()
-        .map(|(_, m)| m)
+pub(crate) fn newest_meta(df: &DataFile, psize: usize) -> Result<Meta> {
+    pick_meta(read_meta(df, psize, 0), read_meta(df, psize, 1)).map(|(_, m)| m)
+}
+
+/// The data file's page size, from its first meta page (when the caller
+/// has no environment yet).
+pub(crate) fn page_size(df: &DataFile) -> Result<usize> {
+    Ok(read_meta(df, 0, 0)?.psize() as usize)
 }
 
 /// Whether the data file says a log may hold commits it lacks (its first
@@ -193,7 +197,7 @@ impl Wal {
         let inner = &mut *g;
         // Another process may have made the file plain meanwhile.
         inner.marked = false;
-        let meta = newest_meta(df, psize);
+        let meta = newest_meta(df, psize).ok();
         let cp = inner.ckpt.refresh()?;
         let cp_seen = cp.as_ref().map_or((0, 0), |s| (s.seq, s.txnid));
         let fresh = cp_seen == inner.seen
