@@ -360,84 +360,82 @@ unsafe fn get_general(
     data: *mut MDB_val,
     op: c_int,
 ) -> c_int {
-    {
-        code((|| {
-            // SAFETY: cursor per the lmdb.h contract.
-            let cur = unsafe { cursor_ref(cursor)? };
-            cur.leaf = None;
-            // SAFETY: a bound cursor's transaction is live (it unbinds them at its end).
-            let t = unsafe { txn_ref(cur.txn)? };
-            // Checks the transaction is usable (as `bound`), once.
-            let view = t.view()?;
-            let st = cur.st.as_mut().ok_or(EINVAL)?;
-            // SAFETY: non-NULL pointers are the caller's values.
-            let k = || unsafe { key.as_ref().map(|v| bytes(v)) }.ok_or(EINVAL);
-            // SAFETY: as above.
-            let d = || unsafe { data.as_ref().map(|v| bytes(v)) }.ok_or(EINVAL);
-            let need_data = || if data.is_null() { Err(EINVAL) } else { Ok(()) };
-            let cop = match op {
-                FIRST => CursorOp::First,
-                FIRST_DUP => {
-                    need_data()?;
-                    CursorOp::FirstDup
-                }
-                GET_BOTH => CursorOp::GetBoth(k()?, d()?),
-                GET_BOTH_RANGE => CursorOp::GetBothRange(k()?, d()?),
-                GET_CURRENT => CursorOp::GetCurrent,
-                GET_MULTIPLE => {
-                    need_data()?;
-                    CursorOp::GetMultiple
-                }
-                LAST => CursorOp::Last,
-                LAST_DUP => {
-                    need_data()?;
-                    CursorOp::LastDup
-                }
-                NEXT => CursorOp::Next,
-                // On a plain database the engine moves as NEXT/PREV, like LMDB.
-                NEXT_DUP => CursorOp::NextDup,
-                NEXT_MULTIPLE => {
-                    need_data()?;
-                    CursorOp::NextMultiple
-                }
-                NEXT_NODUP => CursorOp::NextNodup,
-                PREV => CursorOp::Prev,
-                PREV_DUP => CursorOp::PrevDup,
-                PREV_NODUP => CursorOp::PrevNodup,
-                SET => CursorOp::Set(k()?),
-                SET_KEY => CursorOp::SetKey(k()?),
-                SET_RANGE => CursorOp::SetRange(k()?),
-                PREV_MULTIPLE => {
-                    need_data()?;
-                    CursorOp::PrevMultiple
-                }
-                _ => return Err(EINVAL),
-            };
-            if let CursorOp::Set(k) | CursorOp::SetKey(k) | CursorOp::SetRange(k) = cop {
-                if k.is_empty() {
-                    return Err(MDB_BAD_VALSIZE);
-                }
+    code((|| {
+        // SAFETY: cursor per the lmdb.h contract.
+        let cur = unsafe { cursor_ref(cursor)? };
+        cur.leaf = None;
+        // SAFETY: a bound cursor's transaction is live (it unbinds them at its end).
+        let t = unsafe { txn_ref(cur.txn)? };
+        // Checks the transaction is usable (as `bound`), once.
+        let view = t.view()?;
+        let st = cur.st.as_mut().ok_or(EINVAL)?;
+        // SAFETY: non-NULL pointers are the caller's values.
+        let k = || unsafe { key.as_ref().map(|v| bytes(v)) }.ok_or(EINVAL);
+        // SAFETY: as above.
+        let d = || unsafe { data.as_ref().map(|v| bytes(v)) }.ok_or(EINVAL);
+        let need_data = || if data.is_null() { Err(EINVAL) } else { Ok(()) };
+        let cop = match op {
+            FIRST => CursorOp::First,
+            FIRST_DUP => {
+                need_data()?;
+                CursorOp::FirstDup
             }
-            let r = match view {
-                View::Ro(r) => {
-                    let item = st.get(r, cop);
-                    cur.keep_leaf(r);
-                    item
-                }
-                View::Rw(w) => st.get(&*w, cop),
-            };
-            let (rk, rv) = r.map_err(|e| e.code())?.ok_or(MDB_NOTFOUND)?;
-            let key_out = !matches!(op, SET | GET_BOTH | GET_BOTH_RANGE | GET_MULTIPLE);
-            // SAFETY: output pointers are NULL or the caller's MDB_vals.
-            unsafe {
-                if key_out {
-                    set_val(key, rk);
-                }
-                set_val(data, rv);
+            GET_BOTH => CursorOp::GetBoth(k()?, d()?),
+            GET_BOTH_RANGE => CursorOp::GetBothRange(k()?, d()?),
+            GET_CURRENT => CursorOp::GetCurrent,
+            GET_MULTIPLE => {
+                need_data()?;
+                CursorOp::GetMultiple
             }
-            Ok(())
-        })())
-    }
+            LAST => CursorOp::Last,
+            LAST_DUP => {
+                need_data()?;
+                CursorOp::LastDup
+            }
+            NEXT => CursorOp::Next,
+            // On a plain database the engine moves as NEXT/PREV, like LMDB.
+            NEXT_DUP => CursorOp::NextDup,
+            NEXT_MULTIPLE => {
+                need_data()?;
+                CursorOp::NextMultiple
+            }
+            NEXT_NODUP => CursorOp::NextNodup,
+            PREV => CursorOp::Prev,
+            PREV_DUP => CursorOp::PrevDup,
+            PREV_NODUP => CursorOp::PrevNodup,
+            SET => CursorOp::Set(k()?),
+            SET_KEY => CursorOp::SetKey(k()?),
+            SET_RANGE => CursorOp::SetRange(k()?),
+            PREV_MULTIPLE => {
+                need_data()?;
+                CursorOp::PrevMultiple
+            }
+            _ => return Err(EINVAL),
+        };
+        if let CursorOp::Set(k) | CursorOp::SetKey(k) | CursorOp::SetRange(k) = cop {
+            if k.is_empty() {
+                return Err(MDB_BAD_VALSIZE);
+            }
+        }
+        let r = match view {
+            View::Ro(r) => {
+                let item = st.get(r, cop);
+                cur.keep_leaf(r);
+                item
+            }
+            View::Rw(w) => st.get(&*w, cop),
+        };
+        let (rk, rv) = r.map_err(|e| e.code())?.ok_or(MDB_NOTFOUND)?;
+        let key_out = !matches!(op, SET | GET_BOTH | GET_BOTH_RANGE | GET_MULTIPLE);
+        // SAFETY: output pointers are NULL or the caller's MDB_vals.
+        unsafe {
+            if key_out {
+                set_val(key, rk);
+            }
+            set_val(data, rv);
+        }
+        Ok(())
+    })())
 }
 
 /// NEXT or PREV in a top-level transaction, the loop of most scans: the
