@@ -496,6 +496,26 @@ impl Env {
         }
     }
 
+    /// The write-ahead log as this handle sees it; `None` outside WAL
+    /// mode.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, EnvOptions, WalOptions, WriteFlags};
+    /// let env = EnvOptions::new().wal(WalOptions::default()).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// let info = env.wal_info().unwrap();
+    /// assert!(info.bytes_since_checkpoint > 0);
+    /// let t = env.checkpoint()?;
+    /// assert_eq!(env.wal_info().unwrap().checkpoint_txnid, t);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn wal_info(&self) -> Option<crate::WalInfo> {
+        self.wal.as_ref().map(|w| w.wal.info())
+    }
+
     /// The path the environment was opened with.
     pub fn path(&self) -> &Path {
         &self.path

@@ -52,4 +52,4 @@ pub use lock::ReaderInfo;
 pub use tree::Item;
 pub use tree::WriteFlags;
 pub use txn::{NestedTxn, RoTxn, RwCursor, RwTxn, Txn};
-pub use wal::mode::WalOptions;
+pub use wal::mode::{WalInfo, WalOptions};

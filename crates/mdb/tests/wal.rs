@@ -897,3 +897,54 @@ fn closing_does_not_wait_out_a_long_sync_period() {
     let r = env.read_txn().unwrap();
     assert_eq!(r.get(Database::MAIN, b"a").unwrap(), Some(&b"a"[..]));
 }
+
+#[test]
+fn a_single_put_logs_what_its_pages_hold_not_whole_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open_wal(dir.path());
+    let mut w = env.write_txn().unwrap();
+    for i in 0..300u32 {
+        let k = format!("key{i:08}");
+        w.put(Database::MAIN, k.as_bytes(), &[7; 100], WriteFlags::EMPTY)
+            .unwrap();
+    }
+    w.commit().unwrap();
+    let t = env.checkpoint().unwrap();
+    let info = env.wal_info().unwrap();
+    assert_eq!((info.checkpoint_txnid, info.bytes_since_checkpoint), (t, 0));
+    let synced = std::fs::read(dir.path().join("data.mdb")).unwrap();
+    let mut w = env.write_txn().unwrap();
+    w.put(
+        Database::MAIN,
+        b"key00000150x",
+        &[8; 100],
+        WriteFlags::EMPTY,
+    )
+    .unwrap();
+    w.commit().unwrap();
+    // It rewrites a leaf, the root branch and a free-list leaf, none of
+    // them full: whole images would be three pages and more.
+    let logged = env.wal_info().unwrap().bytes_since_checkpoint;
+    let psize = env.page_size() as u64;
+    assert!(logged > 0 && logged < 2 * psize, "{logged} bytes logged");
+    // The data file as the checkpoint left it, and the log: the put comes
+    // back from its record alone, a whole file again.
+    let case = tempfile::tempdir().unwrap();
+    copy_dir(&dir.path().join("wal"), &case.path().join("wal"));
+    std::fs::write(case.path().join("data.mdb"), &synced).unwrap();
+    drop(env);
+    let env = open_wal(case.path());
+    let r = env.read_txn().unwrap();
+    assert_eq!(
+        r.get(Database::MAIN, b"key00000150x").unwrap(),
+        Some(&[8; 100][..])
+    );
+    assert_eq!(
+        r.get(Database::MAIN, b"key00000299").unwrap(),
+        Some(&[7; 100][..])
+    );
+    drop(r);
+    drop(env);
+    let rep = check::check_file(&case.path().join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+}

@@ -399,6 +399,34 @@ impl<'a> Node<'a> {
     }
 }
 
+/// The free gap of a branch or leaf page, `(start, len)`: the bytes
+/// between its node pointers and its nodes, which no reader looks at. A
+/// page image may leave them out (the write-ahead log does). `(0, 0)` for
+/// any other page (overflow, LEAF2, meta, or bounds that do not fit).
+///
+/// ```
+/// use mdb::format::page::{free_gap, P_LEAF};
+/// let mut p = vec![0u8; 4096];
+/// p[10..12].copy_from_slice(&P_LEAF.to_le_bytes());
+/// p[12..14].copy_from_slice(&20u16.to_le_bytes()); // lower: two nodes
+/// p[14..16].copy_from_slice(&4000u16.to_le_bytes()); // upper
+/// assert_eq!(free_gap(&p), (20, 3980));
+/// ```
+pub fn free_gap(b: &[u8]) -> (usize, usize) {
+    let Some(h) = b.first_chunk::<HDR>() else {
+        return (0, 0);
+    };
+    let flags = u16::from_le_bytes([h[10], h[11]]);
+    let lower = u16::from_le_bytes([h[12], h[13]]) as usize;
+    let upper = u16::from_le_bytes([h[14], h[15]]) as usize;
+    let tree = flags & (P_BRANCH | P_LEAF) != 0;
+    let other = flags & (P_OVERFLOW | P_META | P_LEAF2) != 0;
+    if !tree || other || lower < HDR || lower > upper || upper > b.len() {
+        return (0, 0);
+    }
+    (lower, upper - lower)
+}
+
 /// Binary search for `key` among a page's nodes.
 ///
 /// Returns `(index, exact)`: the first node whose key is >= `key` (leaf), or

@@ -71,6 +71,24 @@ impl Default for WalOptions {
     }
 }
 
+/// What an environment's write-ahead log holds, as one handle sees it
+/// ([`crate::Env::wal_info`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WalInfo {
+    /// The newest transaction a checkpoint covers: the data file holds it
+    /// and every earlier commit durably, the log only what came after.
+    pub checkpoint_txnid: u64,
+    /// Log bytes this handle appended since its last checkpoint (records
+    /// and their padding): what a crash would roll forward, and what the
+    /// checkpointer's byte threshold counts.
+    pub bytes_since_checkpoint: u64,
+    /// Segment files holding the log's records (the current one included).
+    pub segments: usize,
+    /// Zero-filled segment files kept ready for the log to move into.
+    pub spare_segments: usize,
+}
+
 /// Where the log of the environment at `data` (its data file) lives:
 /// `wal/` beside the data file, or `<file>-wal/` for NO_SUB_DIR.
 pub(crate) fn dir_for(env_path: &Path, no_subdir: bool) -> PathBuf {
@@ -242,12 +260,18 @@ impl Wal {
             // Records the data file needs are gone.
             return Err(Error::Corrupted);
         }
+        let mut buf = Vec::new();
         inner.log.scan(after, |r| {
             if r.psize() as usize != psize {
                 return Err(Error::Corrupted);
             }
-            let runs: Vec<(u64, &[u8])> = r.runs().map(|(pg, b)| (pg * psize as u64, b)).collect();
-            df.write_pages(&runs)?;
+            let runs = r.expand(&mut buf);
+            let mut at = Vec::with_capacity(runs.len());
+            for (pgno, b) in runs {
+                let off = pgno.checked_mul(psize as u64).ok_or(Error::Corrupted)?;
+                at.push((off, b));
+            }
+            df.write_pages(&at)?;
             let (off, m) = r.meta();
             df.write_meta(off, m, false)
         })?;
@@ -298,6 +322,7 @@ impl Wal {
             runs: &pages,
             meta_off: c.meta_off,
             meta: c.meta,
+            trim: true,
         };
         let pos = inner.log.append(&parts).map_err(CommitFailure::Clean)?;
         inner.since_ckpt += pos.len;
@@ -356,6 +381,17 @@ impl Wal {
     /// The txnid the last checkpoint covers.
     pub(crate) fn checkpointed(&self) -> u64 {
         self.inner().seen.1
+    }
+
+    /// See [`WalInfo`].
+    pub(crate) fn info(&self) -> WalInfo {
+        let g = self.inner();
+        WalInfo {
+            checkpoint_txnid: g.seen.1,
+            bytes_since_checkpoint: g.since_ckpt,
+            segments: g.log.done.len() + 1,
+            spare_segments: g.log.pool.spares.len() + usize::from(g.log.next.is_some()),
+        }
     }
 
     /// Record a checkpoint at `meta` (the caller synced the data file after

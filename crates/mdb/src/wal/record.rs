@@ -15,22 +15,30 @@
 //! | 32 | body length `u64` |
 //! | 40 | CRC32C of the previous record (chains records, see `log.rs`) `u32` |
 //! | 44 | CRC32C of this header (this field zeroed) and the body `u32` |
-//! | 48 | body: the run table (`pgno: u64`, `len: u32` per run), the run bytes, then `meta_off: u64`, `meta_len: u32` and the meta bytes |
+//! | 48 | body: the run table (`pgno: u64`, `len: u32`, `gap_off: u32`, `gap_len: u32` per run), the run bytes, then `meta_off: u64`, `meta_len: u32` and the meta bytes |
+//!
+//! A run's bytes leave out its gap: `len - gap_len` bytes stored, the
+//! `gap_len` bytes at `gap_off` being zeros. A commit leaves out the free
+//! gap of each branch and leaf page ([`free_gap`]), which no reader looks
+//! at: a single put rewrites a leaf, a branch and a free-list page that are
+//! partly empty, and the log syncs only what they hold. Version 1 records
+//! (no gaps: 12-byte run entries) are still read.
 //!
 //! [`parse`] never panics and never overflows on arbitrary bytes: anything
 //! that is not a whole, valid record is `None`, the end of the log.
 
 use crate::error::{Error, Result};
 use crate::format::bytes::{get16, get32, get64, sub};
+use crate::format::page::free_gap;
 
 /// "MDWR": marks the start of a record.
 const MAGIC: u32 = 0x5257_444d;
-/// Bumped on any change of the layout.
-const VERSION: u16 = 1;
+/// Bumped on any change of the layout; 2 added the gaps.
+const VERSION: u16 = 2;
 /// Bytes before the body.
 pub(crate) const HEADER: usize = 48;
-/// Bytes of one entry of the run table.
-const RUN_ENTRY: usize = 12;
+/// Bytes of one entry of the run table (version 1: 12).
+const RUN_ENTRY: usize = 20;
 /// Bytes of the meta update's fixed part (`meta_off`, `meta_len`).
 const META_FIXED: usize = 12;
 /// Offset of the record's own CRC in the header.
@@ -49,6 +57,20 @@ pub(crate) struct RecordParts<'a> {
     pub(crate) meta_off: u64,
     /// The meta update's bytes.
     pub(crate) meta: &'a [u8],
+    /// Leave out the free gap of one-page runs that are branch or leaf
+    /// pages (replay writes zeros there).
+    pub(crate) trim: bool,
+}
+
+impl RecordParts<'_> {
+    /// The gap of run `b` left out of the record, `(offset, length)`.
+    fn gap(&self, b: &[u8]) -> (usize, usize) {
+        if self.trim && b.len() == self.psize as usize {
+            free_gap(b)
+        } else {
+            (0, 0)
+        }
+    }
 }
 
 /// Round `n` up to a multiple of 8, `None` on overflow.
@@ -80,7 +102,8 @@ fn sizes(parts: &RecordParts<'_>) -> Result<(u64, u64)> {
     }
     let mut body = (parts.runs.len() as u64) * RUN_ENTRY as u64;
     for (_, b) in parts.runs {
-        body = body.checked_add(b.len() as u64).ok_or(bad)?;
+        let stored = b.len() - parts.gap(b).1;
+        body = body.checked_add(stored as u64).ok_or(bad)?;
     }
     body = body
         .checked_add((META_FIXED + parts.meta.len()) as u64)
@@ -113,11 +136,16 @@ pub(crate) fn encode_into(
     buf.extend_from_slice(&prev_crc.to_le_bytes());
     buf.extend_from_slice(&0u32.to_le_bytes());
     for (pgno, b) in parts.runs {
+        let (off, len) = parts.gap(b);
         buf.extend_from_slice(&pgno.to_le_bytes());
         buf.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        buf.extend_from_slice(&(off as u32).to_le_bytes());
+        buf.extend_from_slice(&(len as u32).to_le_bytes());
     }
     for (_, b) in parts.runs {
-        buf.extend_from_slice(b);
+        let (off, len) = parts.gap(b);
+        buf.extend_from_slice(&b[..off]);
+        buf.extend_from_slice(&b[off + len..]);
     }
     buf.extend_from_slice(&parts.meta_off.to_le_bytes());
     buf.extend_from_slice(&(parts.meta.len() as u32).to_le_bytes());
@@ -134,6 +162,8 @@ pub(crate) struct RecordView<'a> {
     /// Header and body, without the padding.
     bytes: &'a [u8],
     nruns: usize,
+    /// Bytes of a run table entry (12 in version 1, without gaps).
+    entry: usize,
     /// Offset of the meta update's fixed part.
     meta_at: usize,
 }
@@ -143,10 +173,12 @@ pub(crate) struct RecordView<'a> {
 /// magic or version, another segment's record, a bad CRC, or any length
 /// that does not fit; otherwise the record and its padded length.
 pub(crate) fn parse(bytes: &[u8], expected_seg_seq: u64) -> Option<(RecordView<'_>, usize)> {
-    if get32(bytes, 0)? != MAGIC
-        || get16(bytes, 4)? != VERSION
-        || get64(bytes, 8)? != expected_seg_seq
-    {
+    let entry = match get16(bytes, 4)? {
+        1 => 12,
+        VERSION => RUN_ENTRY,
+        _ => return None,
+    };
+    if get32(bytes, 0)? != MAGIC || get64(bytes, 8)? != expected_seg_seq {
         return None;
     }
     let psize = get32(bytes, 24)? as usize;
@@ -167,16 +199,16 @@ pub(crate) fn parse(bytes: &[u8], expected_seg_seq: u64) -> Option<(RecordView<'
     }
     // The CRC matched; still check the shape, so that a writer's bug (or a
     // forged record) cannot make the accessors read out of bounds.
-    let mut at = HEADER.checked_add(nruns.checked_mul(RUN_ENTRY)?)?;
+    let mut at = HEADER.checked_add(nruns.checked_mul(entry)?)?;
     if at > end {
         return None;
     }
     for i in 0..nruns {
-        let len = get32(rec, HEADER + i * RUN_ENTRY + 8)? as usize;
-        if len == 0 || !len.is_multiple_of(psize) {
+        let run = Run::entry(rec, HEADER + i * entry, entry)?;
+        if run.len == 0 || !run.len.is_multiple_of(psize) {
             return None;
         }
-        at = at.checked_add(len)?;
+        at = at.checked_add(run.stored()?)?;
     }
     let meta_len = get32(rec, at.checked_add(8)?)? as usize;
     if at.checked_add(META_FIXED)?.checked_add(meta_len)? != end {
@@ -185,6 +217,7 @@ pub(crate) fn parse(bytes: &[u8], expected_seg_seq: u64) -> Option<(RecordView<'
     let view = RecordView {
         bytes: rec,
         nruns,
+        entry,
         meta_at: at,
     };
     Some((view, padded))
@@ -211,18 +244,35 @@ impl<'a> RecordView<'a> {
         get32(self.bytes, CRC_OFF).unwrap_or(0)
     }
 
-    /// The page runs `(first pgno, bytes)`, in the order written.
-    pub(crate) fn runs(&self) -> impl Iterator<Item = (u64, &'a [u8])> + 'a {
-        let bytes = self.bytes;
-        let mut at = HEADER + self.nruns * RUN_ENTRY;
+    /// The page runs, in the order written.
+    pub(crate) fn runs(&self) -> impl Iterator<Item = Run<'a>> + 'a {
+        let (bytes, entry) = (self.bytes, self.entry);
+        let mut at = HEADER + self.nruns * entry;
         (0..self.nruns).map_while(move |i| {
-            let entry = HEADER + i * RUN_ENTRY;
-            let pgno = get64(bytes, entry)?;
-            let len = get32(bytes, entry + 8)? as usize;
-            let run = sub(bytes, at, len)?;
-            at += len;
-            Some((pgno, run))
+            let mut run = Run::entry(bytes, HEADER + i * entry, entry)?;
+            let stored = run.stored()?;
+            run.stored = sub(bytes, at, stored)?;
+            at += stored;
+            Some(run)
         })
+    }
+
+    /// The runs' bytes, gaps filled with zeros, into `buf` (cleared
+    /// first); `(first pgno, bytes)` of each run.
+    pub(crate) fn expand<'b>(&self, buf: &'b mut Vec<u8>) -> Vec<(u64, &'b [u8])> {
+        buf.clear();
+        let mut spans = Vec::with_capacity(self.nruns);
+        for run in self.runs() {
+            let at = buf.len();
+            buf.extend_from_slice(&run.stored[..run.gap_off]);
+            buf.resize(buf.len() + run.gap_len, 0);
+            buf.extend_from_slice(&run.stored[run.gap_off..]);
+            spans.push((run.pgno, at, run.len));
+        }
+        spans
+            .into_iter()
+            .map(|(pgno, at, len)| (pgno, &buf[at..at + len]))
+            .collect()
     }
 
     /// The meta update: its file offset and bytes.
@@ -231,6 +281,45 @@ impl<'a> RecordView<'a> {
         let len = get32(self.bytes, self.meta_at + 8).unwrap_or(0) as usize;
         let bytes = sub(self.bytes, self.meta_at + META_FIXED, len).unwrap_or(&[]);
         (off, bytes)
+    }
+}
+
+/// A page run of a record: `len` bytes, of which `gap_len` zeros at
+/// `gap_off` are not stored.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Run<'a> {
+    pub(crate) pgno: u64,
+    pub(crate) len: usize,
+    gap_off: usize,
+    gap_len: usize,
+    /// The bytes before the gap, then those after it.
+    stored: &'a [u8],
+}
+
+impl Run<'_> {
+    /// The run table entry at `at` (`entry` bytes long), its bytes not yet
+    /// located.
+    fn entry<'b>(rec: &[u8], at: usize, entry: usize) -> Option<Run<'b>> {
+        let (gap_off, gap_len) = if entry == RUN_ENTRY {
+            (get32(rec, at + 12)? as usize, get32(rec, at + 16)? as usize)
+        } else {
+            (0, 0)
+        };
+        Some(Run {
+            pgno: get64(rec, at)?,
+            len: get32(rec, at + 8)? as usize,
+            gap_off,
+            gap_len,
+            stored: &[],
+        })
+    }
+
+    /// Bytes stored; `None` when the gap does not lie within the run.
+    fn stored(&self) -> Option<usize> {
+        if self.gap_off.checked_add(self.gap_len)? > self.len {
+            return None;
+        }
+        Some(self.len - self.gap_len)
     }
 }
 
@@ -301,6 +390,7 @@ mod tests {
                 runs: &runs[..n],
                 meta_off: 0,
                 meta: &[],
+                trim: false,
             };
             let mut buf = Vec::new();
             let encoded = encode_into(&mut buf, 1, 0, &parts);
@@ -312,7 +402,7 @@ mod tests {
         assert_eq!(len(16, &run), bad);
         assert_eq!(len(0, &[]), bad);
         assert_eq!(len(8, &[]), bad);
-        assert_eq!(len(8, &run), Ok(48 + 12 + 24 + 12));
+        assert_eq!(len(8, &run), Ok(48 + 20 + 24 + 12));
     }
 
     /// A record whose CRC matches but whose shape lies: as a forger (or a
@@ -341,22 +431,25 @@ mod tests {
     #[test]
     fn forged_shapes_with_good_crc_are_rejected() {
         assert!(
-            parse(&forge(1, 8, 0, 12 + 8 + 12), 0).is_some(),
+            parse(&forge(1, 8, 0, RUN_ENTRY + 8 + 12), 0).is_some(),
             "the honest one"
         );
         assert!(
-            parse(&forge(1, 8, 1, 12 + 8 + 12), 0).is_none(),
+            parse(&forge(1, 8, 1, RUN_ENTRY + 8 + 12), 0).is_none(),
             "meta past the end"
         );
         assert!(
-            parse(&forge(1, 8, 0, 12 + 8 + 13), 0).is_none(),
+            parse(&forge(1, 8, 0, RUN_ENTRY + 8 + 13), 0).is_none(),
             "bytes left over"
         );
         assert!(
-            parse(&forge(1, 7, 0, 12 + 7 + 12), 0).is_none(),
+            parse(&forge(1, 7, 0, RUN_ENTRY + 7 + 12), 0).is_none(),
             "part of a page"
         );
-        assert!(parse(&forge(1, 0, 0, 12 + 12), 0).is_none(), "empty run");
+        assert!(
+            parse(&forge(1, 0, 0, RUN_ENTRY + 12), 0).is_none(),
+            "empty run"
+        );
         assert!(
             parse(&forge(u32::MAX, 8, 0, 64), 0).is_none(),
             "run table too long"
@@ -370,6 +463,121 @@ mod tests {
             parse(&forge(0, 0, u32::MAX, 12), 0).is_none(),
             "meta too long"
         );
+    }
+
+    /// A leaf page of `psize` bytes with `n` 100-byte nodes, its free gap
+    /// full of 0xab.
+    fn leaf(psize: usize, n: usize) -> Vec<u8> {
+        use crate::format::page::{HDR, P_LEAF};
+        let mut p = vec![0xab; psize];
+        p[..HDR].fill(0);
+        p[10..12].copy_from_slice(&P_LEAF.to_le_bytes());
+        let (lower, upper) = (HDR + 2 * n, psize - 100 * n);
+        p[12..14].copy_from_slice(&(lower as u16).to_le_bytes());
+        p[14..16].copy_from_slice(&(upper as u16).to_le_bytes());
+        for i in 0..n {
+            let off = (upper + 100 * i) as u16;
+            p[HDR + 2 * i..HDR + 2 * i + 2].copy_from_slice(&off.to_le_bytes());
+            p[upper + 100 * i..upper + 100 * (i + 1)].fill(i as u8 + 1);
+        }
+        p
+    }
+
+    #[test]
+    fn free_gaps_of_tree_pages_are_left_out_and_read_back_as_zeros() {
+        let psize = 4096;
+        let page = leaf(psize, 5);
+        let mut ov = page.clone(); // overflow flags: kept whole
+        ov[10..12].copy_from_slice(&crate::format::page::P_OVERFLOW.to_le_bytes());
+        let two = [page.clone(), page.clone()].concat(); // a run of two pages: whole
+        let runs: Vec<(u64, &[u8])> = vec![(3, &page), (4, &ov), (9, &two)];
+        let mut parts = RecordParts {
+            txnid: 7,
+            psize: psize as u32,
+            runs: &runs,
+            meta_off: 24,
+            meta: &[1, 2, 3],
+            trim: false,
+        };
+        let whole = encoded_len(&parts).unwrap();
+        parts.trim = true;
+        let gap = (psize - 500) - (16 + 10);
+        let trimmed = pad8(whole - gap as u64).unwrap();
+        assert_eq!(encoded_len(&parts).unwrap(), trimmed);
+        let mut b = Vec::new();
+        encode_into(&mut b, 1, 0, &parts).unwrap();
+        assert_eq!(b.len() as u64, trimmed);
+        let (v, _) = parse(&b, 1).unwrap();
+        let mut zeroed = page.clone();
+        zeroed[26..psize - 500].fill(0);
+        let mut buf = Vec::new();
+        let got = v.expand(&mut buf);
+        let want: Vec<(u64, &[u8])> = vec![(3, &zeroed), (4, &ov), (9, &two)];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn version_1_records_are_read() {
+        // Version 1: 12-byte run entries, no gaps.
+        let (page, meta) = (vec![0x5a; 64], [9u8; 10]);
+        let body = 12 + page.len() + 12 + meta.len();
+        let mut b = vec![0u8; HEADER];
+        b[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+        b[4..6].copy_from_slice(&1u16.to_le_bytes());
+        b[8..16].copy_from_slice(&3u64.to_le_bytes());
+        b[16..24].copy_from_slice(&11u64.to_le_bytes());
+        b[24..28].copy_from_slice(&32u32.to_le_bytes());
+        b[28..32].copy_from_slice(&1u32.to_le_bytes());
+        b[32..40].copy_from_slice(&(body as u64).to_le_bytes());
+        b.extend_from_slice(&5u64.to_le_bytes());
+        b.extend_from_slice(&64u32.to_le_bytes());
+        b.extend_from_slice(&page);
+        b.extend_from_slice(&40u64.to_le_bytes());
+        b.extend_from_slice(&(meta.len() as u32).to_le_bytes());
+        b.extend_from_slice(&meta);
+        let crc = crc32c::crc32c(&b);
+        b[CRC_OFF..CRC_OFF + 4].copy_from_slice(&crc.to_le_bytes());
+        b.resize(pad8(b.len() as u64).unwrap() as usize, 0);
+        let (v, n) = parse(&b, 3).unwrap();
+        assert_eq!(n, b.len());
+        let rec = Rec::of(&v);
+        assert_eq!(
+            (rec.txnid, rec.runs, rec.meta_off),
+            (11, vec![(5, page)], 40)
+        );
+        assert_eq!(rec.meta, meta);
+    }
+
+    #[test]
+    fn a_gap_outside_its_run_is_rejected() {
+        let page = leaf(4096, 3);
+        let runs: Vec<(u64, &[u8])> = vec![(2, &page)];
+        let parts = RecordParts {
+            txnid: 1,
+            psize: 4096,
+            runs: &runs,
+            meta_off: 0,
+            meta: &[],
+            trim: true,
+        };
+        let mut good = Vec::new();
+        encode_into(&mut good, 0, 0, &parts).unwrap();
+        let gap_len = get32(&good, HEADER + 16).unwrap();
+        for (off, ok) in [
+            (26, true),
+            (0, true),
+            (4096 - gap_len, true),
+            (4097 - gap_len, false),
+            (u32::MAX, false),
+        ] {
+            let mut b = good.clone();
+            b[HEADER + 12..HEADER + 16].copy_from_slice(&off.to_le_bytes());
+            let end = HEADER + get64(&b, 32).unwrap() as usize;
+            b[CRC_OFF..CRC_OFF + 4].fill(0);
+            let crc = crc32c::crc32c(&b[..end]);
+            b[CRC_OFF..CRC_OFF + 4].copy_from_slice(&crc.to_le_bytes());
+            assert_eq!(parse(&b, 0).is_some(), ok, "gap at {off}");
+        }
     }
 
     proptest! {

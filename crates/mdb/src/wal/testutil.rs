@@ -85,6 +85,7 @@ impl Rec {
             runs: &runs,
             meta_off: self.meta_off,
             meta: &self.meta,
+            trim: false,
         })
     }
 
@@ -94,7 +95,11 @@ impl Rec {
         Rec {
             txnid: v.txnid(),
             psize: v.psize(),
-            runs: v.runs().map(|(p, b)| (p, b.to_vec())).collect(),
+            runs: {
+                let mut buf = Vec::new();
+                let runs = v.expand(&mut buf);
+                runs.into_iter().map(|(p, b)| (p, b.to_vec())).collect()
+            },
             meta_off,
             meta: meta.to_vec(),
         }
