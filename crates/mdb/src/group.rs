@@ -284,16 +284,8 @@ impl Group {
             match r {
                 Ok(through) => {
                     let through = through.unwrap_or(0);
-                    while let Some(&(t, off, upd)) = g.pending.front() {
-                        if t > through {
-                            break;
-                        }
-                        if let Err(e) = df.write_meta(off, &upd, false) {
-                            g.failed = Some(e);
-                            break;
-                        }
-                        sh.lock.set_txnid(t);
-                        g.pending.pop_front();
+                    if let Err(e) = publish(&mut g.pending, through, df, &sh.lock) {
+                        g.failed = Some(e);
                     }
                 }
                 Err(e) => g.failed = Some(e),
@@ -316,6 +308,30 @@ impl Group {
             None => Ok(()),
         }
     }
+}
+
+/// Publish the commits of `pending` up to `through` (now durable), in
+/// one step: the newest of them goes to each of the two meta slots, older
+/// first, and readers are told the newest txnid. The metas in between
+/// would be overwritten at once; no reader could pick them.
+fn publish(
+    pending: &mut VecDeque<(u64, u64, [u8; META_WRITE_LEN])>,
+    through: u64,
+    df: &DataFile,
+    lock: &LockFile,
+) -> Result<()> {
+    let n = pending.iter().take_while(|p| p.0 <= through).count();
+    let Some(&(last, last_off, last_upd)) = n.checked_sub(1).and_then(|i| pending.get(i)) else {
+        return Ok(());
+    };
+    let other = pending.range(..n).rev().find(|p| p.1 != last_off);
+    if let Some(&(_, off, upd)) = other {
+        df.write_meta(off, &upd, false)?;
+    }
+    df.write_meta(last_off, &last_upd, false)?;
+    lock.set_txnid(last);
+    pending.drain(..n);
+    Ok(())
 }
 
 /// The holder thread: lock the writer mutex when a writer wants it; unlock
