@@ -32,6 +32,10 @@ pub trait PageRead {
     }
     /// `len` value bytes stored in the overflow run starting at `pgno`.
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]>;
+    /// Start loading page `pgno` into the CPU's caches, if it is a
+    /// committed page of the map (a hint: nothing happens otherwise).
+    #[inline]
+    fn prefetch(&self, _pgno: u64) {}
 }
 
 /// A fast hasher for page numbers (they are already well spread).
@@ -266,6 +270,13 @@ pub(crate) struct Saved {
 
 impl PageRead for Pager<'_> {
     #[inline]
+    fn prefetch(&self, pgno: u64) {
+        if pgno >= 2 && pgno < self.bound.get() && !self.dirty.contains_key(&pgno) {
+            let ps = self.env.psize;
+            self.env.map.prefetch(pgno as usize * ps, ps);
+        }
+    }
+    #[inline]
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
         Page::new(self.page_bytes(pgno)?)
     }
@@ -298,6 +309,13 @@ pub(crate) struct MapView<'env> {
 }
 
 impl PageRead for MapView<'_> {
+    #[inline]
+    fn prefetch(&self, pgno: u64) {
+        if pgno >= 2 && pgno < self.bound.get() {
+            let ps = self.env.psize;
+            self.env.map.prefetch(pgno as usize * ps, ps);
+        }
+    }
     #[inline]
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
         if pgno >= self.bound.get() || pgno < 2 {

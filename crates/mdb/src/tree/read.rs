@@ -289,7 +289,18 @@ impl CursorPos {
             let i = self.path.ix[lvl];
             let ok = if fwd { i + 1 < p.len() } else { i > 0 };
             if ok {
-                self.path.ix[lvl] = if fwd { i + 1 } else { i - 1 };
+                let j = if fwd { i + 1 } else { i - 1 };
+                self.path.ix[lvl] = j;
+                // A scan reads leaves in key order, rarely file order: the
+                // leaf after this one starts loading while it reads this.
+                let after = if fwd { j + 1 } else { j.wrapping_sub(1) };
+                if lvl + 2 == self.path.len {
+                    for k in [j, after] {
+                        if let Some(n) = (k < p.len()).then(|| p.node(k).ok()).flatten() {
+                            s.prefetch(n.child());
+                        }
+                    }
+                }
                 self.path.len = lvl + 1;
                 self.descend_edge(s, rec, !fwd)?;
                 return Ok(true);

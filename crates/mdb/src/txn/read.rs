@@ -279,6 +279,10 @@ impl PageRead for RoTxn<'_> {
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         self.view.overflow(pgno, len)
     }
+    #[inline]
+    fn prefetch(&self, pgno: u64) {
+        self.view.prefetch(pgno)
+    }
 }
 
 impl Snapshot for RoTxn<'_> {

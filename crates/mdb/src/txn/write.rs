@@ -293,6 +293,10 @@ impl PageRead for RwTxn<'_> {
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         self.pg.overflow(pgno, len)
     }
+    #[inline]
+    fn prefetch(&self, pgno: u64) {
+        self.pg.prefetch(pgno)
+    }
 }
 
 impl Snapshot for RwTxn<'_> {
