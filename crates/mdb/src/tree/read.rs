@@ -291,19 +291,31 @@ impl CursorPos {
             if ok {
                 let j = if fwd { i + 1 } else { i - 1 };
                 self.path.ix[lvl] = j;
-                // A scan reads leaves in key order, rarely file order: the
-                // leaf after this one starts loading while it reads this.
-                let after = if fwd { j + 1 } else { j.wrapping_sub(1) };
-                if lvl + 2 == self.path.len {
-                    for k in [j, after] {
-                        if let Some(n) = (k < p.len()).then(|| p.node(k).ok()).flatten() {
-                            s.prefetch(n.child());
-                        }
-                    }
-                }
+                let crossed = lvl + 2 != self.path.len;
                 self.path.len = lvl + 1;
                 self.descend_edge(s, rec, !fwd)?;
+                self.prefetch_ahead(s, fwd, crossed);
                 return Ok(true);
+            }
+        }
+    }
+
+    /// A scan reads leaves in key order, rarely file order: have the leaf
+    /// two steps ahead start loading, so that each leaf is in the cache
+    /// when the scan gets there. After a step into another parent, the
+    /// new leaf and the next one too (no earlier step asked for them).
+    fn prefetch_ahead<S: PageRead>(&self, s: &S, fwd: bool, crossed: bool) {
+        let Some(up) = self.path.len.checked_sub(2) else {
+            return;
+        };
+        let Ok(p) = s.page(self.path.pg[up]) else {
+            return;
+        };
+        let j = self.path.ix[up];
+        for d in if crossed { 0..3 } else { 2..3 } {
+            let k = if fwd { j + d } else { j.wrapping_sub(d) };
+            if let Some(n) = (k < p.len()).then(|| p.node(k).ok()).flatten() {
+                s.prefetch(n.child());
             }
         }
     }
