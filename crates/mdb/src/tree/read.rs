@@ -66,6 +66,11 @@ pub(crate) fn descend<S: PageRead>(
             return Err(Error::Corrupted);
         }
         pgno = p.node(i)?.child();
+        if path.len + 1 == rec.depth as usize {
+            // The whole leaf loads at once, not line by line as the search
+            // probes it.
+            s.prefetch(pgno);
+        }
     }
 }
 
@@ -80,7 +85,7 @@ pub(crate) fn get_node<'a, S: PageRead>(
         return Ok(None);
     }
     let mut pgno = rec.root;
-    for _ in 0..MAX_DEPTH {
+    for lvl in 0..MAX_DEPTH {
         let p = s.page(pgno)?;
         let (i, exact) = search(&p, key, cmp)?;
         if p.is_leaf() {
@@ -91,6 +96,10 @@ pub(crate) fn get_node<'a, S: PageRead>(
             };
         }
         pgno = p.node(i)?.child();
+        if lvl + 2 == rec.depth as usize {
+            // As in `descend`.
+            s.prefetch(pgno);
+        }
     }
     Err(Error::CursorFull)
 }
