@@ -93,12 +93,27 @@ impl Map {
             return;
         }
         #[cfg(target_arch = "x86_64")]
-        for at in (off..off + len).step_by(64) {
+        {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            // SAFETY: the address lies within the mapping, and a prefetch
+            // SAFETY: the addresses lie within the mapping, and a prefetch
             // reads nothing a program can see: it never faults, even on a
             // mapped page past the end of the file.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(self.ptr.add(at) as *const i8) };
+            let line =
+                |at: usize| unsafe { _mm_prefetch::<_MM_HINT_T0>(self.ptr.add(at) as *const i8) };
+            // Every line: hardware does not fetch a line's neighbour for
+            // us (every other line measured 40% slower). Eight per round,
+            // so that a page costs about one instruction per line.
+            let mut at = off;
+            while at + 512 <= off + len {
+                for k in 0..8 {
+                    line(at + 64 * k);
+                }
+                at += 512;
+            }
+            while at < off + len {
+                line(at);
+                at += 64;
+            }
         }
     }
 

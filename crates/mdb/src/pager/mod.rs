@@ -32,10 +32,11 @@ pub trait PageRead {
     }
     /// `len` value bytes stored in the overflow run starting at `pgno`.
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]>;
-    /// Start loading page `pgno` into the CPU's caches, if it is a
-    /// committed page of the map (a hint: nothing happens otherwise).
+    /// Start loading page `pgno` from byte `from` on into the CPU's
+    /// caches, if it is a committed page of the map (a hint: nothing
+    /// happens otherwise).
     #[inline]
-    fn prefetch(&self, _pgno: u64) {}
+    fn prefetch(&self, _pgno: u64, _from: usize) {}
 }
 
 /// A fast hasher for page numbers (they are already well spread).
@@ -270,10 +271,13 @@ pub(crate) struct Saved {
 
 impl PageRead for Pager<'_> {
     #[inline]
-    fn prefetch(&self, pgno: u64) {
-        if pgno >= 2 && pgno < self.bound.get() && !self.dirty.contains_key(&pgno) {
+    fn prefetch(&self, pgno: u64, from: usize) {
+        // (A dirty page's committed image may load for nothing: cheaper
+        // than looking it up.)
+        if pgno >= 2 && pgno < self.bound.get() {
             let ps = self.env.psize;
-            self.env.map.prefetch(pgno as usize * ps, ps);
+            let from = from.min(ps);
+            self.env.map.prefetch(pgno as usize * ps + from, ps - from);
         }
     }
     #[inline]
@@ -310,10 +314,11 @@ pub(crate) struct MapView<'env> {
 
 impl PageRead for MapView<'_> {
     #[inline]
-    fn prefetch(&self, pgno: u64) {
+    fn prefetch(&self, pgno: u64, from: usize) {
         if pgno >= 2 && pgno < self.bound.get() {
             let ps = self.env.psize;
-            self.env.map.prefetch(pgno as usize * ps, ps);
+            let from = from.min(ps);
+            self.env.map.prefetch(pgno as usize * ps + from, ps - from);
         }
     }
     #[inline]
