@@ -7,6 +7,8 @@
 //!   opened read-only (NOSUBDIR, NOLOCK) and walked with cursors and gets.
 //! * [`ops::run`]: operation sequences on MAIN and a DUPSORT database checked
 //!   against a `BTreeMap` model.
+//! * [`open_wal_corrupt`]: the write-ahead log of a crashed environment with
+//!   edits, rolled forward: refused, or exactly the state of one commit.
 //!
 //! Every body returns normally for every input; a panic (or a crash) is an
 //! engine bug.
@@ -17,6 +19,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub mod ops;
 pub mod seed;
+pub mod wal;
+
+pub use wal::open_wal_corrupt;
 
 /// Target `check_file`: the checker must accept any bytes without panicking.
 pub fn check_file(data: &[u8]) {

@@ -302,6 +302,20 @@ fn open_corrupt_smoke() {
 }
 
 #[test]
+fn open_wal_corrupt_smoke() {
+    drive(
+        "open_wal_corrupt",
+        "open_wal_corrupt_smoke",
+        count() / 3,
+        |rng, _| {
+            let n = 1 + rng.below(6);
+            rng.bytes(5 * n)
+        },
+        mdb_fuzz::open_wal_corrupt,
+    );
+}
+
+#[test]
 fn ops_model_smoke() {
     drive(
         "ops_model",
