@@ -303,8 +303,7 @@ impl CursorPos {
             let i = self.path.ix[lvl];
             let ok = if fwd { i + 1 < p.len() } else { i > 0 };
             if ok {
-                let j = if fwd { i + 1 } else { i - 1 };
-                self.path.ix[lvl] = j;
+                self.path.ix[lvl] = if fwd { i + 1 } else { i - 1 };
                 self.path.len = lvl + 1;
                 self.descend_edge(s, rec, !fwd)?;
                 self.prefetch_ahead(s, fwd);
