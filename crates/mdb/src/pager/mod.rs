@@ -7,8 +7,10 @@
 //! and writing the free list back are the tree layer's work, since the free
 //! list is itself a B-tree.
 
+mod dirty;
 mod free;
 
+pub(crate) use dirty::DirtyPages;
 pub(crate) use free::FreeState;
 
 use crate::env::Env;
@@ -71,7 +73,7 @@ pub(crate) struct Pager<'env> {
     /// The meta page the transaction started from.
     pub(crate) base: Meta,
     /// Pages written in this transaction, by page number (runs under their first page).
-    pub(crate) dirty: PgnoMap<Box<[u8]>>,
+    pub(crate) dirty: DirtyPages,
     /// Committed pages below this may be read without a check (see `Env::snapshot_bound`).
     bound: Cell<u64>,
     /// First page past the used part of the file.
@@ -155,9 +157,8 @@ impl<'env> Pager<'env> {
             env,
             txnid,
             base,
-            dirty: PgnoMap::with_capacity_and_hasher(
+            dirty: DirtyPages::with_capacity(
                 env.dirty_hint.load(std::sync::atomic::Ordering::Relaxed),
-                Default::default(),
             ),
             bound: Cell::new(bound),
             next_pgno: base.last_pgno + 1,
@@ -225,29 +226,37 @@ impl<'env> Pager<'env> {
             std::sync::atomic::Ordering::Relaxed,
         );
         let mut pool = std::mem::take(&mut self.spare);
-        pool.extend(self.dirty.drain().map(|(_, b)| b).filter(|b| b.len() == ps));
+        pool.extend(self.dirty.drain().filter(|b| b.len() == ps));
         pool.truncate(PAGE_POOL_MAX);
         *self.env.page_pool.lock().unwrap() = pool;
     }
 
-    /// What a nested transaction's abort restores.
-    pub(crate) fn save(&self) -> Saved {
+    /// A nested transaction begins: what its abort restores. The dirty
+    /// pages are not copied; each keeps its state before the child changes
+    /// it (`DirtyPages`).
+    pub(crate) fn save(&mut self) -> Saved {
+        self.dirty.begin_child();
         Saved {
-            dirty: self.dirty.clone(),
             next_pgno: self.next_pgno,
             free: self.free.clone(),
             free_db: self.free_db,
         }
     }
 
-    /// Go back to `s`.
+    /// The nested transaction of `s` aborts: go back to `s`.
     pub(crate) fn restore(&mut self, s: Saved) {
         self.append = None;
         self.lost += 1;
-        self.dirty = s.dirty;
+        self.dirty.abort_child();
         self.next_pgno = s.next_pgno;
         self.free = s.free;
         self.free_db = s.free_db;
+    }
+
+    /// The nested transaction of `s` commits: its changes stay.
+    pub(crate) fn keep(&mut self, s: Saved) {
+        drop(s);
+        self.dirty.commit_child();
     }
 }
 
@@ -263,7 +272,6 @@ pub(crate) struct AppendCache {
 
 /// The pager's state when a nested transaction began.
 pub(crate) struct Saved {
-    dirty: PgnoMap<Box<[u8]>>,
     next_pgno: u64,
     free: FreeState,
     free_db: DbRecord,

@@ -41,8 +41,10 @@ struct Saved {
 }
 
 impl<'env> RwTxn<'env> {
-    /// Begin a child transaction. Its cost is a copy of this transaction's
-    /// dirty pages, taken so an abort can restore them.
+    /// Begin a child transaction. No page is copied when it begins: a page
+    /// of this transaction that the child changes is copied then, so that
+    /// an abort can put it back (this transaction's free-page lists and
+    /// database records are copied at once).
     pub fn nested(&mut self) -> Result<NestedTxn<'_, 'env>> {
         if self.broken.get() {
             return Err(Error::BadTxn);
@@ -73,7 +75,9 @@ impl NestedTxn<'_, '_> {
             parent.broken.set(true);
             return Err(Error::BadTxn);
         }
-        self.saved = None;
+        if let Some(s) = self.saved.take() {
+            self.parent.pg.keep(s.pages);
+        }
         self.parent.env.end_new_dbis(self.parent.depth, true);
         Ok(())
     }
