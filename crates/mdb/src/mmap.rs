@@ -117,6 +117,16 @@ impl Map {
         }
     }
 
+    /// [`Map::prefetch`] of `b` when it lies in the map (else nothing: a
+    /// page of a write transaction's own is in the cache already).
+    #[inline]
+    pub(crate) fn prefetch_slice(&self, b: &[u8]) {
+        let at = (b.as_ptr() as usize).wrapping_sub(self.ptr as usize);
+        if at < self.len {
+            self.prefetch(at, b.len());
+        }
+    }
+
     /// Copy the bytes at `off` out into `buf`, for bytes a writer may be
     /// rewriting meanwhile (the meta pages): no reference to them is made,
     /// and the caller validates the copy.

@@ -23,6 +23,8 @@ impl DirtyPages {
     }
 
     /// Remember page `pg` as it is now, if the innermost child has not yet.
+    #[cold]
+    #[inline(never)]
     fn note(&mut self, pg: u64) {
         if let Some(u) = self.undo.last_mut() {
             u.entry(pg).or_insert_with(|| self.map.get(&pg).cloned());

@@ -39,6 +39,10 @@ pub trait PageRead {
     /// happens otherwise).
     #[inline]
     fn prefetch(&self, _pgno: u64, _from: usize) {}
+    /// The same for page bytes in hand (a page already read from the map;
+    /// nothing for a dirty page).
+    #[inline]
+    fn prefetch_bytes(&self, _b: &[u8]) {}
 }
 
 /// A fast hasher for page numbers (they are already well spread).
@@ -279,6 +283,10 @@ pub(crate) struct Saved {
 
 impl PageRead for Pager<'_> {
     #[inline]
+    fn prefetch_bytes(&self, b: &[u8]) {
+        self.env.map.prefetch_slice(b);
+    }
+    #[inline]
     fn prefetch(&self, pgno: u64, from: usize) {
         // (A dirty page's committed image may load for nothing: cheaper
         // than looking it up.)
@@ -321,6 +329,10 @@ pub(crate) struct MapView<'env> {
 }
 
 impl PageRead for MapView<'_> {
+    #[inline]
+    fn prefetch_bytes(&self, b: &[u8]) {
+        self.env.map.prefetch_slice(b);
+    }
     #[inline]
     fn prefetch(&self, pgno: u64, from: usize) {
         if pgno >= 2 && pgno < self.bound.get() {

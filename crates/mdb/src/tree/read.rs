@@ -53,7 +53,7 @@ pub(crate) fn descend<S: PageRead>(
         }
         let p = s.page(pgno)?;
         if path.len + 1 == rec.depth as usize {
-            prefetch_nodes(s, pgno, &p);
+            prefetch_nodes(s, &p);
         }
         let (i, exact) = search(&p, key, cmp)?;
         path.pg[path.len] = pgno;
@@ -74,10 +74,13 @@ pub(crate) fn descend<S: PageRead>(
 
 /// A leaf's nodes load at once, not line by line as its binary search
 /// probes them: the hint goes out once its header is in (the addresses
-/// depend on it), when the page is mapped by the TLB.
+/// depend on it), when the page is mapped by the TLB. Not for a dirty
+/// page, which its writer has in the cache.
 #[inline]
-fn prefetch_nodes<S: PageRead>(s: &S, pgno: u64, p: &crate::format::page::Page<'_>) {
-    s.prefetch(pgno, p.upper() as usize & !63);
+fn prefetch_nodes<S: PageRead>(s: &S, p: &crate::format::page::Page<'_>) {
+    if let Some(nodes) = p.bytes().get(p.upper() as usize & !63..) {
+        s.prefetch_bytes(nodes);
+    }
 }
 
 /// The leaf node for `key`, if present.
@@ -94,7 +97,7 @@ pub(crate) fn get_node<'a, S: PageRead>(
     for lvl in 0..MAX_DEPTH {
         let p = s.page(pgno)?;
         if lvl + 1 == rec.depth as usize {
-            prefetch_nodes(s, pgno, &p);
+            prefetch_nodes(s, &p);
         }
         let (i, exact) = search(&p, key, cmp)?;
         if p.is_leaf() {

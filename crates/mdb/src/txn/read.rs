@@ -283,6 +283,10 @@ impl PageRead for RoTxn<'_> {
     fn prefetch(&self, pgno: u64, from: usize) {
         self.view.prefetch(pgno, from)
     }
+    #[inline]
+    fn prefetch_bytes(&self, b: &[u8]) {
+        self.view.prefetch_bytes(b)
+    }
 }
 
 impl Snapshot for RoTxn<'_> {

@@ -297,6 +297,10 @@ impl PageRead for RwTxn<'_> {
     fn prefetch(&self, pgno: u64, from: usize) {
         self.pg.prefetch(pgno, from)
     }
+    #[inline]
+    fn prefetch_bytes(&self, b: &[u8]) {
+        self.pg.prefetch_bytes(b)
+    }
 }
 
 impl Snapshot for RwTxn<'_> {
