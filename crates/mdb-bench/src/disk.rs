@@ -250,6 +250,18 @@ pub fn sync_threads(base: &Path, n: usize, threads: usize, reps: usize, keep: bo
             };
             let db = Db::open_mode(e, &dir.0, wal)?;
             m.push(who, workloads::sync_put_threads(&db, n, t)?);
+            if let Db::Mdb(env) = &db {
+                if let Some(w) = env.wal_info() {
+                    // How many commits shared a log sync (group commit).
+                    eprintln!(
+                        "  {}: {} records, {} log syncs, {:.2} commits per sync",
+                        m.labels[who],
+                        w.records,
+                        w.syncs,
+                        w.records as f64 / w.syncs.max(1) as f64
+                    );
+                }
+            }
         }
     }
     Ok(m)

@@ -922,6 +922,12 @@ fn a_single_put_logs_what_its_pages_hold_not_whole_pages() {
     )
     .unwrap();
     w.commit().unwrap();
+    let after = env.wal_info().unwrap();
+    // One more record, made durable by one more sync of the log.
+    assert_eq!(
+        (after.records, after.syncs),
+        (info.records + 1, info.syncs + 1)
+    );
     // It rewrites a leaf, the root branch and a free-list leaf, none of
     // them full: whole images would be three pages and more.
     let logged = env.wal_info().unwrap().bytes_since_checkpoint;

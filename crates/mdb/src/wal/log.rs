@@ -158,6 +158,8 @@ pub(crate) struct Log {
     pub(super) buf: Vec<u8>,
     /// Records appended since the log was opened.
     pub(super) appends: u64,
+    /// Syncs of the log since it was opened (of one segment or more).
+    pub(super) syncs: u64,
     /// Opening it changed the directory (spare, leftover or new segments):
     /// another handle's view of the files may be wrong since.
     pub(super) reshaped: bool,
@@ -270,6 +272,9 @@ impl Log {
     /// durability is unknown (the kernel may have dropped the failed
     /// pages): the caller must stop committing.
     pub(crate) fn sync(&mut self) -> Result<()> {
+        if self.dirty || !self.unsynced.is_empty() {
+            self.syncs += 1;
+        }
         while let Some((seq, file)) = self.unsynced.first() {
             self.pool.seam.sync(IoOp::LogSync { seq: *seq }, file)?;
             self.unsynced.remove(0);
@@ -304,6 +309,9 @@ impl Log {
     /// Note that `plan` ran: if nothing was appended since it was made,
     /// everything is durable (else the next sync covers the rest again).
     pub(crate) fn synced(&mut self, plan: &SyncPlan) {
+        if !plan.files.is_empty() {
+            self.syncs += 1;
+        }
         if plan.mark == self.appends {
             self.unsynced.clear();
             self.dirty = false;

@@ -87,6 +87,11 @@ pub struct WalInfo {
     pub segments: usize,
     /// Zero-filled segment files kept ready for the log to move into.
     pub spare_segments: usize,
+    /// Commit records this handle appended since it opened the log.
+    pub records: u64,
+    /// Syncs of the log this handle made since then: `records / syncs` is
+    /// how many commits shared a sync (group commit).
+    pub syncs: u64,
 }
 
 /// Where the log of the environment at `data` (its data file) lives:
@@ -391,6 +396,8 @@ impl Wal {
             bytes_since_checkpoint: g.since_ckpt,
             segments: g.log.done.len() + 1,
             spare_segments: g.log.pool.spares.len() + usize::from(g.log.next.is_some()),
+            records: g.log.appends,
+            syncs: g.log.syncs,
         }
     }
 

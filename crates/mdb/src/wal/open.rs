@@ -122,6 +122,7 @@ fn open(dir: &Path, opts: LogOptions, seam: Seam) -> Result<Log> {
         dirty: false,
         buf: Vec::new(),
         appends: 0,
+        syncs: 0,
         reshaped,
     };
     if log.cur.end > log.cur.size / 2 {
