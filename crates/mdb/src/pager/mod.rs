@@ -34,11 +34,10 @@ pub trait PageRead {
     }
     /// `len` value bytes stored in the overflow run starting at `pgno`.
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]>;
-    /// Start loading page `pgno` from byte `from` on into the CPU's
-    /// caches, if it is a committed page of the map (a hint: nothing
-    /// happens otherwise).
+    /// Start loading page `pgno` into the CPU's caches, if it is a
+    /// committed page of the map (a hint: nothing happens otherwise).
     #[inline]
-    fn prefetch(&self, _pgno: u64, _from: usize) {}
+    fn prefetch(&self, _pgno: u64) {}
     /// The same for page bytes in hand (a page already read from the map;
     /// nothing for a dirty page).
     #[inline]
@@ -287,14 +286,10 @@ impl PageRead for Pager<'_> {
         self.env.map.prefetch_slice(b);
     }
     #[inline]
-    fn prefetch(&self, pgno: u64, from: usize) {
+    fn prefetch(&self, pgno: u64) {
         // (A dirty page's committed image may load for nothing: cheaper
         // than looking it up.)
-        if pgno >= 2 && pgno < self.bound.get() {
-            let ps = self.env.psize;
-            let from = from.min(ps);
-            self.env.map.prefetch(pgno as usize * ps + from, ps - from);
-        }
+        prefetch_page(self.env, &self.bound, pgno);
     }
     #[inline]
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
@@ -319,6 +314,16 @@ impl PageRead for Pager<'_> {
     }
 }
 
+/// [`PageRead::prefetch`] of a committed page: only below `bound`, the
+/// pages known to lie in the data file.
+#[inline]
+fn prefetch_page(env: &Env, bound: &Cell<u64>, pgno: u64) {
+    if pgno >= 2 && pgno < bound.get() {
+        let ps = env.psize;
+        env.map.prefetch(pgno as usize * ps, ps);
+    }
+}
+
 /// Committed pages of a read snapshot at `meta`, bounded by the data file.
 pub(crate) struct MapView<'env> {
     pub(crate) env: &'env Env,
@@ -334,12 +339,8 @@ impl PageRead for MapView<'_> {
         self.env.map.prefetch_slice(b);
     }
     #[inline]
-    fn prefetch(&self, pgno: u64, from: usize) {
-        if pgno >= 2 && pgno < self.bound.get() {
-            let ps = self.env.psize;
-            let from = from.min(ps);
-            self.env.map.prefetch(pgno as usize * ps + from, ps - from);
-        }
+    fn prefetch(&self, pgno: u64) {
+        prefetch_page(self.env, &self.bound, pgno);
     }
     #[inline]
     fn page(&self, pgno: u64) -> Result<Page<'_>> {

@@ -331,7 +331,7 @@ impl CursorPos {
         for d in 1..3 {
             let k = if fwd { j + d } else { j.wrapping_sub(d) };
             if let Some(n) = (k < p.len()).then(|| p.node(k).ok()).flatten() {
-                s.prefetch(n.child(), 0);
+                s.prefetch(n.child());
             }
         }
     }

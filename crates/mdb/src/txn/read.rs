@@ -280,8 +280,8 @@ impl PageRead for RoTxn<'_> {
         self.view.overflow(pgno, len)
     }
     #[inline]
-    fn prefetch(&self, pgno: u64, from: usize) {
-        self.view.prefetch(pgno, from)
+    fn prefetch(&self, pgno: u64) {
+        self.view.prefetch(pgno)
     }
     #[inline]
     fn prefetch_bytes(&self, b: &[u8]) {

@@ -294,8 +294,8 @@ impl PageRead for RwTxn<'_> {
         self.pg.overflow(pgno, len)
     }
     #[inline]
-    fn prefetch(&self, pgno: u64, from: usize) {
-        self.pg.prefetch(pgno, from)
+    fn prefetch(&self, pgno: u64) {
+        self.pg.prefetch(pgno)
     }
     #[inline]
     fn prefetch_bytes(&self, b: &[u8]) {
