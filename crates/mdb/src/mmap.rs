@@ -85,8 +85,8 @@ impl Map {
     }
 
     /// Ask the CPU to start loading `len` bytes at `off` into its caches: a
-    /// hint, ignored out of range. A scan gives it the leaf after the one
-    /// it reads, whose lines then arrive while it works.
+    /// hint, ignored out of range. A descent gives it its leaf's nodes, a
+    /// scan the leaves after the one it reads (see `tree::read`).
     #[inline]
     pub(crate) fn prefetch(&self, off: usize, len: usize) {
         if off.checked_add(len).is_none_or(|e| e > self.len) {
