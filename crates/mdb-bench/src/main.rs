@@ -74,7 +74,7 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
   --reps R     pairs of runs, one per engine, alternating which goes first
                (default 5); the median and the range are reported, and the
                median of the pairs' ratios
-  --scale LIST random load at each N of LIST (e.g. 1000000,10000000), R
+  --scale LIST random and APPEND loads at each N of LIST (e.g. 1000000,10000000), R
                pairs each: cost per key at each size and its growth
                (replaces the workloads)
   --only LIST  comma-separated workloads (default: all but py_sync)
@@ -361,53 +361,73 @@ fn range(v: &[f64]) -> Option<(f64, f64)> {
     Some((lo, hi))
 }
 
-/// Random load at each size of `--scale`: cost per key and its growth.
+/// Random and APPEND loads at each size of `--scale`: cost per key and its
+/// growth.
 fn run_scale(a: &Args, base: &Path) -> Res<()> {
-    let mut rows = Vec::new();
+    let mut rows: [Vec<Samples>; 2] = [Vec::new(), Vec::new()];
     for &n in &a.scale {
         eprintln!("generating {n} keys...");
         let data = Data::new(n);
-        let mut s = Samples {
-            name: "load",
-            what: format!("random puts, {} per txn", workloads::BATCH),
-            ops: n,
-            mdb: Vec::new(),
-            lmdb: Vec::new(),
-        };
-        for rep in 0..a.reps {
-            eprintln!("scale {n}: rep {}/{}", rep + 1, a.reps);
-            for e in engine_order(&a.engines, rep) {
-                let dir = TempDir::new(base, e.name(), a.keep)?;
-                let db = Db::open(e, &dir.0)?;
-                s.push(e, workloads::load(&db, &data)?);
+        for (w, rows) in rows.iter_mut().enumerate() {
+            let mut s = Samples {
+                name: if w == 0 { "load" } else { "append_load" },
+                what: format!(
+                    "{} puts, {} per txn",
+                    ["random", "APPEND"][w],
+                    workloads::BATCH
+                ),
+                ops: n,
+                mdb: Vec::new(),
+                lmdb: Vec::new(),
+            };
+            for rep in 0..a.reps {
+                eprintln!("scale {n} {}: rep {}/{}", s.name, rep + 1, a.reps);
+                for e in engine_order(&a.engines, rep) {
+                    let dir = TempDir::new(base, e.name(), a.keep)?;
+                    let db = Db::open(e, &dir.0)?;
+                    let t = if w == 0 {
+                        workloads::load(&db, &data)?
+                    } else {
+                        workloads::append_load(&db, &data)?
+                    };
+                    eprintln!("  {}: {:.1} s", e.name(), t.as_secs_f64());
+                    s.push(e, t);
+                }
             }
+            rows.push(s);
         }
-        rows.push(s);
     }
-    println!("| keys | mdb per key | LMDB per key | ratio (median of pairs) |");
-    println!("|---:|---:|---:|---:|");
-    for s in &rows {
-        println!(
-            "| {} | {} | {} | {} |",
-            s.ops,
-            time_range(&s.mdb),
-            time_range(&s.lmdb),
-            median(&s.pair_ratios()).map_or("-".into(), |r| format!("{r:.2}"))
-        );
-    }
-    if let (Some(f), Some(l)) = (rows.first(), rows.last()) {
+    for rows in &rows {
+        println!();
+        println!("{}:", rows[0].what);
+        println!();
+        println!("| keys | mdb per key | LMDB per key | ratio (median of pairs) |");
+        println!("|---:|---:|---:|---:|");
+        for s in rows {
+            println!(
+                "| {} | {} | {} | {} |",
+                s.ops,
+                time_range(&s.mdb),
+                time_range(&s.lmdb),
+                median(&s.pair_ratios()).map_or("-".into(), |r| format!("{r:.2}"))
+            );
+        }
         let growth = |a: &[f64], b: &[f64]| match (median(a), median(b)) {
             (Some(x), Some(y)) => format!("{:.2}x", y / x),
             _ => "-".into(),
         };
-        println!();
-        println!(
-            "Cost per key from {} to {} keys: mdb {}, LMDB {}.",
-            f.ops,
-            l.ops,
-            growth(&f.mdb, &l.mdb),
-            growth(&f.lmdb, &l.lmdb)
-        );
+        if let Some(f) = rows.first() {
+            println!();
+            for l in &rows[1..] {
+                println!(
+                    "Cost per key from {} to {} keys: mdb {}, LMDB {}.",
+                    f.ops,
+                    l.ops,
+                    growth(&f.mdb, &l.mdb),
+                    growth(&f.lmdb, &l.lmdb)
+                );
+            }
+        }
     }
     Ok(())
 }

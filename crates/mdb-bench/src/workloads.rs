@@ -21,7 +21,7 @@ pub const BATCH: usize = 1000;
 /// Value length.
 pub const VAL_LEN: usize = 100;
 /// Map size for both engines.
-pub const MAP_SIZE: usize = 4 << 30;
+pub const MAP_SIZE: usize = 64 << 30;
 
 /// The two engines under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -136,7 +136,12 @@ fn snapshot(path: &Path, is_file: bool) -> Option<Vec<u8>> {
     if is_file {
         flags = flags | EnvFlags::NO_SUB_DIR;
     }
-    let env = EnvOptions::new().flags(flags).mode(0o664).open(path).ok()?;
+    let env = EnvOptions::new()
+        .auto_grow(false)
+        .flags(flags)
+        .mode(0o664)
+        .open(path)
+        .ok()?;
     let mut bar = Progress::new("reading", 0, Unit::Bytes);
     // Room for the snapshot as it is now (a few more pages may come).
     let size = env

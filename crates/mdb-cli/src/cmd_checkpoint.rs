@@ -42,7 +42,12 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
     };
     let mut wal = WalOptions::default();
     wal.checkpointer = false;
-    let env = match EnvOptions::new().flags(flags).wal(wal).open(&dbpath) {
+    let env = match EnvOptions::new()
+        .auto_grow(false)
+        .flags(flags)
+        .wal(wal)
+        .open(&dbpath)
+    {
         Ok(e) => e,
         Err(e) => {
             lib_err("mdb_env_open", e);

@@ -127,7 +127,12 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
     if nosubdir {
         flags = flags | EnvFlags::NO_SUB_DIR;
     }
-    let env = match EnvOptions::new().flags(flags).mode(0o600).open(&paths[0]) {
+    let env = match EnvOptions::new()
+        .auto_grow(false)
+        .flags(flags)
+        .mode(0o600)
+        .open(&paths[0])
+    {
         Ok(e) => e,
         Err(e) => {
             failed(prog, "opening environment", e);

@@ -76,6 +76,7 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         flags = flags | EnvFlags::NO_SUB_DIR;
     }
     let env = match EnvOptions::new()
+        .auto_grow(false)
         .flags(flags)
         .mode(0o664)
         .max_dbs(2)

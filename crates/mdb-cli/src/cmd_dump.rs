@@ -260,6 +260,8 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
 /// Open the environment and dump what was asked.
 fn dump(o: &Opts, path: &OsString, out: &mut Out) -> Result<(), Stop> {
     let mut eo = EnvOptions::new();
+    // LMDB's fixed map, as its tools open it.
+    eo.auto_grow(false);
     let mut flags = EnvFlags::READ_ONLY;
     if o.no_subdir {
         flags = flags | EnvFlags::NO_SUB_DIR;

@@ -448,6 +448,8 @@ fn load(prog: &[u8], o: &Opts, path: &OsString, inp: &mut Input) -> i32 {
         flags = flags | EnvFlags::FIXED_MAP;
     }
     let mut eo = EnvOptions::new();
+    // LMDB's fixed map, as its tools open it.
+    eo.auto_grow(false);
     eo.max_dbs(2).flags(flags).mode(0o664);
     if hdr.max_readers != 0 {
         eo.max_readers(hdr.max_readers);

@@ -124,7 +124,12 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
     if nosubdir {
         flags = flags | EnvFlags::NO_SUB_DIR;
     }
-    let env = match EnvOptions::new().flags(flags).mode(0o664).open(&dbpath) {
+    let env = match EnvOptions::new()
+        .auto_grow(false)
+        .flags(flags)
+        .mode(0o664)
+        .open(&dbpath)
+    {
         Ok(e) => e,
         Err(e) => {
             lib_err("mdb_env_open", e);

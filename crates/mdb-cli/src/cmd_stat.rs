@@ -117,6 +117,8 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
 
 fn stat(o: &Opts, path: &OsString, out: &mut impl Write) -> i32 {
     let mut eo = EnvOptions::new();
+    // LMDB's fixed map, as its tools open it.
+    eo.auto_grow(false);
     let mut flags = EnvFlags::READ_ONLY;
     if o.no_subdir {
         flags = flags | EnvFlags::NO_SUB_DIR;
@@ -268,6 +270,7 @@ fn stat_json(o: &Opts, path: &OsString, out: &mut impl Write) -> i32 {
         flags = flags | EnvFlags::NO_SUB_DIR;
     }
     let env = match EnvOptions::new()
+        .auto_grow(false)
         .flags(flags)
         .mode(0o664)
         .max_dbs(4)

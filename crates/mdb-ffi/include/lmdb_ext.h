@@ -40,6 +40,21 @@ int mdb_env_set_wal_sync(MDB_env *env, unsigned int ms);
  * MDB_BAD_TXN from the thread that holds the write transaction. */
 int mdb_env_checkpoint(MDB_env *env, uint64_t *txnid);
 
+/* A map that grows by itself, chosen before mdb_env_open: the map size
+ * set with mdb_env_set_mapsize is where a new file starts, and the file
+ * and map grow in steps as commits need pages, up to ceiling bytes
+ * (MDB_AUTOGROW_DEFAULT: 1 TiB of address space, reserved at open; memory
+ * is only what the file uses). MDB_MAP_FULL comes only at the ceiling, and
+ * a database another process grew is followed without MDB_MAP_RESIZED.
+ * ceiling = 0 keeps LMDB's fixed map (the default). The environment
+ * variable MDB_AUTOGROW chooses it at mdb_env_open for programs that do
+ * not call this, and takes precedence: 1 (the default ceiling), 0 (off),
+ * or a ceiling such as 64G. LMDB processes sharing the file see the size
+ * it has grown to (mdb_env_set_mapsize(env, 0) after MDB_MAP_RESIZED).
+ * EINVAL after mdb_env_open. */
+#define MDB_AUTOGROW_DEFAULT ((size_t)1 << 40)
+int mdb_env_set_autogrow(MDB_env *env, size_t ceiling);
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,6 +26,9 @@ pub(crate) struct Config {
     /// Relaxed durability's period in milliseconds (`mdb_env_set_wal_sync`;
     /// 0: every commit durable).
     pub(crate) wal_sync_ms: u32,
+    /// Auto-grow's ceiling in bytes (`mdb_env_set_autogrow`, or
+    /// `MDB_AUTOGROW` at open); 0: LMDB's fixed map.
+    pub(crate) autogrow: usize,
 }
 
 /// What `mdb_env_open` establishes.
@@ -136,6 +139,7 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
             st: RwLock::new(EnvState {
                 cfg: Config {
                     map_size: 0,
+                    autogrow: 0,
                     max_readers: 126,
                     max_dbs: 0,
                     flags: 0,
@@ -167,7 +171,19 @@ fn open_engine(cfg: &Config, path: &Path) -> mdb::Result<mdb::Env> {
         // all concurrency control: it takes on `no_lock`'s contract.
         unsafe { o.no_lock() };
     }
-    o.map_size(cfg.map_size)
+    // Existing LMDB programs gain a map that grows with no code change:
+    // the size they set becomes where the file starts, not a limit.
+    let autogrow = match std::env::var("MDB_AUTOGROW") {
+        Ok(v) => parse_size(&v).unwrap_or(0),
+        Err(_) => cfg.autogrow,
+    };
+    let map_size = if autogrow > 0 {
+        autogrow.max(cfg.map_size)
+    } else {
+        cfg.map_size
+    };
+    o.map_size(map_size)
+        .auto_grow(autogrow > 0)
         .max_dbs(cfg.max_dbs)
         .max_readers(cfg.max_readers)
         .flags(EnvFlags(cfg.flags & !env_flags::NOLOCK))
@@ -181,6 +197,23 @@ fn open_engine(cfg: &Config, path: &Path) -> mdb::Result<mdb::Env> {
         o.wal(w);
     }
     o.open(path)
+}
+
+/// An `MDB_AUTOGROW` value: `1` for the default ceiling, `0` for off, or
+/// a ceiling in bytes with an optional K, M, G or T suffix (powers of 1024).
+fn parse_size(v: &str) -> Option<usize> {
+    let v = v.trim();
+    if v == "1" {
+        return Some(mdb::DEFAULT_CEILING);
+    }
+    let (num, shift) = match v.as_bytes().last()?.to_ascii_uppercase() {
+        b'K' => (&v[..v.len() - 1], 10),
+        b'M' => (&v[..v.len() - 1], 20),
+        b'G' => (&v[..v.len() - 1], 30),
+        b'T' => (&v[..v.len() - 1], 40),
+        _ => (v, 0),
+    };
+    num.parse::<usize>().ok()?.checked_mul(1 << shift)
 }
 
 /// `mdb_env_open`.
@@ -473,14 +506,12 @@ pub unsafe extern "C" fn mdb_env_get_fd(env: *mut MDB_env, fd: *mut c_int) -> c_
 }
 
 /// `mdb_env_set_mapsize`. Before open it records the size; after open the
-/// engine remaps at once (`0` adopts the size stored in the file, the
-/// `MDB_MAP_RESIZED` remedy; a size below the data in use is raised to it).
-///
-/// The remap needs the only reference to the engine, so it fails with
-/// `EINVAL` while any transaction of this handle holds it. LMDB refuses only
-/// while a write transaction is live; a live (not reset) read transaction
-/// gets `EINVAL` here too, where LMDB would remap under it and leave its
-/// pointers dangling.
+/// engine maps the new size at once (`0` adopts the size stored in the
+/// file, the `MDB_MAP_RESIZED` remedy; a size below the data in use is
+/// raised to it). `EINVAL` while a write transaction of this handle is live,
+/// as LMDB. Live read transactions keep the mapping they began on (LMDB
+/// would remap under them and leave their pointers dangling). With
+/// auto-grow the size is the ceiling.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_mapsize(env: *mut MDB_env, size: usize) -> c_int {
     guard(move || {
@@ -493,10 +524,8 @@ pub unsafe extern "C" fn mdb_env_set_mapsize(env: *mut MDB_env, size: usize) -> 
                     st.cfg.map_size = size;
                     Ok(())
                 }
-                Some(en) => Arc::get_mut(en)
-                    .ok_or(EINVAL)?
-                    .set_map_size(size)
-                    .map_err(|e| e.code()),
+                Some(en) if en.write_txn_active() => Err(EINVAL),
+                Some(en) => en.set_map_size(size).map_err(|e| e.code()),
             }
         })())
     })

@@ -28,6 +28,16 @@ pub unsafe extern "C" fn mdb_env_set_wal_sync(env: *mut MDB_env, ms: c_uint) -> 
     }
 }
 
+/// `mdb_env_set_autogrow`: before `mdb_env_open`, let the map grow by
+/// itself up to `ceiling` bytes (at least the map size set), or keep
+/// LMDB's fixed map (`ceiling` 0, the default unless `MDB_AUTOGROW` is set
+/// in the environment, which takes precedence). `EINVAL` after open.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_set_autogrow(env: *mut MDB_env, ceiling: usize) -> c_int {
+    // SAFETY: env per the lmdb.h contract.
+    unsafe { configure(env, |c| c.autogrow = ceiling) }
+}
+
 /// `mdb_env_checkpoint`: sync the data file and let the log segments it
 /// covers be recycled; stores the transaction id it covers in `*txnid`
 /// when non-NULL. `MDB_INCOMPATIBLE` outside WAL mode, `MDB_BAD_TXN` from

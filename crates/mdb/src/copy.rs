@@ -37,6 +37,7 @@ use crate::format::meta::{DbRecord, Meta, META_LEN, VERSION, VERSION_OFF};
 use crate::format::page::{
     edit, Header, Page, F_BIGDATA, F_DUPDATA, F_SUBDATA, HDR, P_INVALID, P_LEAF2, P_OVERFLOW,
 };
+use crate::mmap::Map;
 use crate::tree::MAX_DEPTH;
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -213,7 +214,7 @@ impl Env {
                 }
             }
             txn.renew()?;
-            metas.copy_from_slice(self.map.slice(0, 2 * ps)?);
+            metas.copy_from_slice(self.map().slice(0, 2 * ps)?);
         }
         // A copy is a whole snapshot, with no log to wait for: plain LMDB
         // 0.9 even when the source is in write-ahead-log mode.
@@ -263,11 +264,12 @@ impl Env {
             }
         };
         w.write_all(&snap.metas)?;
+        let map = self.map_for(&snap.meta)?;
         let mut off = 2 * ps;
         report(off)?;
         while off < end {
             let n = (end - off).min(CHUNK as u64);
-            w.write_all(self.map.slice(off as usize, n as usize)?)?;
+            w.write_all(map.slice(off as usize, n as usize)?)?;
             off += n;
             report(off)?;
         }
@@ -290,7 +292,7 @@ impl Env {
         let src = snap.meta;
         let file_pages = snap.file_len / ps as u64;
         let mut c = Compactor {
-            env: self,
+            map: self.map_for(&src)?,
             ps,
             last: src.last_pgno.min(file_pages.saturating_sub(1)),
             snap_last: src.last_pgno,
@@ -308,7 +310,7 @@ impl Env {
         // Page 0: an empty environment; page 1: the data, as a new file would
         // have them after its first commit.
         let env_flags = (self.flags().bits() & 0xffff) as u16;
-        let mut m0 = Meta::new_env(ps as u32, self.map.len() as u64, env_flags);
+        let mut m0 = Meta::new_env(ps as u32, self.mapsize_for(src.mapsize, 0), env_flags);
         m0.address = snap.metas_address();
         let mut m1 = m0;
         if src.main.root != P_INVALID {
@@ -438,7 +440,8 @@ fn page_copy(dst: &mut [u8], src: &[u8]) {
 
 /// The compacting walk: emits pages in post-order with new numbers.
 struct Compactor<'a, 'p, W: Write + ?Sized> {
-    env: &'a Env,
+    /// A map generation holding the snapshot.
+    map: &'a Map,
     ps: usize,
     /// Highest source page that may be read (snapshot's last_pgno, within the file).
     last: u64,
@@ -475,8 +478,7 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
                 Error::PageNotFound
             });
         }
-        self.env
-            .map
+        self.map
             .slice(pgno as usize * self.ps, pages as usize * self.ps)
     }
 

@@ -8,7 +8,7 @@ use crate::format::meta::{Meta, META_LEN};
 use crate::io::{CommitSink, DataFile, FaultInjector, FileSink, MapSink};
 use crate::lock::ThreadSlots;
 use crate::lock::{LockFile, ReaderInfo};
-use crate::mmap::Map;
+use crate::mmap::{Map, Maps};
 use crate::wal::mode::{
     dir_for as wal_dir, newest_meta, page_size, replay_options, Wal, WalOptions, WalSink,
 };
@@ -87,8 +87,15 @@ pub struct EnvInfo {
     pub num_readers: u32,
 }
 
-/// Default map size: LMDB's 1 MiB.
+/// Default map size: LMDB's 1 MiB (with auto-grow, the size a new file
+/// starts at).
 pub const DEFAULT_MAPSIZE: usize = 1 << 20;
+/// Default ceiling of a map that grows by itself: 1 TiB of address space,
+/// reserved at open (address space only: memory is what the file uses).
+pub const DEFAULT_CEILING: usize = 1 << 40;
+/// Default memory budget of a write transaction's dirty pages: 512 MiB,
+/// where LMDB spills too (see [`EnvOptions::txn_memory`]).
+pub const DEFAULT_TXN_MEMORY: usize = 512 << 20;
 pub use crate::format::page::MAX_KEY_SIZE;
 
 /// Builder for opening an [`Env`].
@@ -108,6 +115,8 @@ pub struct EnvOptions {
     mode: u32,
     fault: Option<Arc<dyn FaultInjector>>,
     wal: Option<WalOptions>,
+    auto_grow: bool,
+    txn_memory: usize,
 }
 
 impl Default for EnvOptions {
@@ -128,9 +137,13 @@ impl EnvOptions {
             mode: 0o644,
             fault: None,
             wal: None,
+            auto_grow: true,
+            txn_memory: DEFAULT_TXN_MEMORY,
         }
     }
-    /// Map size in bytes (0 = take it from the file). It bounds the database size.
+    /// Map size in bytes: the most the database may grow to. With
+    /// auto-grow (the default) it is a ceiling, [`DEFAULT_CEILING`] when 0;
+    /// without, the map's fixed size, taken from the file when 0.
     pub fn map_size(&mut self, bytes: usize) -> &mut Self {
         self.map_size = bytes;
         self
@@ -164,6 +177,67 @@ impl EnvOptions {
     /// would corrupt the file).
     pub unsafe fn no_lock(&mut self) -> &mut Self {
         self.no_lock = true;
+        self
+    }
+    /// Let the map grow by itself (`true`, the default) or keep LMDB's fixed
+    /// map (`false`; LMDB's C API, and so this crate's C library unless
+    /// `MDB_AUTOGROW=1`).
+    ///
+    /// With auto-grow the ceiling ([`EnvOptions::map_size`]) is reserved as
+    /// address space once, at open, so the map never moves; the size the
+    /// file records (what LMDB processes sharing it map) grows in steps as
+    /// commits need pages, and with WRITE_MAP the file is extended in
+    /// those steps. A database grown past this handle's map by another
+    /// process is followed with a larger mapping at the next transaction,
+    /// the older one kept until the `Env` closes (values borrowed from a
+    /// transaction stay valid), never `MapResized`. `MapFull` comes only
+    /// at the ceiling.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, EnvOptions, WriteFlags};
+    /// let env = EnvOptions::new().open(dir.path())?; // auto-grow, 1 TiB ceiling
+    /// let mut w = env.write_txn()?;
+    /// for i in 0u32..20_000 {
+    ///     w.put(Database::MAIN, &i.to_be_bytes(), &[7; 100], WriteFlags::EMPTY)?;
+    /// }
+    /// w.commit()?; // well past LMDB's default 1 MiB map
+    /// assert!(env.file_map_size()? > 1 << 20);
+    ///
+    /// let fixed = tempfile::tempdir().unwrap();
+    /// let env = EnvOptions::new().auto_grow(false).open(fixed.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let full = (0u32..20_000)
+    ///     .try_for_each(|i| w.put(Database::MAIN, &i.to_be_bytes(), &[7; 100], WriteFlags::EMPTY));
+    /// assert_eq!(full, Err(mdb::Error::MapFull));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn auto_grow(&mut self, on: bool) -> &mut Self {
+        self.auto_grow = on;
+        self
+    }
+    /// How much memory a write transaction's dirty pages may take
+    /// ([`DEFAULT_TXN_MEMORY`]; 0: no limit). Past it, the transaction
+    /// writes half of them (leaves and overflow values) to the data file
+    /// before its commit and reads them back when they are changed again,
+    /// as LMDB spills pages, so that a transaction larger than memory
+    /// runs. Not in WAL mode or under WRITE_MAP, where a transaction's
+    /// pages stay in memory.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().txn_memory(1 << 20).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// for i in 0u32..2000 {
+    ///     w.put(Database::MAIN, &i.to_be_bytes(), &[7; 4000], WriteFlags::EMPTY)?;
+    /// } // 8 MB of values through 1 MiB of dirty pages
+    /// w.commit()?;
+    /// assert_eq!(env.read_txn()?.stat(Database::MAIN)?.entries, 2000);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn txn_memory(&mut self, bytes: usize) -> &mut Self {
+        self.txn_memory = bytes;
         self
     }
     /// File mode for created files (before the umask).
@@ -241,7 +315,12 @@ pub struct Env {
     pub(crate) path: PathBuf,
     pub(crate) flags: AtomicU32,
     pub(crate) psize: usize,
-    pub(crate) map: Map,
+    /// The map: its newest generation is what new transactions use.
+    maps: Maps,
+    /// Auto-grow: the ceiling in bytes; 0: LMDB's fixed map.
+    ceiling: AtomicU64,
+    /// Dirty bytes a write transaction keeps before spilling (0: all).
+    spill_at: usize,
     pub(crate) file: DataFile,
     /// The lock file, shared with every `Env` of this process on the same
     /// environment; under NO_LOCK a table in memory.
@@ -261,6 +340,8 @@ pub struct Env {
     /// table for as many (no rehashing as it grows).
     pub(crate) dirty_hint: AtomicUsize,
     pub(crate) panicked: AtomicBool,
+    /// A write transaction of this handle is live.
+    pub(crate) writing: AtomicBool,
     /// Some database has a user comparator (see [`Env::set_compare`]).
     pub(crate) custom_cmp: AtomicBool,
     pub(crate) id: usize,
@@ -269,6 +350,27 @@ pub struct Env {
     checkpointer: Option<Worker>,
     /// Syncs the log for commits with relaxed durability.
     flusher: Option<Worker>,
+}
+
+/// Map `want` bytes of `file` (the auto-grow ceiling), or as much of it as
+/// the address space allows, halving down to `need`.
+fn reserve(
+    file: &File,
+    want: usize,
+    need: usize,
+    writable: bool,
+    at: Option<usize>,
+    psize: usize,
+) -> Result<Map> {
+    let mut len = want;
+    loop {
+        match Map::new(file, len, writable, at) {
+            Err(Error::Os(libc::ENOMEM)) if len / 2 >= need && at.is_none() => {
+                len = (len / 2).next_multiple_of(psize);
+            }
+            r => return r,
+        }
+    }
 }
 
 /// Reader slots of the in-memory table of NO_LOCK (LMDB has no limit there).
@@ -357,10 +459,10 @@ impl Env {
                 return Err(Error::Os(libc::ENOENT));
             }
             let psize = page_size_os();
-            let mapsize = if o.map_size == 0 {
-                DEFAULT_MAPSIZE
-            } else {
-                o.map_size
+            let mapsize = match (o.map_size, o.auto_grow) {
+                (0, _) => DEFAULT_MAPSIZE,
+                (n, true) => n.min(DEFAULT_MAPSIZE),
+                (n, false) => n,
             };
             let m = Meta::new_env(psize as u32, mapsize as u64, (flags.0 & 0x4001) as u16);
             let mut both = m.encode_page(0, psize);
@@ -380,23 +482,31 @@ impl Env {
             pick_meta(Ok(m0), Ok(m1))?.1
         };
         let psize = meta.psize() as usize;
-        let mut mapsize = if o.map_size != 0 {
-            o.map_size
-        } else {
-            meta.mapsize as usize
+        let mapsize = match (o.map_size, o.auto_grow) {
+            (0, true) => DEFAULT_CEILING.max(meta.mapsize as usize),
+            (0, false) => meta.mapsize as usize,
+            (n, _) => n,
         };
         let used = (meta.last_pgno as usize)
             .checked_add(1)
             .and_then(|n| n.checked_mul(psize))
             .ok_or(Error::Invalid)?;
-        mapsize = mapsize
-            .max(used)
-            .checked_next_multiple_of(psize)
-            .filter(|&m| m <= isize::MAX as usize)
-            .ok_or(Error::Os(libc::ENOMEM))?;
+        let round = |n: usize| {
+            n.checked_next_multiple_of(psize)
+                .filter(|&m| m <= isize::MAX as usize)
+                .ok_or(Error::Os(libc::ENOMEM))
+        };
+        let mapsize = round(mapsize.max(used))?;
         let writemap = flags.contains(EnvFlags::WRITE_MAP);
         if writemap {
-            df.extend_to(mapsize as u64)?;
+            // With auto-grow the file holds the size it records, not the
+            // ceiling (commits extend it in steps).
+            let file_size = if o.auto_grow {
+                round((meta.mapsize as usize).max(used))?
+            } else {
+                mapsize
+            };
+            df.extend_to(file_size as u64)?;
         }
         let fixed = flags.contains(EnvFlags::FIXED_MAP);
         let at = if fixed && !created && meta.address != 0 {
@@ -404,7 +514,12 @@ impl Env {
         } else {
             None
         };
-        let map = Map::new(&df.file, mapsize, writemap, at)?;
+        let map = if o.auto_grow {
+            reserve(&df.file, mapsize, used, writemap, at, psize)?
+        } else {
+            Map::new(&df.file, mapsize, writemap, at)?
+        };
+        let ceiling = AtomicU64::new(if o.auto_grow { mapsize as u64 } else { 0 });
         if fixed && created {
             // Record where this file is mapped, in both meta pages.
             meta.address = map.addr() as u64;
@@ -449,11 +564,19 @@ impl Env {
             Some(w) => Some(Worker::flusher(w.clone())?),
             None => None,
         };
+        lock.handles.fetch_add(1, Ordering::AcqRel);
         Ok(Env {
             path: path.to_path_buf(),
             flags: AtomicU32::new(flags.0),
             psize,
-            map,
+            maps: Maps::new(map),
+            ceiling,
+            spill_at: if wal.is_some() || writemap {
+                0
+            } else {
+                o.txn_memory
+                    .max(if o.txn_memory == 0 { 0 } else { 64 * psize })
+            },
             file: df,
             thread_slots: Arc::new(ThreadSlots::new(lock.clone())),
             file_pages,
@@ -464,6 +587,7 @@ impl Env {
             page_pool: Mutex::new(Vec::new()),
             dirty_hint: AtomicUsize::new(0),
             panicked: AtomicBool::new(false),
+            writing: AtomicBool::new(false),
             custom_cmp: AtomicBool::new(false),
             id: NEXT_ENV_ID.fetch_add(1, Ordering::Relaxed),
             wal,
@@ -539,12 +663,26 @@ impl Env {
         Ok(())
     }
 
-    /// Change the map size (`mdb_env_set_mapsize` after open). `&mut self`
-    /// proves no transaction is live, so the map can move. `0` adopts the size
-    /// recorded in the file (how a process catches up after another grew
-    /// it); a size below the data in use is raised to it. Commits persist
-    /// only growth.
-    pub fn set_map_size(&mut self, size: usize) -> Result<()> {
+    /// Change the map size (`mdb_env_set_mapsize` after open; with
+    /// auto-grow, the ceiling). `0` adopts the size recorded in the file
+    /// (how a process catches up after another grew it); a size below the
+    /// data in use is raised to it. Commits persist only growth.
+    ///
+    /// Works through a shared `Env`: transactions begun before keep the
+    /// mapping they began on (kept until the `Env` closes, so values they
+    /// lent stay valid); later ones use the new one.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, EnvOptions, Txn, WriteFlags};
+    /// let env = std::sync::Arc::new(EnvOptions::new().auto_grow(false).open(dir.path())?);
+    /// let r = env.read_txn()?;
+    /// env.set_map_size(64 << 20)?;
+    /// assert_eq!(env.info()?.map_size, 64 << 20);
+    /// assert_eq!(r.get(Database::MAIN, b"k")?, None); // still usable
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn set_map_size(&self, size: usize) -> Result<()> {
         let m = self.newest_meta()?;
         let want = if size == 0 { m.mapsize as usize } else { size };
         let used = (m.last_pgno as usize)
@@ -561,12 +699,121 @@ impl Env {
             self.file.extend_to(len as u64)?;
         }
         let fixed = self.flags().contains(EnvFlags::FIXED_MAP) && m.address != 0;
-        if fixed && len != self.map.len() {
+        let cur = self.map().len();
+        if self.auto_grows() {
+            // A lower ceiling keeps the reserved map (the file records
+            // less than either).
+            self.ceiling.store(len as u64, Ordering::Relaxed);
+            if len <= cur {
+                return Ok(());
+            }
+        }
+        if len == cur {
+            return Ok(());
+        }
+        if fixed {
             // A fixed map cannot move; growing in place is not attempted.
             return Err(Error::Os(libc::EINVAL));
         }
-        self.map = Map::new(&self.file.file, len, writemap, None)?;
+        self.maps
+            .install(Map::new(&self.file.file, len, writemap, None)?);
         Ok(())
+    }
+
+    /// The newest generation of the map.
+    #[inline]
+    pub(crate) fn map(&self) -> &Map {
+        self.maps.current()
+    }
+
+    /// A map generation holding every page of the snapshot of `m`: the
+    /// newest, or (auto-grow, a database another process grew past it) a
+    /// larger new one; `MapResized` with LMDB's fixed map.
+    pub(crate) fn map_for(&self, m: &Meta) -> Result<&Map> {
+        let end = m
+            .last_pgno
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(self.psize as u64))
+            .filter(|&e| e <= isize::MAX as u64)
+            .ok_or(Error::MapResized)? as usize;
+        let cur = self.map();
+        if end <= cur.len() {
+            return Ok(cur);
+        }
+        let fixed = self.flags().contains(EnvFlags::FIXED_MAP);
+        if !self.auto_grows() || fixed {
+            return Err(Error::MapResized);
+        }
+        let want = end
+            .max(m.mapsize.min(isize::MAX as u64 / 2) as usize)
+            .max(cur.len().saturating_mul(2))
+            .min(isize::MAX as usize / 2)
+            .next_multiple_of(self.psize);
+        let writemap = self.flags().contains(EnvFlags::WRITE_MAP);
+        self.maps.covering(&self.file.file, want, writemap)
+    }
+
+    /// Pages a write transaction may use: the ceiling (auto-grow) or the map.
+    pub(crate) fn max_pgno(&self, map: &Map) -> u64 {
+        let bytes = self.ceiling.load(Ordering::Relaxed).max(map.len() as u64);
+        bytes / self.psize as u64
+    }
+
+    /// The map size a commit whose pages end at byte `used` records: with
+    /// auto-grow, the recorded size grown in steps (doubling up to 1 GiB,
+    /// then 1 GiB at a time) to hold `used`, at most the ceiling; otherwise
+    /// this handle's map size, as LMDB records it.
+    pub(crate) fn mapsize_for(&self, old: u64, used: u64) -> u64 {
+        let ceiling = self.ceiling.load(Ordering::Relaxed);
+        if ceiling == 0 {
+            return old.max(self.map().len() as u64);
+        }
+        let mut m = old.max(self.psize as u64);
+        while m < used {
+            m = m.saturating_add(m.min(1 << 30));
+        }
+        if m != old {
+            m = m.min(ceiling.max(used)).next_multiple_of(self.psize as u64);
+        }
+        m
+    }
+
+    /// Whether a write transaction of this handle is live (any thread).
+    pub fn write_txn_active(&self) -> bool {
+        self.writing.load(Ordering::Relaxed)
+    }
+
+    /// Dirty bytes a write transaction keeps in memory before spilling.
+    pub(crate) fn spill_at(&self) -> usize {
+        self.spill_at
+    }
+
+    /// Whether the map grows by itself ([`EnvOptions::auto_grow`]).
+    pub fn auto_grows(&self) -> bool {
+        self.ceiling.load(Ordering::Relaxed) != 0
+    }
+
+    /// WRITE_MAP commit of pages ending at byte `used` recording `mapsize`:
+    /// the file extended to hold them (auto-grow steps) and a map
+    /// generation covering them.
+    pub(crate) fn writemap_room(&self, mapsize: u64, used: u64) -> Result<()> {
+        self.file.extend_to(mapsize.max(used))?;
+        let len = usize::try_from(used).map_err(|_| Error::MapFull)?;
+        self.maps.covering(&self.file.file, len, true)?;
+        Ok(())
+    }
+
+    /// The map size the newest snapshot records: with auto-grow, what the
+    /// file has grown to so far (LMDB processes sharing it map this much).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = mdb::Env::open(dir.path())?;
+    /// assert_eq!(env.file_map_size()?, mdb::DEFAULT_MAPSIZE as u64);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn file_map_size(&self) -> Result<u64> {
+        Ok(self.newest_meta()?.mapsize)
     }
 
     /// The data file's descriptor (`mdb_env_get_fd`), valid while the Env lives.
@@ -645,7 +892,7 @@ impl Env {
     /// environment's makes the meta unusable.
     pub(crate) fn meta_page(&self, n: usize) -> Result<Meta> {
         let mut copy = [0u8; META_LEN];
-        self.map.copy_out(n * self.psize, &mut copy)?;
+        self.map().copy_out(n * self.psize, &mut copy)?;
         let m = Meta::fields(&copy);
         if m.psize() as usize != self.psize || m.last_pgno < 1 {
             return Err(Error::Invalid);
@@ -658,7 +905,7 @@ impl Env {
         let m = self.newest_meta()?;
         Ok(EnvInfo {
             map_addr: m.address as usize,
-            map_size: self.map.len(),
+            map_size: self.map().len(),
             last_pgno: m.last_pgno,
             last_txnid: m.txnid,
             max_readers: self
@@ -704,7 +951,7 @@ impl Env {
         } else if f.contains(EnvFlags::WRITE_MAP) {
             Box::new(MapSink {
                 file: &self.file,
-                map: &self.map,
+                map: self.map(),
                 map_async: f.contains(EnvFlags::MAP_ASYNC),
                 psize: self.psize,
             })
@@ -915,6 +1162,15 @@ impl Drop for Env {
         self.thread_slots.release_all();
         drop(self.checkpointer.take());
         drop(self.flusher.take());
+        let flags = self.flags();
+        if self.auto_grows()
+            && !flags.contains(EnvFlags::READ_ONLY)
+            && !self.panicked.load(Ordering::Relaxed)
+        {
+            // A grown file gives its free tail back (a failure keeps it).
+            self.shrink_at_close();
+        }
+        self.lock.handles.fetch_sub(1, Ordering::AcqRel);
         if let Some(w) = &self.wal {
             if !self.panicked.load(Ordering::Relaxed) {
                 // The last checkpoint; a failure leaves the log to replay.
@@ -1062,7 +1318,7 @@ mod tests {
         let mut torn = env.newest_meta().unwrap();
         torn.txnid = t;
         let off = (t & 1) as usize * env.psize + META_WRITE_OFF;
-        env.map.write(off, &torn.encode_update()).unwrap();
+        env.map().write(off, &torn.encode_update()).unwrap();
         assert!(
             env.meta_with_txnid(t).is_none(),
             "a torn meta copy was taken"

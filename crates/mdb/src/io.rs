@@ -41,6 +41,12 @@ pub enum IoOp {
         /// New length.
         len: u64,
     },
+    /// Cutting the file to `len` bytes: its tail holds only pages free
+    /// in every snapshot (`Env::shrink`).
+    Truncate {
+        /// New length.
+        len: u64,
+    },
     /// Writing bytes (records, a segment header) into write-ahead-log
     /// segment `seq`.
     LogWrite {
@@ -245,6 +251,18 @@ impl DataFile {
                 f.write_all_at(&bytes[..n.min(bytes.len())], offset)?;
                 Err(Error::Os(libc::EIO))
             }
+        }
+    }
+
+    /// Cut the file to `len` bytes (nothing if it is not longer).
+    pub(crate) fn truncate_to(&self, len: u64) -> Result<()> {
+        if self.len()? <= len {
+            return Ok(());
+        }
+        match self.ask(IoOp::Truncate { len }) {
+            IoAction::Proceed => Ok(self.file.set_len(len)?),
+            IoAction::Fail(e) => Err(Error::Os(e)),
+            IoAction::Tear(_) => Err(Error::Os(libc::EIO)),
         }
     }
 

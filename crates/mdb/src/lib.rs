@@ -43,7 +43,10 @@ pub const VERSION_STRING: &str = concat!(
 pub use copy::{CopyProgress, CopyStats, ProgressFn};
 pub use cursor::{Cursor, CursorOp, CursorState, Iter, Range};
 pub use db::{Database, Stat};
-pub use env::{Env, EnvFlags, EnvInfo, EnvOptions, MAX_KEY_SIZE};
+pub use env::{
+    Env, EnvFlags, EnvInfo, EnvOptions, DEFAULT_CEILING, DEFAULT_MAPSIZE, DEFAULT_TXN_MEMORY,
+    MAX_KEY_SIZE,
+};
 pub use error::{Error, Result};
 pub use format::flags::DbFlags;
 /// Former paths of the format modules, kept for callers.

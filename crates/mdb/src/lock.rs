@@ -30,7 +30,7 @@ use std::fs::File;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::error::{Error, Result};
@@ -334,6 +334,8 @@ pub(crate) struct LockFile {
     /// That thread (`pthread_self`), so that it gets an error, not a deadlock, if it
     /// asks again (through another `Env` of the same environment, or a copy).
     writer_tid: AtomicU64,
+    /// Open `Env`s of this process using this table.
+    pub(crate) handles: AtomicUsize,
 }
 
 // SAFETY: the raw pointer refers to a shared mapping owned by the LockFile; every field
@@ -402,6 +404,7 @@ impl LockFile {
             pid_locked: AtomicU32::new(0),
             writer_pid: AtomicU32::new(0),
             writer_tid: AtomicU64::new(0),
+            handles: AtomicUsize::new(0),
         })
     }
 
@@ -422,7 +425,29 @@ impl LockFile {
             pid_locked: AtomicU32::new(0),
             writer_pid: AtomicU32::new(0),
             writer_tid: AtomicU64::new(0),
+            handles: AtomicUsize::new(0),
         })
+    }
+
+    /// Run `f` if this `Env` is the only user of the environment, in this
+    /// process and in every other (none holds the lock file's byte 0),
+    /// holding byte 0 exclusively meanwhile so that no process opens it;
+    /// `None` otherwise. (LMDB processes hold byte 0 shared while open,
+    /// as ours do.)
+    pub(crate) fn alone<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        if self.handles.load(Ordering::Acquire) != 1 {
+            return None;
+        }
+        let Some(file) = &self.file else {
+            // NO_LOCK: the caller vouched that no other process uses it.
+            return Some(f());
+        };
+        let fd = file.as_raw_fd();
+        byte_lock(fd, libc::F_SETLK, libc::F_WRLCK, 0).ok()?;
+        let r = f();
+        // Back to shared, as held while open (a downgrade cannot wait).
+        let _ = byte_lock(fd, libc::F_SETLK, libc::F_RDLCK, 0);
+        Some(r)
     }
 
     /// Whether this process initialised the lock file.

@@ -3,6 +3,72 @@
 use crate::error::{Error, Result};
 use std::fs::File;
 use std::os::unix::io::AsRawFd;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
+
+/// The generations of an environment's map. A map that must grow (a
+/// database grown past it by another process, `Env::set_map_size` through a
+/// shared `Env`) is not moved: a new, larger mapping of the same file
+/// becomes current, and the older ones stay mapped until the `Env` closes,
+/// since values borrowed from transactions that began on them point into
+/// them. Every generation maps the same shared file pages, so a write
+/// through one is seen through all. With auto-grow the first generation
+/// reserves the ceiling, so a second is rare.
+pub(crate) struct Maps {
+    /// The newest generation: a `Box` in `all`.
+    cur: AtomicPtr<Map>,
+    /// Boxed: a `&Map` lent out stays put when the vector grows.
+    #[allow(clippy::vec_box)]
+    all: Mutex<Vec<Box<Map>>>,
+}
+
+impl Maps {
+    pub(crate) fn new(map: Map) -> Maps {
+        let mut b = Box::new(map);
+        Maps {
+            cur: AtomicPtr::new(&mut *b),
+            all: Mutex::new(vec![b]),
+        }
+    }
+
+    /// The newest generation.
+    #[inline]
+    pub(crate) fn current(&self) -> &Map {
+        // SAFETY: `cur` points at a boxed map in `all`; boxes are never
+        // dropped or moved out before `self` is, so the map outlives this
+        // borrow of `self`.
+        unsafe { &*self.cur.load(Ordering::Acquire) }
+    }
+
+    /// A generation of at least `len` bytes: the current one if it is long
+    /// enough, else a new mapping of `len` bytes (never moving the others).
+    pub(crate) fn covering(&self, file: &File, len: usize, writable: bool) -> Result<&Map> {
+        let cur = self.current();
+        if cur.len() >= len {
+            return Ok(cur);
+        }
+        let mut all = self.all.lock().unwrap_or_else(|e| e.into_inner());
+        let cur = self.current();
+        if cur.len() >= len {
+            return Ok(cur);
+        }
+        let mut b = Box::new(Map::new(file, len, writable, None)?);
+        let p: *mut Map = &mut *b;
+        all.push(b);
+        self.cur.store(p, Ordering::Release);
+        // SAFETY: as in `current`: the box now lives in `all` until `self` drops.
+        Ok(unsafe { &*p })
+    }
+
+    /// Make `map` the newest generation (`Env::set_map_size`).
+    pub(crate) fn install(&self, map: Map) {
+        let mut all = self.all.lock().unwrap_or_else(|e| e.into_inner());
+        let mut b = Box::new(map);
+        let p: *mut Map = &mut *b;
+        all.push(b);
+        self.cur.store(p, Ordering::Release);
+    }
+}
 
 /// A shared mapping of the data file, read-only unless WRITEMAP.
 pub(crate) struct Map {
@@ -124,6 +190,26 @@ impl Map {
         let at = (b.as_ptr() as usize).wrapping_sub(self.ptr as usize);
         if at < self.len {
             self.prefetch(at, b.len());
+        }
+    }
+
+    /// Let the kernel unmap the pages of `off..off + len` from this process
+    /// (they stay in the page cache and the file): a spilling transaction
+    /// keeps its resident set to its budget. A hint: out of range, or on
+    /// failure, nothing happens.
+    pub(crate) fn evict(&self, off: usize, len: usize) {
+        if off.checked_add(len).is_none_or(|e| e > self.len) || len == 0 {
+            return;
+        }
+        // SAFETY: a range of our own shared file mapping. MADV_DONTNEED on
+        // it only drops page-table entries: the next access maps the same
+        // file contents again, so no byte any reference points at changes.
+        unsafe {
+            libc::madvise(
+                self.ptr.add(off) as *mut libc::c_void,
+                len,
+                libc::MADV_DONTNEED,
+            );
         }
     }
 

@@ -195,7 +195,7 @@ fn absurd_last_pgno_after_open() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
         four_commits(&path);
-        let mut env = opts(EnvFlags::EMPTY).open(&path).unwrap();
+        let env = opts(EnvFlags::EMPTY).open(&path).unwrap();
         let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         f.write_all_at(&(u64::MAX - 3).to_le_bytes(), 136).unwrap();
         assert_eq!(env.read_txn().err(), Some(Error::MapResized));

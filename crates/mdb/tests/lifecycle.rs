@@ -294,7 +294,7 @@ fn fixed_map_address_is_recorded_and_enforced() {
 #[test]
 fn map_resize_named_record_and_appenddup_rules() {
     let dir = tempfile::tempdir().unwrap();
-    let mut env = EnvOptions::new()
+    let env = EnvOptions::new()
         .max_dbs(2)
         .map_size(32 * 4096)
         .open(dir.path())

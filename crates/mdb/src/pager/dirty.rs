@@ -12,6 +12,8 @@ pub(crate) struct DirtyPages {
     /// One table per open child transaction, innermost last: each page the
     /// child changed, as it was before (`None`: not dirty then).
     undo: Vec<PgnoMap<Option<Box<[u8]>>>>,
+    /// Bytes of the buffers in `map`.
+    bytes: usize,
 }
 
 impl DirtyPages {
@@ -19,7 +21,27 @@ impl DirtyPages {
         DirtyPages {
             map: PgnoMap::with_capacity_and_hasher(n, Default::default()),
             undo: Vec::new(),
+            bytes: 0,
         }
+    }
+
+    /// Bytes of the dirty buffers (overflow runs count whole).
+    #[inline]
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    fn put(&mut self, pg: u64, buf: Box<[u8]>) {
+        self.bytes += buf.len();
+        if let Some(old) = self.map.insert(pg, buf) {
+            self.bytes -= old.len();
+        }
+    }
+
+    fn take(&mut self, pg: &u64) -> Option<Box<[u8]>> {
+        let b = self.map.remove(pg)?;
+        self.bytes -= b.len();
+        Some(b)
     }
 
     /// Remember page `pg` as it is now, if the innermost child has not yet.
@@ -57,14 +79,14 @@ impl DirtyPages {
         if !self.undo.is_empty() {
             self.note(pg);
         }
-        self.map.insert(pg, buf);
+        self.put(pg, buf);
     }
 
     pub(crate) fn remove(&mut self, pg: &u64) -> Option<Box<[u8]>> {
         if !self.undo.is_empty() {
             self.note(*pg);
         }
-        self.map.remove(pg)
+        self.take(pg)
     }
 
     #[inline]
@@ -84,9 +106,19 @@ impl DirtyPages {
         self.map.keys()
     }
 
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&u64, &[u8])> {
+        self.map.iter().map(|(k, b)| (k, &b[..]))
+    }
+
+    /// Whether a nested transaction is open.
+    pub(crate) fn in_child(&self) -> bool {
+        !self.undo.is_empty()
+    }
+
     /// Every buffer, the table left empty (the end of the transaction).
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = Box<[u8]>> + '_ {
         self.undo.clear();
+        self.bytes = 0;
         self.map.drain().map(|(_, b)| b)
     }
 
@@ -99,8 +131,8 @@ impl DirtyPages {
     pub(crate) fn abort_child(&mut self) {
         for (pg, before) in self.undo.pop().unwrap_or_default() {
             match before {
-                Some(b) => self.map.insert(pg, b),
-                None => self.map.remove(&pg),
+                Some(b) => self.put(pg, b),
+                None => drop(self.take(&pg)),
             };
         }
     }

@@ -9,6 +9,7 @@
 
 mod dirty;
 mod free;
+mod spill;
 
 pub(crate) use dirty::DirtyPages;
 pub(crate) use free::FreeState;
@@ -17,6 +18,7 @@ use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::format::meta::{DbRecord, Meta};
 use crate::format::page::{ov_pages, rd16, Page, HDR, P_OVERFLOW};
+use crate::mmap::Map;
 use std::cell::Cell;
 use std::collections::HashMap;
 
@@ -71,6 +73,8 @@ const PAGE_POOL_MAX: usize = 4096;
 /// The pages of one write transaction.
 pub(crate) struct Pager<'env> {
     pub(crate) env: &'env Env,
+    /// The map generation holding the base snapshot.
+    map: &'env Map,
     /// Id the transaction commits as.
     pub(crate) txnid: u64,
     /// The meta page the transaction started from.
@@ -106,6 +110,17 @@ pub(crate) struct Pager<'env> {
     /// copy-on-write of a path through the same pages (the next put under
     /// the same branches, the next delete at a cursor) skips their lookups.
     pub(crate) dirty_path: DirtyPath,
+    /// Pages of this transaction written to the data file before commit
+    /// to bound its memory (`spill`): read from the map while not dirty,
+    /// made dirty again in place when changed (`unspill`), its own when
+    /// freed. Never shrinks: a page once spilled stays this transaction's.
+    spilled: PgnoMap<()>,
+    /// Dirty bytes kept in memory at most, before spilling (0: no limit).
+    spill_at: usize,
+    /// Spills so far (tests).
+    pub(crate) spills: u64,
+    /// Operations since the last `spill::evict_own`.
+    since_evict: u32,
 }
 
 /// Page numbers of a root-to-leaf path, every one dirty when `lost` was the
@@ -122,7 +137,7 @@ pub(crate) struct DirtyPath {
 pub(crate) const DIRTY_PATH_MAX: usize = 8;
 
 impl DirtyPath {
-    const NONE: DirtyPath = DirtyPath {
+    pub(crate) const NONE: DirtyPath = DirtyPath {
         pg: [0; DIRTY_PATH_MAX],
         len: 0,
         lost: u64::MAX,
@@ -155,9 +170,17 @@ impl DirtyPath {
 impl<'env> Pager<'env> {
     /// A pager for transaction `txnid` on top of `base`; readers may still
     /// see snapshots from `oldest` on.
-    pub(crate) fn new(env: &'env Env, txnid: u64, base: Meta, bound: u64, oldest: u64) -> Self {
+    pub(crate) fn new(
+        env: &'env Env,
+        map: &'env Map,
+        txnid: u64,
+        base: Meta,
+        bound: u64,
+        oldest: u64,
+    ) -> Self {
         Pager {
             env,
+            map,
             txnid,
             base,
             dirty: DirtyPages::with_capacity(
@@ -165,7 +188,7 @@ impl<'env> Pager<'env> {
             ),
             bound: Cell::new(bound),
             next_pgno: base.last_pgno + 1,
-            max_pgno: (env.map.len() / env.psize) as u64,
+            max_pgno: env.max_pgno(map),
             free: FreeState::new(oldest),
             free_db: base.free,
             spare: std::mem::take(&mut *env.page_pool.lock().unwrap()),
@@ -174,6 +197,10 @@ impl<'env> Pager<'env> {
             append: None,
             lost: 0,
             dirty_path: DirtyPath::NONE,
+            spilled: PgnoMap::default(),
+            spill_at: env.spill_at(),
+            spills: 0,
+            since_evict: 0,
         }
     }
 
@@ -195,7 +222,7 @@ impl<'env> Pager<'env> {
             let n = len.div_ceil(ps).max(1) as u64;
             reach(self.env, &self.bound, self.next_pgno - 1, pgno, n)?;
         }
-        self.env.map.slice(pgno as usize * ps, len)
+        self.map.slice(pgno as usize * ps, len)
     }
 
     /// A page buffer (contents undefined).
@@ -214,6 +241,9 @@ impl<'env> Pager<'env> {
             if buf.len() == self.env.psize {
                 self.spare.push(buf);
             }
+            self.free.loose.extend(pg..pg + n as u64);
+        } else if self.spilled.contains_key(&pg) {
+            // Written by this transaction: no snapshot can see it.
             self.free.loose.extend(pg..pg + n as u64);
         } else {
             self.free.freed.extend(pg..pg + n as u64);
@@ -283,13 +313,13 @@ pub(crate) struct Saved {
 impl PageRead for Pager<'_> {
     #[inline]
     fn prefetch_bytes(&self, b: &[u8]) {
-        self.env.map.prefetch_slice(b);
+        self.map.prefetch_slice(b);
     }
     #[inline]
     fn prefetch(&self, pgno: u64) {
         // (A dirty page's committed image may load for nothing: cheaper
         // than looking it up.)
-        prefetch_page(self.env, &self.bound, pgno);
+        prefetch_page(self.map, self.env.psize, &self.bound, pgno);
     }
     #[inline]
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
@@ -317,16 +347,17 @@ impl PageRead for Pager<'_> {
 /// [`PageRead::prefetch`] of a committed page: only below `bound`, the
 /// pages known to lie in the data file.
 #[inline]
-fn prefetch_page(env: &Env, bound: &Cell<u64>, pgno: u64) {
+fn prefetch_page(map: &Map, ps: usize, bound: &Cell<u64>, pgno: u64) {
     if pgno >= 2 && pgno < bound.get() {
-        let ps = env.psize;
-        env.map.prefetch(pgno as usize * ps, ps);
+        map.prefetch(pgno as usize * ps, ps);
     }
 }
 
 /// Committed pages of a read snapshot at `meta`, bounded by the data file.
 pub(crate) struct MapView<'env> {
     pub(crate) env: &'env Env,
+    /// The map generation holding the snapshot.
+    pub(crate) map: &'env Map,
     /// Pages below this may be read without a check.
     pub(crate) bound: Cell<u64>,
     /// Last page of the snapshot.
@@ -336,11 +367,11 @@ pub(crate) struct MapView<'env> {
 impl PageRead for MapView<'_> {
     #[inline]
     fn prefetch_bytes(&self, b: &[u8]) {
-        self.env.map.prefetch_slice(b);
+        self.map.prefetch_slice(b);
     }
     #[inline]
     fn prefetch(&self, pgno: u64) {
-        prefetch_page(self.env, &self.bound, pgno);
+        prefetch_page(self.map, self.env.psize, &self.bound, pgno);
     }
     #[inline]
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
@@ -348,7 +379,7 @@ impl PageRead for MapView<'_> {
             reach(self.env, &self.bound, self.last, pgno, 1)?;
         }
         let ps = self.env.psize;
-        Page::new(self.env.map.slice(pgno as usize * ps, ps)?)
+        Page::new(self.map.slice(pgno as usize * ps, ps)?)
     }
     #[inline]
     fn page_bytes(&self, pgno: u64) -> Result<&[u8]> {
@@ -356,7 +387,7 @@ impl PageRead for MapView<'_> {
             reach(self.env, &self.bound, self.last, pgno, 1)?;
         }
         let ps = self.env.psize;
-        self.env.map.slice(pgno as usize * ps, ps)
+        self.map.slice(pgno as usize * ps, ps)
     }
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         let ps = self.env.psize;
@@ -365,7 +396,7 @@ impl PageRead for MapView<'_> {
         if pgno < 2 || pgno >= b || need > b - pgno {
             reach(self.env, &self.bound, self.last, pgno, need)?;
         }
-        let b = self.env.map.slice(pgno as usize * ps, HDR + len)?;
+        let b = self.map.slice(pgno as usize * ps, HDR + len)?;
         if rd16(b, 10) & P_OVERFLOW == 0 {
             return Err(Error::Corrupted);
         }

@@ -10,6 +10,21 @@ use crate::tree::*;
 /// Largest number of page ids in one free record we reserve at once, beyond need.
 pub(crate) const SLACK: usize = 8;
 
+/// Copy-on-write of the committed (or spilled) page `old`: a copy under a
+/// page allocated now, dirty, and `old` freed. Returns the copy's number;
+/// the caller points the parent at it.
+#[inline]
+pub(crate) fn copy_to_new(pager: &mut Pager<'_>, old: u64) -> Result<u64> {
+    let new = alloc(pager, 1)?;
+    let mut buf = pager.take_buf();
+    let ps = pager.psize();
+    crate::format::page::edit::copy_page(&mut buf, pager.committed(old, ps)?);
+    crate::format::page::edit::set_pgno(&mut buf, new);
+    pager.dirty.insert(new, buf);
+    pager.free_pages(old, 1);
+    Ok(new)
+}
+
 /// Allocate `n` consecutive pages.
 pub(crate) fn alloc(pager: &mut Pager<'_>, n: usize) -> Result<u64> {
     pager.moves += 1;

@@ -336,16 +336,10 @@ pub(crate) fn merge_or_share(
 /// Copy-on-write the child `i` of dirty branch `parent`.
 pub(crate) fn touch_child(pager: &mut Pager<'_>, parent: u64, i: usize) -> Result<u64> {
     let old = pager.page(parent)?.node(i)?.child();
-    if pager.dirty.contains_key(&old) {
+    if pager.dirty.contains_key(&old) || pager.unspill(old)? {
         return Ok(old);
     }
-    let new = alloc(pager, 1)?;
-    let mut buf = pager.take_buf();
-    let ps = pager.psize();
-    edit::copy_page(&mut buf, pager.committed(old, ps)?);
-    edit::set_pgno(&mut buf, new);
-    pager.dirty.insert(new, buf);
-    pager.free_pages(old, 1);
+    let new = super::alloc::copy_to_new(pager, old)?;
     edit::set_child(pager.dirty.get_mut(&parent).unwrap(), i, new);
     Ok(new)
 }

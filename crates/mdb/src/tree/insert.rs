@@ -346,16 +346,10 @@ pub(crate) fn touch_path(pager: &mut Pager<'_>, t: &mut Tree, path: &mut Path) -
     let known = pager.dirty_path.known(&path.pg[..path.len], pager.lost);
     for l in known..path.len {
         let old = path.pg[l];
-        if pager.dirty.contains_key(&old) {
+        if pager.dirty.contains_key(&old) || pager.unspill(old)? {
             continue;
         }
-        let new = alloc(pager, 1)?;
-        let mut buf = pager.take_buf();
-        let ps = pager.psize();
-        edit::copy_page(&mut buf, pager.committed(old, ps)?);
-        edit::set_pgno(&mut buf, new);
-        pager.dirty.insert(new, buf);
-        pager.free_pages(old, 1);
+        let new = super::alloc::copy_to_new(pager, old)?;
         path.pg[l] = new;
         if l == 0 {
             t.rec.root = new;

@@ -13,6 +13,7 @@ pub(crate) mod dups;
 pub(crate) mod freedb;
 pub(crate) mod insert;
 pub(crate) mod read;
+pub(crate) mod relocate;
 
 pub(crate) use alloc::alloc;
 pub(crate) use delete::*;

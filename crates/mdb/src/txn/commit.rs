@@ -63,7 +63,9 @@ impl RwTxn<'_> {
             .filter_map(|(i, d)| d.filter(|d| d.dirty).map(|d| (Database(i as u32), d.rec)))
             .collect();
         let any_db = self.dbs.borrow().iter().flatten().any(|d| d.dirty);
-        if self.pg.dirty.is_empty() && !any_db && self.pg.free.freed.is_empty() {
+        let trimmed = self.pg.next_pgno <= self.pg.base.last_pgno;
+        let forced = trimmed || self.force_commit;
+        if self.pg.dirty.is_empty() && !any_db && self.pg.free.freed.is_empty() && !forced {
             return Ok(None);
         }
         for (db, rec) in named {
@@ -85,7 +87,7 @@ impl RwTxn<'_> {
         let ps = env.psize;
         let meta = Meta {
             address: self.pg.base.address,
-            mapsize: self.pg.base.mapsize.max(env.map.len() as u64),
+            mapsize: env.mapsize_for(self.pg.base.mapsize, self.pg.next_pgno * ps as u64),
             free: self.rec(Database::FREE)?,
             main: self.rec(Database::MAIN)?,
             last_pgno: self.pg.next_pgno - 1,
@@ -94,6 +96,9 @@ impl RwTxn<'_> {
         let mut pgs: Vec<u64> = self.pg.dirty.keys().copied().collect();
         pgs.sort_unstable();
         let flags = env.flags();
+        if flags.contains(EnvFlags::WRITE_MAP) && meta.mapsize > self.pg.base.mapsize {
+            env.writemap_room(meta.mapsize, (meta.last_pgno + 1) * ps as u64)?;
+        }
         let runs: Vec<(u64, &[u8])> = pgs
             .iter()
             .map(|pg| (*pg * ps as u64, &self.pg.dirty[pg][..]))

@@ -14,6 +14,7 @@ mod commit;
 mod cursor;
 mod nested;
 mod read;
+mod shrink;
 mod update;
 mod write;
 

@@ -82,6 +82,7 @@ impl Env {
             meta: Meta::new_env(self.psize as u32, 0, 0),
             view: MapView {
                 env: self,
+                map: self.map(),
                 bound: Cell::new(0),
                 last: 0,
             },
@@ -91,6 +92,7 @@ impl Env {
         };
         // On error, dropping `txn` gives the slot back.
         txn.meta = self.snapshot_into(slot)?;
+        txn.view.map = self.map_for(&txn.meta)?;
         txn.view.bound.set(self.snapshot_bound(&txn.meta));
         txn.view.last = txn.meta.last_pgno;
         Ok(txn)
@@ -175,24 +177,11 @@ impl Env {
                 Some(w) => w.group.visible(m.txnid).unwrap_or(m),
                 None => m,
             };
-            self.check_mapped(&m)?;
+            self.map_for(&m)?;
             return Ok(m);
         }
         // Only a lock file being scribbled on moves lock.txnid this often.
         Err(Error::Corrupted)
-    }
-
-    /// `MapResized` if the snapshot reaches past this handle's map (another
-    /// process grew the map).
-    pub(crate) fn check_mapped(&self, m: &Meta) -> Result<()> {
-        let end = m
-            .last_pgno
-            .checked_add(1)
-            .and_then(|n| n.checked_mul(self.psize as u64));
-        if end.is_none_or(|e| e > self.map.len() as u64) {
-            return Err(Error::MapResized);
-        }
-        Ok(())
     }
 
     /// Pages of the snapshot of `m` that lie in the data file as last seen:
@@ -239,6 +228,7 @@ impl RoTxn<'_> {
     pub fn renew(&mut self) -> Result<()> {
         self.forget_dbs();
         self.meta = self.env.snapshot_into(self.slot)?;
+        self.view.map = self.env.map_for(&self.meta)?;
         self.view.bound.set(self.env.snapshot_bound(&self.meta));
         self.view.last = self.meta.last_pgno;
         Ok(())

@@ -11,16 +11,19 @@ use crate::tree::{self, Path, Tree, Value, WriteFlags};
 use crate::txn::RwTxn;
 
 impl<'env> RwTxn<'env> {
-    fn check_usable(&self, db: Database) -> Result<DbRecord> {
+    fn check_usable(&mut self, db: Database) -> Result<DbRecord> {
         self.start_change(db)?;
         self.rec(db)
     }
 
     /// The checks every change of `db` starts with.
-    fn start_change(&self, db: Database) -> Result<()> {
+    pub(crate) fn start_change(&mut self, db: Database) -> Result<()> {
         if self.broken.get() {
             return Err(Error::BadTxn);
         }
+        // Between operations: a transaction over its memory budget writes
+        // some dirty pages out (`pager::spill`).
+        self.pg.maybe_spill()?;
         // Every public change passes here: detached cursors must re-sync.
         self.gen.set(self.gen.get() + 1);
         if db == Database::FREE {

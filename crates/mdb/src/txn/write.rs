@@ -33,6 +33,8 @@ pub struct RwTxn<'env> {
     pub(crate) committed: bool,
     /// Nesting level of the innermost live child ([`RwTxn::nested`]), 0 without one.
     pub(crate) depth: u32,
+    /// Commit even with nothing changed (a new meta: `Env::shrink`).
+    pub(crate) force_commit: bool,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -62,8 +64,11 @@ impl Env {
             return Err(Error::BadTxn);
         }
         let r = self.begin_write();
-        if r.is_err() {
-            tls_leave(&WRITE_ACTIVE, self.id);
+        match r {
+            Ok(_) => self
+                .writing
+                .store(true, std::sync::atomic::Ordering::Relaxed),
+            Err(_) => tls_leave(&WRITE_ACTIVE, self.id),
         }
         r
     }
@@ -112,7 +117,7 @@ impl Env {
             Some(h) => ((h.txnid & 1) as usize, h),
             None => self.current_meta().map_err(unlock)?,
         };
-        self.check_mapped(&base).map_err(unlock)?;
+        let map = self.map_for(&base).map_err(unlock)?;
         // The new meta goes to the slot the base is not in, also when a
         // damaged file has the base in the wrong one: a crash must leave it.
         let txnid = base
@@ -128,7 +133,7 @@ impl Env {
         let oldest = l.oldest_reader(base.txnid.min(l.txnid()));
         Ok(RwTxn {
             env: self,
-            pg: Pager::new(self, txnid, base, self.snapshot_bound(&base), oldest),
+            pg: Pager::new(self, map, txnid, base, self.snapshot_bound(&base), oldest),
             dbs: RefCell::new(vec![
                 None,
                 Some(TxnDb {
@@ -141,6 +146,7 @@ impl Env {
             active: true,
             committed: false,
             depth: 0,
+            force_commit: false,
             _not_send: PhantomData,
         })
     }
@@ -149,6 +155,13 @@ impl Env {
 impl<'env> RwTxn<'env> {
     /// Discard every change (same as dropping the transaction).
     pub fn abort(self) {}
+
+    /// How many times this transaction wrote dirty pages out to stay
+    /// within its memory budget ([`crate::EnvOptions::txn_memory`]).
+    #[doc(hidden)]
+    pub fn spills(&self) -> u64 {
+        self.pg.spills
+    }
 
     /// Whether an operation failed midway, so the transaction can only abort.
     pub fn is_broken(&self) -> bool {
@@ -164,6 +177,9 @@ impl<'env> RwTxn<'env> {
         self.pg.release_buffers();
         // Handles first opened in this transaction die with it unless kept.
         self.env.end_new_dbis(0, self.committed);
+        self.env
+            .writing
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         self.env.unlock_writer();
         tls_leave(&WRITE_ACTIVE, self.env.id);
         self.active = false;

@@ -193,3 +193,23 @@ pub fn walk_db<T: Txn>(t: &T, db: Database) -> mdb::Result<usize> {
     }
     Ok(n)
 }
+
+/// Panics, saying where, if two models differ (they are too big to print).
+pub fn same_model<K: Ord + std::fmt::Debug + Clone, V: PartialEq>(
+    a: &std::collections::BTreeMap<K, V>,
+    b: &std::collections::BTreeMap<K, V>,
+    what: &str,
+) {
+    if a != b {
+        let first = a
+            .iter()
+            .zip(b.iter())
+            .find(|(x, y)| x != y)
+            .map(|(x, _)| x.0.clone());
+        panic!(
+            "{what}: {} vs {} keys, first difference at {first:?}",
+            a.len(),
+            b.len()
+        );
+    }
+}
