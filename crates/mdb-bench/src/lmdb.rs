@@ -102,7 +102,12 @@ impl Env {
             let mut e = Env { env, dbi: 0 };
             check(sys::mdb_env_set_mapsize(env, map_size))?;
             check(sys::mdb_env_set_maxdbs(env, max_dbs))?;
-            check(sys::mdb_env_open(env, path.as_ptr(), 0, 0o644))?;
+            let flags = if crate::workloads::NOSYNC.load(std::sync::atomic::Ordering::Relaxed) {
+                0x10000 // MDB_NOSYNC
+            } else {
+                0
+            };
+            check(sys::mdb_env_open(env, path.as_ptr(), flags, 0o644))?;
             let mut txn = ptr::null_mut();
             check(sys::mdb_txn_begin(env, ptr::null_mut(), 0, &mut txn))?;
             let mut dbi = 0;

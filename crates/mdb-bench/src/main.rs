@@ -74,6 +74,7 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
   --reps R     pairs of runs, one per engine, alternating which goes first
                (default 5); the median and the range are reported, and the
                median of the pairs' ratios
+  --nosync     both engines commit without syncing (MDB_NOSYNC)
   --scale LIST random and APPEND loads at each N of LIST (e.g. 1000000,10000000), R
                pairs each: cost per key at each size and its growth
                (replaces the workloads)
@@ -197,6 +198,7 @@ fn parse_args() -> Result<Args, String> {
             "--malloc-dynamic" => a.malloc_dynamic = true,
             "--keep" => a.keep = true,
             "--wal" => workloads::MDB_WAL.store(true, std::sync::atomic::Ordering::Relaxed),
+            "--nosync" => workloads::NOSYNC.store(true, std::sync::atomic::Ordering::Relaxed),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);

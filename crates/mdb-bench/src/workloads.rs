@@ -177,6 +177,9 @@ pub enum Db {
 
 /// `--wal`: open mdb in write-ahead-log mode (set once by `main`).
 pub static MDB_WAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// `--nosync`: both engines commit without syncing (MDB_NOSYNC), for
+/// CPU-bound runs on disk (`--scale` past what /dev/shm holds).
+pub static NOSYNC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// mdb's options for a benchmark environment (WAL mode with `--wal`).
 fn mdb_options() -> mdb::EnvOptions {
@@ -187,6 +190,9 @@ fn mdb_options() -> mdb::EnvOptions {
 fn mdb_options_mode(wal: bool) -> mdb::EnvOptions {
     let mut o = mdb::EnvOptions::new();
     o.map_size(MAP_SIZE);
+    if NOSYNC.load(std::sync::atomic::Ordering::Relaxed) {
+        o.flags(mdb::EnvFlags::NO_SYNC);
+    }
     if wal {
         o.wal(mdb::WalOptions::default());
     }

@@ -549,6 +549,37 @@ impl NodeData<'_> {
             NodeData::SubPage(p) => p.len(),
         }
     }
+
+    /// The node header's data size and flags.
+    fn header(&self) -> (usize, u16) {
+        match *self {
+            NodeData::Inline(v) => (v.len(), 0),
+            NodeData::Reserve(n) => (n, 0),
+            NodeData::Overflow(_, len) => (len, F_BIGDATA),
+            NodeData::SubDb(_) => (48, F_SUBDATA),
+            NodeData::SubPage(p) => (p.len(), F_DUPDATA),
+            NodeData::DupDb(_) => (48, F_SUBDATA | F_DUPDATA),
+        }
+    }
+}
+
+/// A leaf node's bytes (header, key, stored data; no padding), built
+/// without a page around it.
+pub fn encode_leaf(key: &[u8], data: NodeData<'_>) -> Vec<u8> {
+    let (dsize, flags) = data.header();
+    let mut v = Vec::with_capacity(NODE_HDR + key.len() + data.stored());
+    v.extend_from_slice(&(dsize as u16).to_le_bytes());
+    v.extend_from_slice(&((dsize >> 16) as u16).to_le_bytes());
+    v.extend_from_slice(&flags.to_le_bytes());
+    v.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    v.extend_from_slice(key);
+    match data {
+        NodeData::Inline(d) | NodeData::SubPage(d) => v.extend_from_slice(d),
+        NodeData::Reserve(n) => v.resize(v.len() + n, 0),
+        NodeData::Overflow(pg, _) => v.extend_from_slice(&pg.to_le_bytes()),
+        NodeData::SubDb(r) | NodeData::DupDb(r) => v.extend_from_slice(r),
+    }
+    v
 }
 
 /// Mutable operations on a dirty page buffer.
@@ -620,14 +651,7 @@ pub mod edit {
         let Some(off) = make_room(b, i, footprint(key.len(), stored)) else {
             return false;
         };
-        let (dsize, flags) = match data {
-            NodeData::Inline(v) => (v.len(), 0),
-            NodeData::Reserve(n) => (n, 0),
-            NodeData::Overflow(_, len) => (len, F_BIGDATA),
-            NodeData::SubDb(_) => (48, F_SUBDATA),
-            NodeData::SubPage(p) => (p.len(), F_DUPDATA),
-            NodeData::DupDb(_) => (48, F_SUBDATA | F_DUPDATA),
-        };
+        let (dsize, flags) = data.header();
         wr16(b, off, dsize as u16);
         wr16(b, off + 2, (dsize >> 16) as u16);
         wr16(b, off + 4, flags);
@@ -868,12 +892,12 @@ pub fn nodes_size<'a>(nodes: impl IntoIterator<Item = &'a [u8]>) -> usize {
 
 /// Encode a branch node with the given key and child.
 pub fn encode_branch(key: &[u8], child: u64) -> Vec<u8> {
-    let mut v = vec![0u8; NODE_HDR + key.len()];
-    wr16(&mut v, 0, child as u16);
-    wr16(&mut v, 2, (child >> 16) as u16);
-    wr16(&mut v, 4, (child >> 32) as u16);
-    wr16(&mut v, 6, key.len() as u16);
-    v[NODE_HDR..].copy_from_slice(key);
+    let mut v = Vec::with_capacity(NODE_HDR + key.len());
+    v.extend_from_slice(&(child as u16).to_le_bytes());
+    v.extend_from_slice(&((child >> 16) as u16).to_le_bytes());
+    v.extend_from_slice(&((child >> 32) as u16).to_le_bytes());
+    v.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    v.extend_from_slice(key);
     v
 }
 
@@ -896,6 +920,34 @@ pub fn raw_key(raw: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encode_leaf_matches_the_node_insert_leaf_writes() {
+        let rec = [7u8; 48];
+        for data in [
+            NodeData::Inline(b"value"),
+            NodeData::Inline(b""),
+            NodeData::Reserve(5),
+            NodeData::Overflow(0x1234_5678_9abc, 70_000),
+            NodeData::SubDb(&rec),
+            NodeData::SubPage(b"subpage!"),
+            NodeData::DupDb(&rec),
+        ] {
+            let mut b = vec![0u8; 256];
+            edit::init(&mut b, 3, P_LEAF);
+            assert!(edit::insert_leaf(&mut b, 0, b"key", data));
+            let p = Page::new(&b).unwrap();
+            assert_eq!(encode_leaf(b"key", data), p.node(0).unwrap().raw());
+        }
+        let mut b = vec![0u8; 256];
+        edit::init(&mut b, 3, P_BRANCH);
+        assert!(edit::insert_branch(&mut b, 0, b"sep", 0x0102_0304_0506));
+        let p = Page::new(&b).unwrap();
+        assert_eq!(
+            encode_branch(b"sep", 0x0102_0304_0506),
+            p.node(0).unwrap().raw()
+        );
+    }
 
     fn cmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
         a.cmp(b)

@@ -9,10 +9,12 @@
 
 mod dirty;
 mod free;
+mod path;
 mod spill;
 
 pub(crate) use dirty::DirtyPages;
 pub(crate) use free::FreeState;
+pub(crate) use path::{Path, MAX_DEPTH};
 
 use crate::env::Env;
 use crate::error::{Error, Result};
@@ -121,6 +123,9 @@ pub(crate) struct Pager<'env> {
     pub(crate) spills: u64,
     /// Operations since the last `spill::evict_own`.
     since_evict: u32,
+    /// A root-to-leaf path for the next put to fill: kept, not zeroed
+    /// again for every put (520 bytes).
+    path: Option<Box<Path>>,
 }
 
 /// Page numbers of a root-to-leaf path, every one dirty when `lost` was the
@@ -201,6 +206,7 @@ impl<'env> Pager<'env> {
             spill_at: env.spill_at(),
             spills: 0,
             since_evict: 0,
+            path: None,
         }
     }
 
@@ -248,6 +254,18 @@ impl<'env> Pager<'env> {
         } else {
             self.free.freed.extend(pg..pg + n as u64);
         }
+    }
+
+    /// The kept path (see `path`), or a new one.
+    #[inline]
+    pub(crate) fn take_path(&mut self) -> Box<Path> {
+        self.path.take().unwrap_or_else(|| Box::new(Path::new()))
+    }
+
+    /// Keep `p` for the next put.
+    #[inline]
+    pub(crate) fn give_path(&mut self, p: Box<Path>) {
+        self.path = Some(p);
     }
 
     /// End of the transaction: keep page buffers for the next writer, so it

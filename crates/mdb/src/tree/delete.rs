@@ -25,12 +25,18 @@ pub(crate) fn free_overflow(pager: &mut Pager<'_>, t: &mut Tree, pg: u64) -> Res
 }
 
 pub(crate) fn tree_del(pager: &mut Pager<'_>, t: &mut Tree, key: &[u8]) -> Result<bool> {
-    let mut path = Path::new();
-    let (i, exact) = descend(&*pager, &t.rec, t.cmp, key, &mut path)?;
+    let mut path = pager.take_path();
+    let r = del_along(pager, t, key, &mut path);
+    pager.give_path(path);
+    r
+}
+
+fn del_along(pager: &mut Pager<'_>, t: &mut Tree, key: &[u8], path: &mut Path) -> Result<bool> {
+    let (i, exact) = descend(&*pager, &t.rec, t.cmp, key, path)?;
     if !exact {
         return Ok(false);
     }
-    remove_at(pager, t, &mut path, i, None)?;
+    remove_at(pager, t, path, i, None)?;
     Ok(true)
 }
 

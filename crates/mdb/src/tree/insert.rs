@@ -92,6 +92,21 @@ pub(crate) fn tree_put(
     data: NodeData<'_>,
     flags: WriteFlags,
 ) -> Result<()> {
+    let mut path = pager.take_path();
+    let r = put_along(pager, t, key, data, flags, &mut path);
+    pager.give_path(path);
+    r
+}
+
+/// [`tree_put`] with a path to fill (its old contents unused).
+fn put_along(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    key: &[u8],
+    data: NodeData<'_>,
+    flags: WriteFlags,
+    path: &mut Path,
+) -> Result<()> {
     if t.rec.root == P_INVALID {
         let pg = new_page(pager, P_LEAF)?;
         let buf = pager.dirty.get_mut(&pg).unwrap();
@@ -109,7 +124,7 @@ pub(crate) fn tree_put(
         t.rec.entries = 1;
         return Ok(());
     }
-    let mut path = Path::new();
+    path.len = 0;
     let append = flags.contains(WriteFlags::APPEND);
     if append && t.fixed == 0 {
         if let Some(r) = append_in_place(pager, t, key, data)? {
@@ -117,7 +132,7 @@ pub(crate) fn tree_put(
         }
     }
     let (i, exact) = if append && t.fixed == 0 {
-        match descend_last(pager, t, key, &mut path)? {
+        match descend_last(pager, t, key, path)? {
             Some(found) => found,
             None => {
                 free_new_overflow(pager, t, data)?;
@@ -125,27 +140,27 @@ pub(crate) fn tree_put(
             }
         }
     } else {
-        descend(&*pager, &t.rec, t.cmp, key, &mut path)?
+        descend(&*pager, &t.rec, t.cmp, key, path)?
     };
     if t.fixed > 0 {
         // LEAF2 trees hold keys only (the values of a DUPFIXED key).
         if exact {
             return Err(Error::KeyExist);
         }
-        touch_path(pager, t, &mut path)?;
+        touch_path(pager, t, path)?;
         let leaf = path.pg[path.leaf()];
         t.rec.entries += 1;
         if edit::insert_leaf2(pager.dirty.get_mut(&leaf).unwrap(), i, key) {
             pager.last_insert = (leaf, i);
             return Ok(());
         }
-        let rightmost = append || is_append(pager, &path, i, false)?;
+        let rightmost = append || is_append(pager, path, i, false)?;
         let seq = ascending(pager, leaf, i);
         let hint = Hint {
             rightmost,
             ascending: seq,
         };
-        return insert(pager, t, &path, path.leaf(), i, key, hint);
+        return insert(pager, t, path, path.leaf(), i, key, hint);
     }
     if exact {
         let n = pager.page(path.pg[path.leaf()])?.node(i)?;
@@ -158,7 +173,7 @@ pub(crate) fn tree_put(
             return Err(Error::Incompatible);
         }
     }
-    touch_path(pager, t, &mut path)?;
+    touch_path(pager, t, path)?;
     let leaf = path.pg[path.leaf()];
     if exact {
         let (old_fp, old_big, old_dsize, old_ov) = {
@@ -210,14 +225,14 @@ pub(crate) fn tree_put(
         }
         return Ok(());
     }
-    let rightmost = append || (!exact && is_append(pager, &path, i, false)?);
+    let rightmost = append || (!exact && is_append(pager, path, i, false)?);
     let seq = !exact && ascending(pager, leaf, i);
     let raw = encode_leaf(key, data);
     let hint = Hint {
         rightmost: rightmost || append,
         ascending: seq,
     };
-    insert(pager, t, &path, path.leaf(), i, &raw, hint)
+    insert(pager, t, path, path.leaf(), i, &raw, hint)
 }
 
 /// APPEND on the path the previous APPEND put left (no page moved since):
@@ -551,14 +566,7 @@ impl Value<'_> {
     }
 }
 
-/// Encode a leaf node.
-pub(crate) fn encode_leaf(key: &[u8], data: NodeData<'_>) -> Vec<u8> {
-    let mut b = vec![0u8; HDR + footprint(key.len(), data.stored()) + 2];
-    edit::init(&mut b, 0, P_LEAF);
-    edit::insert_leaf(&mut b, 0, key, data);
-    let p = Page::new(&b).unwrap();
-    p.node(0).unwrap().raw().to_vec()
-}
+pub(crate) use crate::format::page::encode_leaf;
 
 /// Index at which to split `nodes` into two pages of capacity `cap`, as
 /// balanced by bytes as possible. For branch pages the first node of the

@@ -7,31 +7,7 @@ use crate::format::meta::DbRecord;
 use crate::format::page::{search, Node, Page, F_BIGDATA, F_DUPDATA, P_INVALID};
 use crate::pager::PageRead;
 
-/// Deepest tree a cursor can walk (LMDB's CURSOR_STACK).
-pub const MAX_DEPTH: usize = 32;
-
-/// Pages and node indices from the root (level 0) down to a leaf.
-#[derive(Clone, Copy)]
-pub(crate) struct Path {
-    pub(crate) pg: [u64; MAX_DEPTH],
-    pub(crate) ix: [usize; MAX_DEPTH],
-    pub(crate) len: usize,
-}
-
-impl Path {
-    pub(crate) const fn new() -> Path {
-        Path {
-            pg: [0; MAX_DEPTH],
-            ix: [0; MAX_DEPTH],
-            len: 0,
-        }
-    }
-    /// Level of the leaf (0 for an empty path, whose page 0 reads as
-    /// `PageNotFound`, never a panic).
-    pub(crate) fn leaf(&self) -> usize {
-        self.len.saturating_sub(1)
-    }
-}
+pub(crate) use crate::pager::{Path, MAX_DEPTH};
 
 /// Walk from the root to the leaf that holds (or would hold) `key`.
 /// Returns the leaf index and whether the key matched exactly.

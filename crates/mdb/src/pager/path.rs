@@ -1,0 +1,30 @@
+//! A root-to-leaf walk: the page numbers and node indices a descent took.
+//! Plain data the tree layer fills; it lives here so that a write
+//! transaction's pager can keep one for every put instead of zeroing a new
+//! one (520 bytes) each time.
+
+/// Deepest tree a cursor can walk (LMDB's CURSOR_STACK).
+pub const MAX_DEPTH: usize = 32;
+
+/// Pages and node indices from the root (level 0) down to a leaf.
+#[derive(Clone, Copy)]
+pub(crate) struct Path {
+    pub(crate) pg: [u64; MAX_DEPTH],
+    pub(crate) ix: [usize; MAX_DEPTH],
+    pub(crate) len: usize,
+}
+
+impl Path {
+    pub(crate) const fn new() -> Path {
+        Path {
+            pg: [0; MAX_DEPTH],
+            ix: [0; MAX_DEPTH],
+            len: 0,
+        }
+    }
+    /// Level of the leaf (0 for an empty path, whose page 0 reads as
+    /// `PageNotFound`, never a panic).
+    pub(crate) fn leaf(&self) -> usize {
+        self.len.saturating_sub(1)
+    }
+}
