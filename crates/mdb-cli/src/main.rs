@@ -12,6 +12,7 @@
 //!   `mdb_copy` or `mdb_drop` (busybox style), the binary is that tool, and
 //!   uses `argv[0]` as given in its messages, exactly as LMDB's tools do.
 
+mod cmd_backup;
 mod cmd_check;
 mod cmd_checkpoint;
 mod cmd_copy;
@@ -40,6 +41,8 @@ enum Tool {
     Check,
     Checkpoint,
     Readers,
+    Backup,
+    Restore,
 }
 
 impl Tool {
@@ -53,6 +56,8 @@ impl Tool {
             b"check" => Some(Tool::Check),
             b"checkpoint" => Some(Tool::Checkpoint),
             b"readers" => Some(Tool::Readers),
+            b"backup" => Some(Tool::Backup),
+            b"restore" => Some(Tool::Restore),
             _ => None,
         }
     }
@@ -80,6 +85,8 @@ impl Tool {
             Tool::Check => b"mdb check",
             Tool::Checkpoint => b"mdb checkpoint",
             Tool::Readers => b"mdb readers",
+            Tool::Backup => b"mdb backup",
+            Tool::Restore => b"mdb restore",
         }
     }
 
@@ -93,6 +100,8 @@ impl Tool {
             Tool::Check => cmd_check::run(inv, args),
             Tool::Checkpoint => cmd_checkpoint::run(inv, args),
             Tool::Readers => cmd_readers::run(inv, args),
+            Tool::Backup => cmd_backup::run_backup(inv, args),
+            Tool::Restore => cmd_backup::run_restore(inv, args),
         }
     }
 }
@@ -217,6 +226,8 @@ Commands:
   checkpoint
            write-ahead-log mode: roll the log forward, sync the data file,
            recycle the log
+  backup   hot full or incremental backup into a directory; --verify checks one
+  restore  rebuild an environment from a backup directory, at any backup
   demo     load and read back a million keys in a temporary directory
 
   mdb <command> --help   options of one command

@@ -188,7 +188,7 @@ impl Env {
 
     /// Start the copy's read transaction and take both meta pages as of its
     /// snapshot.
-    fn copy_snapshot(&self) -> Result<CopySnapshot<'_>> {
+    pub(crate) fn copy_snapshot(&self) -> Result<CopySnapshot<'_>> {
         let ps = self.psize;
         let mut txn = self.read_txn()?;
         let mut metas = vec![0u8; 2 * ps];
@@ -355,15 +355,15 @@ impl Env {
 }
 
 /// The copy's snapshot: the read transaction that pins it, and its metas.
-struct CopySnapshot<'e> {
+pub(crate) struct CopySnapshot<'e> {
     _txn: crate::RoTxn<'e>,
     /// Pages 0 and 1 as they were when the snapshot was taken.
-    metas: Vec<u8>,
+    pub(crate) metas: Vec<u8>,
     /// The snapshot's own meta.
-    meta: Meta,
+    pub(crate) meta: Meta,
     /// Length of the data file when the snapshot was taken: every page of
     /// the snapshot lies within it.
-    file_len: u64,
+    pub(crate) file_len: u64,
 }
 
 impl CopySnapshot<'_> {

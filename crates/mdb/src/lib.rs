@@ -14,6 +14,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod backup;
 pub mod check;
 mod checkpointer;
 mod copy;
@@ -40,6 +41,10 @@ pub const VERSION_STRING: &str = concat!(
     " (LMDB 0.9.24 compatible)"
 );
 
+pub use backup::{
+    restore, verify, BackupEntry, BackupError, BackupKind, BackupProgress, BackupResult, Manifest,
+    RestorePoint, RestoreReport, VerifyReport,
+};
 pub use copy::{CopyProgress, CopyStats, ProgressFn};
 pub use cursor::{Cursor, CursorOp, CursorState, Iter, Range};
 pub use db::{Database, Stat};

@@ -1053,7 +1053,9 @@ mod tests {
         }
         assert_eq!(
             d.used(),
-            (0..9).map(|j| s.node(j).unwrap().footprint() + 2).sum()
+            (0..9)
+                .map(|j| s.node(j).unwrap().footprint() + 2)
+                .sum::<usize>()
         );
         assert_eq!(before, dst);
     }

@@ -1,0 +1,103 @@
+//! `mdb backup` and `mdb restore` from the command line: a full then an
+//! incremental backup of an environment Debian's python3-lmdb writes, the
+//! chain verified (also as JSON), restored at each backup and read by
+//! Debian's `mdb_dump`; a damaged file named in the error.
+
+use std::path::Path;
+use std::process::Command;
+
+const OURS: &str = env!("CARGO_BIN_EXE_mdb");
+
+fn run(prog: &str, args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(prog).args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn python(dir: &Path, code: &str) {
+    assert!(
+        Path::new("/usr/bin/python3").exists(),
+        "needs Debian's python3-lmdb (apt-get install python3-lmdb)"
+    );
+    let script = format!(
+        "import lmdb\nenv = lmdb.open({:?}, map_size=1 << 30)\nwith env.begin(write=True) as t:\n{code}\n",
+        dir.to_str().unwrap()
+    );
+    let o = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn dump_count(dir: &Path, needle: &str) -> usize {
+    let (code, out, err) = run("/usr/bin/mdb_dump", &["-p", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    out.lines().filter(|l| l.contains(needle)).count()
+}
+
+#[test]
+fn backup_verify_restore_from_the_command_line() {
+    let t = tempfile::tempdir().unwrap();
+    let (src, dest) = (t.path().join("src"), t.path().join("dest"));
+    std::fs::create_dir(&src).unwrap();
+    python(
+        &src,
+        "    for i in range(20000): t.put(b'k%08d' % i, b'a' * 100)",
+    );
+    let (s, d) = (src.to_str().unwrap(), dest.to_str().unwrap());
+    let (code, out, err) = run(OURS, &["backup", s, d]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("full backup 0 of transaction 1"), "{out}");
+    python(
+        &src,
+        "    for i in range(0, 20000, 100): t.put(b'k%08d' % i, b'b' * 100)",
+    );
+    let (code, out, err) = run(OURS, &["backup", "--incremental", "--json", s, d]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("\"kind\":\"incremental\"") && out.contains("\"txnid\":2"),
+        "{out}"
+    );
+    let (code, out, _) = run(OURS, &["backup", "--verify", "--json", d]);
+    assert_eq!(
+        (code, out.trim()),
+        (0, "{\"ok\":true,\"backups\":2,\"bytes\":3360400}")
+    );
+
+    let (o1, o2) = (t.path().join("at1"), t.path().join("at2"));
+    let (code, out, err) = run(OURS, &["restore", "--to-txn", "1", d, o1.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("restored transaction 1"), "{out}");
+    let (code, _, err) = run(OURS, &["restore", d, o2.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(dump_count(&o1, "bbbbbbbbbb"), 0);
+    assert_eq!(dump_count(&o2, "bbbbbbbbbb"), 200);
+    assert_eq!(dump_count(&o2, " k0"), 20000);
+    // Into an environment that exists: refused.
+    let (code, _, err) = run(OURS, &["restore", d, o2.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("exists"), "{err}");
+
+    // A damaged file is named.
+    let incr = dest.join("000001-incr.pages");
+    let mut b = std::fs::read(&incr).unwrap();
+    b[5000] ^= 1;
+    std::fs::write(&incr, b).unwrap();
+    let (code, _, err) = run(OURS, &["backup", "--verify", d]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("000001-incr.pages") && err.contains("CRC32C"),
+        "{err}"
+    );
+    let (code, _, err) = run(OURS, &["restore", d, t.path().join("x").to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("000001-incr.pages"), "{err}");
+    // Usage errors.
+    assert_eq!(run(OURS, &["backup", s]).0, 1);
+    assert_eq!(run(OURS, &["restore", "--to-txn", "x", d, "y"]).0, 1);
+}

@@ -1,0 +1,157 @@
+//! The backup directory's manifest (`manifest.json`): the chain of full and
+//! incremental backups, each file's size and CRC32C, and the page hashes
+//! the next incremental backup compares against (`hashes.bin`).
+
+use super::BackupError;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Manifest format version.
+pub(super) const FORMAT: u32 = 1;
+/// The manifest's file name in a backup directory.
+pub(super) const MANIFEST: &str = "manifest.json";
+/// Page hashes of the newest backup's state (little-endian u64 per page).
+pub(super) const HASHES: &str = "hashes.bin";
+
+/// What a backup directory holds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Manifest {
+    /// Manifest format (1).
+    pub format: u32,
+    /// Page size of the backed-up environment.
+    pub page_size: u32,
+    /// The backups, oldest first.
+    pub backups: Vec<BackupEntry>,
+    /// CRC32C of `hashes.bin`.
+    pub hashes_crc32c: u32,
+}
+
+/// Whether a backup holds the whole file or the pages changed since the
+/// one before.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BackupKind {
+    /// A plain LMDB data file of the snapshot.
+    Full,
+    /// The pages that differ from the previous backup, and the meta pages.
+    Incremental,
+}
+
+/// One backup of the chain.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BackupEntry {
+    /// Position in the chain (0, 1, ...).
+    pub seq: u64,
+    /// Full or incremental.
+    pub kind: BackupKind,
+    /// The transaction the backup is a snapshot of.
+    pub txnid: u64,
+    /// File name in the backup directory.
+    pub file: String,
+    /// Its length in bytes.
+    pub bytes: u64,
+    /// CRC32C of the whole file.
+    pub crc32c: u32,
+    /// Pages of the data file at this snapshot (`last_pgno + 1`).
+    pub pages: u64,
+    /// Pages the file carries (all for a full backup).
+    pub pages_written: u64,
+    /// Seconds since the Unix epoch when the backup was taken.
+    pub created: u64,
+    /// The source was in write-ahead-log mode (the snapshot is of a
+    /// durable, published commit either way).
+    pub wal: bool,
+}
+
+impl Manifest {
+    /// Parse a manifest's JSON text (its format and chain unchecked).
+    pub fn from_json(text: &str) -> Result<Manifest, String> {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// The manifest as JSON text, as `manifest.json` holds it.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a manifest serialises")
+    }
+
+    /// Read `dir/manifest.json`; `Ok(None)` if there is none.
+    pub(super) fn load(dir: &Path) -> Result<Option<Manifest>, BackupError> {
+        let path = dir.join(MANIFEST);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(BackupError::io(&path, e)),
+        };
+        let m: Manifest = serde_json::from_str(&text)
+            .map_err(|e| BackupError::bad(&path, format!("not a backup manifest: {e}")))?;
+        if m.format != FORMAT {
+            return Err(BackupError::bad(
+                &path,
+                format!("manifest format {} (this version reads {FORMAT})", m.format),
+            ));
+        }
+        m.check_chain(&path)?;
+        Ok(Some(m))
+    }
+
+    /// Write the manifest atomically (a new file renamed over the old).
+    pub(super) fn save(&self, dir: &Path) -> Result<(), BackupError> {
+        let path = dir.join(MANIFEST);
+        let tmp = dir.join(format!("{MANIFEST}.tmp"));
+        write_synced(&tmp, self.to_json().as_bytes())?;
+        std::fs::rename(&tmp, &path).map_err(|e| BackupError::io(&path, e))?;
+        sync_dir(dir)
+    }
+
+    /// The chain's shape: numbered in order, starting with a full backup,
+    /// transactions never going back.
+    fn check_chain(&self, path: &Path) -> Result<(), BackupError> {
+        for (i, b) in self.backups.iter().enumerate() {
+            if b.seq != i as u64 {
+                return Err(BackupError::bad(
+                    path,
+                    format!("backup {i} is numbered {}: the chain has a gap", b.seq),
+                ));
+            }
+            if i == 0 && b.kind != BackupKind::Full {
+                return Err(BackupError::bad(
+                    path,
+                    "the chain does not start with a full backup",
+                ));
+            }
+            if b.file.contains('/') || b.file.starts_with('.') {
+                return Err(BackupError::bad(
+                    path,
+                    format!("bad file name {:?}", b.file),
+                ));
+            }
+            if i > 0 && b.txnid < self.backups[i - 1].txnid {
+                return Err(BackupError::bad(
+                    path,
+                    format!("backup {i} (txn {}) is older than the one before", b.txnid),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Path of backup `b`'s file in `dir`.
+    pub(super) fn file(dir: &Path, b: &BackupEntry) -> PathBuf {
+        dir.join(&b.file)
+    }
+}
+
+/// Write `bytes` to `path` and sync it.
+pub(super) fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), BackupError> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).map_err(|e| BackupError::io(path, e))?;
+    f.write_all(bytes).map_err(|e| BackupError::io(path, e))?;
+    f.sync_all().map_err(|e| BackupError::io(path, e))
+}
+
+/// Make a rename or a new file in `dir` durable.
+pub(super) fn sync_dir(dir: &Path) -> Result<(), BackupError> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| BackupError::io(dir, e))
+}
