@@ -42,8 +42,8 @@ pub const VERSION_STRING: &str = concat!(
 );
 
 pub use backup::{
-    restore, verify, BackupEntry, BackupError, BackupKind, BackupProgress, BackupResult, Manifest,
-    RestorePoint, RestoreReport, VerifyReport,
+    restore, verify, BackupEntry, BackupError, BackupKind, BackupProgress, BackupResult,
+    LogArchive, Manifest, RestorePoint, RestoreReport, VerifyReport,
 };
 pub use copy::{CopyProgress, CopyStats, ProgressFn};
 pub use cursor::{Cursor, CursorOp, CursorState, Iter, Range};

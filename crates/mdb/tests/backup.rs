@@ -29,6 +29,11 @@ fn contents<T: Txn>(t: &T) -> Model {
 }
 
 fn restore_and_read(dest: &Path, point: RestorePoint) -> (Model, u64) {
+    restore_checked(dest, point)
+}
+
+/// Restore `point` into a new directory, check the file, and read it.
+fn restore_checked(dest: &Path, point: RestorePoint) -> (Model, u64) {
     let out = tempfile::tempdir().unwrap();
     let r = mdb::restore(dest, out.path(), point, None).unwrap();
     let rep = mdb::check::check_file(&out.path().join("data.mdb")).unwrap();
@@ -40,8 +45,10 @@ fn restore_and_read(dest: &Path, point: RestorePoint) -> (Model, u64) {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let env = EnvOptions::new().open(out.path()).unwrap();
-    let m = contents(&env.read_txn().unwrap());
-    (m, r.entry.txnid)
+    let r2 = env.read_txn().unwrap();
+    assert_eq!(r2.id(), r.txnid);
+    let m = contents(&r2);
+    (m, r.txnid)
 }
 
 #[test]
@@ -52,7 +59,12 @@ fn backups_taken_while_writing_restore_every_point() {
         let dest = tempfile::tempdir().unwrap();
         let mut o = EnvOptions::new();
         if wal {
-            o.wal(WalOptions::default());
+            // Small segments, so that checkpoints recycle some: the
+            // backup chain's hold must keep what it has not archived.
+            let mut w = WalOptions::default();
+            w.segment_size = 64 << 10;
+            w.checkpointer = false;
+            o.wal(w);
         }
         let env = Arc::new(o.open(src.path()).unwrap());
         let models: Arc<Mutex<BTreeMap<u64, Model>>> = Arc::default();
@@ -111,6 +123,9 @@ fn backups_taken_while_writing_restore_every_point() {
         let mut entries = Vec::new();
         for i in 0..6 {
             std::thread::sleep(Duration::from_millis(40));
+            if wal {
+                env.checkpoint().unwrap();
+            }
             // A second full backup in the middle of the chain.
             let incremental = i != 0 && i != 3;
             let e = env.backup(dest.path(), incremental, None).unwrap();
@@ -146,6 +161,51 @@ fn backups_taken_while_writing_restore_every_point() {
         let (m, t) = restore_and_read(dest.path(), RestorePoint::Newest);
         assert_eq!(t, entries.last().unwrap().txnid);
         assert!(m == models[&t]);
+        if wal {
+            // Every transaction between the first and the last backup, by
+            // the archived log (a sample of them).
+            let (lo, hi) = (entries[0].txnid, entries.last().unwrap().txnid);
+            assert!(entries[1..].iter().all(|e| e.log.is_some()), "{entries:?}");
+            let step = ((hi - lo) / 40).max(1);
+            for t in (lo..=hi).step_by(step as usize).chain([hi - 1, lo + 1]) {
+                let (m, got) = restore_and_read(dest.path(), RestorePoint::Txn(t));
+                assert_eq!(got, t, "restored to the transaction asked for");
+                assert!(m == models[&t], "transaction {t} differs");
+            }
+        }
+        if wal {
+            // Without the hold, checkpoints recycle what no backup has
+            // archived: the next backup has no log archive, and a restore
+            // inside that stretch gives the backup before it.
+            let hold = src.path().join("wal/archive-hold");
+            assert!(hold.exists());
+            std::fs::remove_file(&hold).unwrap();
+            let last = entries.last().unwrap().txnid;
+            for _ in 0..300 {
+                let mut w = env.write_txn().unwrap();
+                w.put(Database::MAIN, b"k00000", &[9; 300], WriteFlags::EMPTY)
+                    .unwrap();
+                w.commit().unwrap();
+            }
+            env.checkpoint().unwrap();
+            let e = env.backup(dest.path(), true, None).unwrap();
+            assert!(e.log.is_none(), "{e:?}");
+            let (_, t) = restore_and_read(dest.path(), RestorePoint::Txn(last + 5));
+            assert_eq!(t, last);
+            // A damaged log archive is named.
+            let l = entries[2].log.as_ref().unwrap();
+            let f = dest.path().join(&l.file);
+            let mut b = std::fs::read(&f).unwrap();
+            b[100] ^= 1;
+            std::fs::write(&f, b).unwrap();
+            let err = mdb::verify(dest.path()).unwrap_err();
+            assert_eq!(err.path.as_deref(), Some(f.as_path()), "{err}");
+            let out = tempfile::tempdir().unwrap();
+            let p = RestorePoint::Txn(l.first_txnid + 1);
+            let err = mdb::restore(dest.path(), out.path(), p, None).unwrap_err();
+            assert_eq!(err.path.as_deref(), Some(f.as_path()), "{err}");
+            continue;
+        }
         let (_, t) = restore_and_read(dest.path(), RestorePoint::Time(entries[0].created));
         assert!(t >= entries[0].txnid);
         let out = tempfile::tempdir().unwrap();

@@ -61,6 +61,10 @@ pub struct BackupEntry {
     /// The source was in write-ahead-log mode (the snapshot is of a
     /// durable, published commit either way).
     pub wal: bool,
+    /// The log records since the previous backup, archived (write-ahead-
+    /// log mode): a restore reaches every transaction in between.
+    #[serde(default)]
+    pub log: Option<super::log::LogArchive>,
 }
 
 impl Manifest {
@@ -119,7 +123,11 @@ impl Manifest {
                     "the chain does not start with a full backup",
                 ));
             }
-            if b.file.contains('/') || b.file.starts_with('.') {
+            let log_name = b.log.as_ref().map(|l| l.file.as_str()).unwrap_or("x");
+            if [b.file.as_str(), log_name]
+                .iter()
+                .any(|f| f.contains('/') || f.starts_with('.'))
+            {
                 return Err(BackupError::bad(
                     path,
                     format!("bad file name {:?}", b.file),

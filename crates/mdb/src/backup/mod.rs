@@ -10,9 +10,11 @@
 //! commit, and the copy is a plain LMDB 0.9 file). Restoring rebuilds a
 //! plain LMDB 0.9 environment at any backup of the chain.
 
+mod log;
 mod manifest;
 mod pages;
 
+pub use log::LogArchive;
 pub use manifest::{BackupEntry, BackupKind, Manifest};
 
 use crate::env::Env;
@@ -50,6 +52,10 @@ impl BackupError {
             path: Some(path.to_path_buf()),
             message: msg.into(),
         }
+    }
+    fn with_path(mut self, path: &Path) -> BackupError {
+        self.path = Some(path.to_path_buf());
+        self
     }
     fn usage(msg: impl Into<String>) -> BackupError {
         BackupError {
@@ -147,6 +153,16 @@ impl Env {
         let mut noop = |_: u64, _: u64| {};
         let progress = progress.unwrap_or(&mut noop);
         let ps = self.psize;
+        let wal_dir = crate::wal::mode::dir_for(
+            &self.path,
+            self.flags().contains(crate::EnvFlags::NO_SUB_DIR),
+        );
+        let wal_mode = wal_dir.is_dir();
+        if let Some(w) = &self.wal {
+            // Commits of relaxed durability this process sees must be in
+            // the log before the snapshot's records are archived.
+            w.flush()?;
+        }
         let snap = self.copy_snapshot()?;
         let m = snap.meta;
         let pages = m.last_pgno + 1;
@@ -256,6 +272,20 @@ impl Env {
         file.sync_all().map_err(|e| BackupError::io(&tmp, e))?;
         drop(file);
         std::fs::rename(&tmp, &path).map_err(|e| BackupError::io(&path, e))?;
+        let log = match (&base, wal_mode) {
+            (Some(b), true) => {
+                let prev = b.backups.last().map_or(0, |e| e.txnid);
+                log::archive(
+                    &wal_dir,
+                    prev,
+                    m.txnid,
+                    dest,
+                    &format!("{seq:06}-log.records"),
+                    ps,
+                )?
+            }
+            _ => None,
+        };
         let hb = hashes_bytes(&hashes);
         write_synced(&dest.join(HASHES), &hb)?;
         let entry = BackupEntry {
@@ -268,7 +298,8 @@ impl Env {
             pages,
             pages_written: written,
             created: now_secs(),
-            wal: self.wal.is_some(),
+            wal: wal_mode,
+            log,
         };
         let mut man = base.unwrap_or(Manifest {
             format: manifest::FORMAT,
@@ -280,6 +311,11 @@ impl Env {
         man.hashes_crc32c = crc32c::crc32c(&hb);
         man.save(dest)?;
         sync_dir(dest)?;
+        if wal_mode {
+            // Keep the log's records past this backup for the next one.
+            crate::wal::archive::set_hold(&wal_dir, m.txnid)
+                .map_err(|e| BackupError::from(e).with_path(&wal_dir))?;
+        }
         progress(total, total);
         Ok(entry)
     }
@@ -345,6 +381,23 @@ pub fn verify(dest: &Path) -> BackupResult<VerifyReport> {
             }
         }
         bytes += len;
+        if let Some(l) = &b.log {
+            let path = dest.join(&l.file);
+            let (crc, len) = file_crc(&path)?;
+            if len != l.bytes {
+                return Err(BackupError::bad(
+                    &path,
+                    format!("{len} bytes, the manifest says {} (truncated?)", l.bytes),
+                ));
+            }
+            if crc != l.crc32c {
+                return Err(BackupError::bad(
+                    &path,
+                    "CRC32C mismatch: the file is damaged",
+                ));
+            }
+            bytes += len;
+        }
     }
     let hashes = dest.join(HASHES);
     read_hashes(&hashes, man.hashes_crc32c)?;
@@ -367,6 +420,9 @@ fn read_header(path: &Path) -> BackupResult<IncrHeader> {
 pub struct RestoreReport {
     /// The backup restored (the last one applied).
     pub entry: BackupEntry,
+    /// The transaction the environment now holds: the backup's, or past
+    /// it through archived log records.
+    pub txnid: u64,
     /// Backup files applied, the full one first.
     pub applied: usize,
     /// Bytes of the restored data file.
@@ -375,7 +431,9 @@ pub struct RestoreReport {
 
 /// Rebuild a plain LMDB 0.9 environment in directory `out` (created if
 /// needed; `out/data.mdb` must not exist) from the backups in `dest`, at
-/// `point`. Every file used is checked against the manifest first, so a
+/// `point`: the backup itself, or with [`RestorePoint::Txn`] in a chain
+/// of a write-ahead-log environment, exactly that transaction (the next
+/// backup's archived log records replayed onto the one before). Every file used is checked against the manifest first, so a
 /// damaged chain gives an error naming the file, never a shorter restore.
 pub fn restore(
     dest: &Path,
@@ -404,6 +462,27 @@ pub fn restore(
         .rposition(|b| b.kind == BackupKind::Full)
         .ok_or_else(|| BackupError::bad(&dest.join(manifest::MANIFEST), "no full backup"))?;
     let chain = &man.backups[first..=last];
+    // Past the backup, up to the transaction asked for: the records the
+    // next backup archived (write-ahead-log mode).
+    let replay = match point {
+        RestorePoint::Txn(t) if t > man.backups[last].txnid => man
+            .backups
+            .get(last + 1)
+            .and_then(|q| q.log.as_ref())
+            .filter(|l| l.first_txnid == man.backups[last].txnid + 1 && l.last_txnid >= t)
+            .map(|l| (l, t)),
+        _ => None,
+    };
+    if let Some((l, _)) = replay {
+        let path = dest.join(&l.file);
+        let (crc, len) = file_crc(&path)?;
+        if len != l.bytes || crc != l.crc32c {
+            return Err(BackupError::bad(
+                &path,
+                "does not match the manifest (size or CRC32C): damaged or truncated",
+            ));
+        }
+    }
     for b in chain {
         let path = Manifest::file(dest, b);
         let (crc, len) = file_crc(&path)?;
@@ -474,6 +553,10 @@ pub fn restore(
         done += b.bytes;
         progress(done, total);
     }
+    let mut txnid = chain[chain.len() - 1].txnid;
+    if let Some((l, t)) = replay {
+        txnid = log::replay(&dest.join(&l.file), l, &f, ps, t)?;
+    }
     f.sync_all().map_err(|e| BackupError::io(&tmp, e))?;
     let bytes = f.metadata().map_err(|e| BackupError::io(&tmp, e))?.len();
     drop(f);
@@ -481,7 +564,8 @@ pub fn restore(
     sync_dir(out)?;
     Ok(RestoreReport {
         entry: chain[chain.len() - 1].clone(),
-        applied: chain.len(),
+        txnid,
+        applied: chain.len() + replay.is_some() as usize,
         bytes,
     })
 }

@@ -17,6 +17,7 @@
 //! `IoOp::Checkpoint*`). This layer sits beside `io`, below the engine:
 //! it knows bytes and files, not pages or transactions.
 
+pub(crate) mod archive;
 pub(crate) mod checkpoint;
 pub(crate) mod log;
 pub(crate) mod mode;

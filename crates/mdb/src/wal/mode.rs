@@ -410,7 +410,10 @@ impl Wal {
             return Ok(());
         }
         inner.checkpoint_at(meta)?;
-        inner.log.release_through(meta.txnid)?;
+        // A backup chain may hold the log: its records past the newest
+        // backup stay until the next one archives them.
+        let keep = super::archive::hold(&self.dir).map_or(meta.txnid, |h| h.min(meta.txnid));
+        inner.log.release_through(keep)?;
         // The next segment is made ready here, off the commit path.
         inner.log.prepare_next()
     }

@@ -93,7 +93,7 @@ pub(crate) fn path(dir: &Path, seq: u64) -> PathBuf {
 }
 
 /// The sequence number a segment file name stands for.
-fn parse_name(name: &str) -> Option<u64> {
+pub(crate) fn parse_name(name: &str) -> Option<u64> {
     let hex = name.strip_suffix(".wal")?;
     if hex.len() != 16 || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
         return None;
