@@ -9,10 +9,11 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 const BACKUP_SYNOPSIS: &str =
-    "[-V] [-n] [--incremental] [--json] dbpath dest | --verify [--json] dest";
+    "[-V] [-n] [--incremental | --continuous [--interval MS] [--for S]] [--json] dbpath dest | --verify [--json] dest";
 
 const BACKUP_HELP: &str = "\
 Usage: mdb backup [-V] [-n] [--incremental] [--json] dbpath dest
+       mdb backup [-V] [-n] --continuous [--interval MS] [--for S] [--json] dbpath dest
        mdb backup --verify [--json] dest
 
 Back up a live environment into the directory dest while other processes
@@ -22,7 +23,14 @@ keep reading and writing it. The first backup in dest (or any without
 are stored (found by page hashes, since LMDB pages carry no transaction
 id), so a small change costs a small backup. dest/manifest.json lists the
 chain: kind, transaction, file, size, CRC32C and time of every backup.
-Environments in write-ahead-log mode are backed up the same way.
+Environments in write-ahead-log mode are backed up the same way; each
+backup then also archives the log records since the previous one, so that
+a restore reaches any transaction in between, and holds the log (the file
+wal/archive-hold; delete it to stop) until the next backup has them.
+
+--continuous (write-ahead-log mode) takes a full backup if dest has none,
+then archives the log every MS milliseconds (default 1000) as it grows,
+each time the records committed since, until stopped (or for S seconds).
 
 --verify checks a chain end to end without restoring it: the manifest, the
 order of the chain, and every file's size, CRC32C and header; the first
@@ -32,6 +40,9 @@ Options:
   -V              print the version and exit
   -n              dbpath is the data file itself, not a directory (MDB_NOSUBDIR)
   --incremental   store only the pages changed since the newest backup in dest
+  --continuous    archive the log as it grows (write-ahead-log mode)
+  --interval MS   with --continuous: milliseconds between archives (1000)
+  --for S         with --continuous: stop after S seconds
   --verify        check the backup chain in dest instead of backing up
   --json          print the result as JSON (for scripts)
 
@@ -155,7 +166,15 @@ pub(crate) fn run_backup(inv: &Invocation, args: Vec<OsString>) -> i32 {
     let o = match parse(
         prog,
         args,
-        &["-n", "incremental", "verify", "json"],
+        &[
+            "-n",
+            "incremental",
+            "verify",
+            "json",
+            "continuous",
+            "interval=",
+            "for=",
+        ],
         BACKUP_SYNOPSIS,
         BACKUP_HELP,
     ) {
@@ -219,6 +238,9 @@ pub(crate) fn run_backup(inv: &Invocation, args: Vec<OsString>) -> i32 {
         }
     };
     let dest = PathBuf::from(&o.operands[1]);
+    if o.has("continuous") {
+        return continuous(prog, &env, &dest, &o, json);
+    }
     let mut bar = Progress::new("backup", 0, Unit::Bytes);
     let mut cb = |done: u64, total: u64| {
         bar.set_total(total);
@@ -232,11 +254,8 @@ pub(crate) fn run_backup(inv: &Invocation, args: Vec<OsString>) -> i32 {
                 println!("{}", entry_json(&b));
             } else {
                 println!(
-                    "{} backup {} of transaction {}: {} ({} of {} pages, {} bytes)",
-                    match b.kind {
-                        mdb::BackupKind::Full => "full",
-                        mdb::BackupKind::Incremental => "incremental",
-                    },
+                    "{} {} of transaction {}: {} ({} of {} pages, {} bytes)",
+                    kind_name(b.kind),
                     b.seq,
                     b.txnid,
                     dest.join(&b.file).display(),
@@ -248,6 +267,63 @@ pub(crate) fn run_backup(inv: &Invocation, args: Vec<OsString>) -> i32 {
             0
         }
         Err(e) => fail(prog, &e),
+    }
+}
+
+/// `mdb backup --continuous`: a full backup if `dest` has no chain, then
+/// the log archived every interval.
+fn continuous(prog: &[u8], env: &mdb::Env, dest: &std::path::Path, o: &Opts, json: bool) -> i32 {
+    let num = |name: &str, dflt: u64| -> Option<u64> {
+        match o.value(name) {
+            None => Some(dflt),
+            Some(v) => v.parse().ok(),
+        }
+    };
+    let (Some(interval), Some(limit)) = (num("interval", 1000), num("for", u64::MAX)) else {
+        usage(prog, BACKUP_SYNOPSIS);
+        return 1;
+    };
+    let report = |b: &BackupEntry| {
+        if json {
+            println!("{}", entry_json(b));
+        } else {
+            println!(
+                "{} {} of transaction {}: {}",
+                kind_name(b.kind),
+                b.seq,
+                b.txnid,
+                b.file
+            );
+        }
+    };
+    if !dest.join("manifest.json").exists() {
+        match env.backup(dest, false, None) {
+            Ok(b) => report(&b),
+            Err(e) => return fail(prog, &e),
+        }
+    }
+    let start = std::time::Instant::now();
+    loop {
+        let left = limit
+            .saturating_mul(1000)
+            .saturating_sub(start.elapsed().as_millis() as u64);
+        std::thread::sleep(std::time::Duration::from_millis(interval.min(left)));
+        match env.archive_log(dest) {
+            Ok(Some(b)) => report(&b),
+            Ok(None) => {}
+            Err(e) => return fail(prog, &e),
+        }
+        if start.elapsed().as_secs() >= limit {
+            return 0;
+        }
+    }
+}
+
+fn kind_name(k: mdb::BackupKind) -> &'static str {
+    match k {
+        mdb::BackupKind::Full => "full backup",
+        mdb::BackupKind::Incremental => "incremental backup",
+        mdb::BackupKind::Log => "log archive",
     }
 }
 
@@ -304,7 +380,7 @@ pub(crate) fn run_restore(inv: &Invocation, args: Vec<OsString>) -> i32 {
             if o.has("json") {
                 println!(
                     "{{\"txnid\":{},\"applied\":{},\"bytes\":{},\"seconds\":{secs:.3},\"backup\":{}}}",
-                    r.entry.txnid,
+                    r.txnid,
                     r.applied,
                     r.bytes,
                     entry_json(&r.entry)
@@ -312,7 +388,7 @@ pub(crate) fn run_restore(inv: &Invocation, args: Vec<OsString>) -> i32 {
             } else {
                 println!(
                     "restored transaction {} into {} ({} backup files, {} bytes)",
-                    r.entry.txnid,
+                    r.txnid,
                     out.join("data.mdb").display(),
                     r.applied,
                     r.bytes

@@ -101,3 +101,89 @@ fn backup_verify_restore_from_the_command_line() {
     assert_eq!(run(OURS, &["backup", s]).0, 1);
     assert_eq!(run(OURS, &["restore", "--to-txn", "x", d, "y"]).0, 1);
 }
+
+/// `--continuous` on an environment in write-ahead-log mode that this
+/// process keeps committing to: a full backup, then log archives; the
+/// newest restore holds every commit up to the last archived one.
+#[test]
+fn continuous_archiving_follows_the_log() {
+    use mdb::{Database, EnvOptions, Txn, WalOptions, WriteFlags};
+    let t = tempfile::tempdir().unwrap();
+    let (src, dest) = (t.path().join("src"), t.path().join("dest"));
+    std::fs::create_dir(&src).unwrap();
+    let env = std::sync::Arc::new(
+        EnvOptions::new()
+            .wal(WalOptions::default())
+            .open(&src)
+            .unwrap(),
+    );
+    let put = |env: &mdb::Env| {
+        let mut w = env.write_txn().unwrap();
+        let id = w.id();
+        w.put(Database::MAIN, &id.to_be_bytes(), b"v", WriteFlags::EMPTY)
+            .unwrap();
+        w.commit().unwrap();
+    };
+    put(&env);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = std::thread::spawn({
+        let (env, stop) = (env.clone(), stop.clone());
+        move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                put(&env);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
+    });
+    let (s, d) = (src.to_str().unwrap(), dest.to_str().unwrap());
+    let (code, out, err) = run(
+        OURS,
+        &[
+            "backup",
+            "--continuous",
+            "--interval",
+            "200",
+            "--for",
+            "2",
+            s,
+            d,
+        ],
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("full backup 0"), "{out}");
+    assert!(
+        lines.len() >= 4 && lines[1..].iter().all(|l| l.starts_with("log archive")),
+        "{out}"
+    );
+    assert_eq!(run(OURS, &["backup", "--verify", d]).0, 0);
+    let o = t.path().join("out");
+    let (code, out, err) = run(OURS, &["restore", d, o.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let last: u64 = lines
+        .last()
+        .unwrap()
+        .split_whitespace()
+        .nth(5)
+        .unwrap()
+        .trim_end_matches(':')
+        .parse()
+        .unwrap();
+    assert!(
+        out.starts_with(&format!("restored transaction {last} ")),
+        "{out}"
+    );
+    let r = EnvOptions::new().open(&o).unwrap();
+    let r = r.read_txn().unwrap();
+    assert_eq!(r.id(), last);
+    let keys: Vec<u64> = r
+        .cursor(Database::MAIN)
+        .unwrap()
+        .iter()
+        .map(|kv| u64::from_be_bytes(kv.unwrap().0.try_into().unwrap()))
+        .collect();
+    // One key per commit, from the first write transaction on.
+    assert_eq!(keys, (keys[0]..=last).collect::<Vec<_>>());
+}

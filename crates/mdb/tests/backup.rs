@@ -174,6 +174,51 @@ fn backups_taken_while_writing_restore_every_point() {
             }
         }
         if wal {
+            // Continuous archiving: log-only entries after the last backup
+            // reach every transaction since.
+            let mut models = models.clone();
+            // (The writer's commits after the last backup first.)
+            let caught_up = env.archive_log(dest.path()).unwrap();
+            assert_eq!(env.archive_log(dest.path()).unwrap(), None);
+            let from = entries.last().unwrap().txnid;
+            assert!(caught_up.is_none_or(|e| e.log.unwrap().first_txnid == from + 1));
+            let mut m = models[&env.read_txn().unwrap().id()].clone();
+            for round in 0..3u8 {
+                for i in 0..4u8 {
+                    let mut w = env.write_txn().unwrap();
+                    let (k, v) = (vec![b'z', round, i], vec![round; 500]);
+                    w.put(Database::MAIN, &k, &v, WriteFlags::EMPTY).unwrap();
+                    m.insert(k, v);
+                    let id = w.id();
+                    w.commit().unwrap();
+                    models.insert(id, m.clone());
+                }
+                env.checkpoint().unwrap();
+                let e = env.archive_log(dest.path()).unwrap().unwrap();
+                assert_eq!(e.kind, BackupKind::Log);
+            }
+            let to = env.read_txn().unwrap().id();
+            mdb::verify(dest.path()).unwrap();
+            for t in from..=to {
+                let (got, at) = restore_and_read(dest.path(), RestorePoint::Txn(t));
+                assert_eq!(at, t);
+                assert!(got == models[&t], "transaction {t}");
+            }
+            let (got, at) = restore_and_read(dest.path(), RestorePoint::Newest);
+            assert!(at == to && got == models[&to]);
+            // An incremental backup after log entries chains on.
+            let e = env.backup(dest.path(), true, None).unwrap();
+            assert_eq!(e.kind, BackupKind::Incremental);
+            let (got, _) = restore_and_read(dest.path(), RestorePoint::Newest);
+            assert!(got == models[&to]);
+            let entries: Vec<mdb::BackupEntry> = mdb::verify(dest.path())
+                .unwrap()
+                .manifest
+                .backups
+                .into_iter()
+                .filter(|b| b.kind != BackupKind::Log)
+                .collect();
+
             // Without the hold, checkpoints recycle what no backup has
             // archived: the next backup has no log archive, and a restore
             // inside that stretch gives the backup before it.

@@ -35,6 +35,9 @@ pub enum BackupKind {
     Full,
     /// The pages that differ from the previous backup, and the meta pages.
     Incremental,
+    /// Only the log records since the previous entry (write-ahead-log
+    /// mode, `Env::archive_log`, `mdb backup --continuous`).
+    Log,
 }
 
 /// One backup of the chain.

@@ -13,14 +13,16 @@
 mod log;
 mod manifest;
 mod pages;
+mod restore;
 
 pub use log::LogArchive;
 pub use manifest::{BackupEntry, BackupKind, Manifest};
+pub use restore::{restore, verify, RestoreReport, VerifyReport};
 
 use crate::env::Env;
 use crate::error::Error;
 use manifest::{sync_dir, write_synced, HASHES};
-use pages::{file_crc, hashes_bytes, page_hash, read_hashes, Crc, IncrHeader, HEADER};
+use pages::{hashes_bytes, page_hash, read_hashes, Crc, IncrHeader, HEADER};
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -163,6 +165,13 @@ impl Env {
             // the log before the snapshot's records are archived.
             w.flush()?;
         }
+        if wal_mode && crate::wal::archive::hold(&wal_dir).is_none() {
+            // Hold the log from before the snapshot on, so that no record
+            // the next backup needs is recycled meanwhile.
+            let now = self.newest_meta()?.txnid;
+            crate::wal::archive::set_hold(&wal_dir, now)
+                .map_err(|e| BackupError::from(e).with_path(&wal_dir))?;
+        }
         let snap = self.copy_snapshot()?;
         let m = snap.meta;
         let pages = m.last_pgno + 1;
@@ -193,9 +202,10 @@ impl Env {
         } else {
             BackupKind::Full
         };
-        let name = match kind {
-            BackupKind::Full => format!("{seq:06}-full.mdb"),
-            BackupKind::Incremental => format!("{seq:06}-incr.pages"),
+        let name = if prev_hashes.is_some() {
+            format!("{seq:06}-incr.pages")
+        } else {
+            format!("{seq:06}-full.mdb")
         };
         let path = dest.join(&name);
         let tmp = dest.join(format!(".{name}.tmp"));
@@ -321,6 +331,70 @@ impl Env {
     }
 }
 
+impl Env {
+    /// Write-ahead-log mode: archive into the backup chain in `dest` the
+    /// log records committed since its newest entry, as an entry of its
+    /// own ([`BackupKind::Log`]): restores reach those transactions too.
+    /// `Ok(None)` when nothing was committed since. An error if `dest`
+    /// holds no chain yet, or if the log no longer holds every record
+    /// since (take a backup then). `mdb backup --continuous` calls this in
+    /// a loop.
+    pub fn archive_log(&self, dest: &Path) -> BackupResult<Option<BackupEntry>> {
+        let man = Manifest::load(dest)?
+            .filter(|m| !m.backups.is_empty())
+            .ok_or_else(|| {
+                BackupError::usage(format!("{}: no backup to archive after", dest.display()))
+            })?;
+        let wal_dir = crate::wal::mode::dir_for(
+            &self.path,
+            self.flags().contains(crate::EnvFlags::NO_SUB_DIR),
+        );
+        if !wal_dir.is_dir() {
+            return Err(BackupError::usage(
+                "the environment is not in write-ahead-log mode: no log to archive",
+            ));
+        }
+        if let Some(w) = &self.wal {
+            w.flush()?;
+        }
+        let after = man.backups.last().map_or(0, |b| b.txnid);
+        let upto = self.newest_meta()?.txnid;
+        if upto <= after {
+            return Ok(None);
+        }
+        let seq = man.backups.len() as u64;
+        let name = format!("{seq:06}-log.records");
+        let l = log::archive(&wal_dir, after, upto, dest, &name, self.psize)?.ok_or_else(|| {
+            BackupError::bad(
+                &wal_dir,
+                format!(
+                    "the log no longer holds every record after transaction {after}: \
+                     take a backup"
+                ),
+            )
+        })?;
+        let entry = BackupEntry {
+            seq,
+            kind: BackupKind::Log,
+            txnid: upto,
+            file: l.file.clone(),
+            bytes: l.bytes,
+            crc32c: l.crc32c,
+            pages: 0,
+            pages_written: 0,
+            created: now_secs(),
+            wal: true,
+            log: Some(l),
+        };
+        let mut man = man;
+        man.backups.push(entry.clone());
+        man.save(dest)?;
+        crate::wal::archive::set_hold(&wal_dir, upto)
+            .map_err(|e| BackupError::from(e).with_path(&wal_dir))?;
+        Ok(Some(entry))
+    }
+}
+
 /// CRC32C of an open file from its start.
 fn file_crc_of(f: &std::fs::File, path: &Path) -> BackupResult<u32> {
     let mut f = f;
@@ -335,237 +409,4 @@ fn file_crc_of(f: &std::fs::File, path: &Path) -> BackupResult<u32> {
         }
         crc = crc32c::crc32c_append(crc, &buf[..n]);
     }
-}
-
-/// What [`verify`] found: the chain, every file present and matching the
-/// manifest.
-#[derive(Debug, Clone)]
-pub struct VerifyReport {
-    /// The manifest read.
-    pub manifest: Manifest,
-    /// Bytes of backup files read.
-    pub bytes: u64,
-}
-
-/// Check the backup chain in `dest` end to end without restoring it: the
-/// manifest, the chain's order, each file's presence, size and CRC32C, and
-/// each incremental file's header. The first problem is an error naming
-/// the file.
-pub fn verify(dest: &Path) -> BackupResult<VerifyReport> {
-    let man = Manifest::load(dest)?.ok_or_else(|| {
-        BackupError::bad(&dest.join(manifest::MANIFEST), "no backup manifest here")
-    })?;
-    let mut bytes = 0;
-    for b in &man.backups {
-        let path = Manifest::file(dest, b);
-        let (crc, len) = file_crc(&path)?;
-        if len != b.bytes {
-            return Err(BackupError::bad(
-                &path,
-                format!("{len} bytes, the manifest says {} (truncated?)", b.bytes),
-            ));
-        }
-        if crc != b.crc32c {
-            return Err(BackupError::bad(
-                &path,
-                "CRC32C mismatch: the file is damaged",
-            ));
-        }
-        if b.kind == BackupKind::Incremental {
-            let h = read_header(&path)?;
-            if h.txnid != b.txnid || h.pages != b.pages || h.page_size != man.page_size {
-                return Err(BackupError::bad(
-                    &path,
-                    "header disagrees with the manifest",
-                ));
-            }
-        }
-        bytes += len;
-        if let Some(l) = &b.log {
-            let path = dest.join(&l.file);
-            let (crc, len) = file_crc(&path)?;
-            if len != l.bytes {
-                return Err(BackupError::bad(
-                    &path,
-                    format!("{len} bytes, the manifest says {} (truncated?)", l.bytes),
-                ));
-            }
-            if crc != l.crc32c {
-                return Err(BackupError::bad(
-                    &path,
-                    "CRC32C mismatch: the file is damaged",
-                ));
-            }
-            bytes += len;
-        }
-    }
-    let hashes = dest.join(HASHES);
-    read_hashes(&hashes, man.hashes_crc32c)?;
-    Ok(VerifyReport {
-        manifest: man,
-        bytes,
-    })
-}
-
-fn read_header(path: &Path) -> BackupResult<IncrHeader> {
-    let mut f = std::fs::File::open(path).map_err(|e| BackupError::io(path, e))?;
-    let mut h = [0u8; HEADER];
-    f.read_exact(&mut h)
-        .map_err(|_| BackupError::bad(path, "shorter than its header"))?;
-    IncrHeader::decode(&h, path)
-}
-
-/// What [`restore`] rebuilt.
-#[derive(Debug, Clone)]
-pub struct RestoreReport {
-    /// The backup restored (the last one applied).
-    pub entry: BackupEntry,
-    /// The transaction the environment now holds: the backup's, or past
-    /// it through archived log records.
-    pub txnid: u64,
-    /// Backup files applied, the full one first.
-    pub applied: usize,
-    /// Bytes of the restored data file.
-    pub bytes: u64,
-}
-
-/// Rebuild a plain LMDB 0.9 environment in directory `out` (created if
-/// needed; `out/data.mdb` must not exist) from the backups in `dest`, at
-/// `point`: the backup itself, or with [`RestorePoint::Txn`] in a chain
-/// of a write-ahead-log environment, exactly that transaction (the next
-/// backup's archived log records replayed onto the one before). Every file used is checked against the manifest first, so a
-/// damaged chain gives an error naming the file, never a shorter restore.
-pub fn restore(
-    dest: &Path,
-    out: &Path,
-    point: RestorePoint,
-    progress: Option<BackupProgress<'_>>,
-) -> BackupResult<RestoreReport> {
-    let man = Manifest::load(dest)?.ok_or_else(|| {
-        BackupError::bad(&dest.join(manifest::MANIFEST), "no backup manifest here")
-    })?;
-    let last = match point {
-        RestorePoint::Newest => man.backups.len().checked_sub(1),
-        RestorePoint::Txn(t) => man.backups.iter().rposition(|b| b.txnid <= t),
-        RestorePoint::Time(s) => man.backups.iter().rposition(|b| b.created <= s),
-    }
-    .ok_or_else(|| {
-        let have: Vec<String> = man.backups.iter().map(|b| b.txnid.to_string()).collect();
-        BackupError::usage(format!(
-            "no backup in {} at or before {point:?} (transactions backed up: {})",
-            dest.display(),
-            have.join(", ")
-        ))
-    })?;
-    let first = man.backups[..=last]
-        .iter()
-        .rposition(|b| b.kind == BackupKind::Full)
-        .ok_or_else(|| BackupError::bad(&dest.join(manifest::MANIFEST), "no full backup"))?;
-    let chain = &man.backups[first..=last];
-    // Past the backup, up to the transaction asked for: the records the
-    // next backup archived (write-ahead-log mode).
-    let replay = match point {
-        RestorePoint::Txn(t) if t > man.backups[last].txnid => man
-            .backups
-            .get(last + 1)
-            .and_then(|q| q.log.as_ref())
-            .filter(|l| l.first_txnid == man.backups[last].txnid + 1 && l.last_txnid >= t)
-            .map(|l| (l, t)),
-        _ => None,
-    };
-    if let Some((l, _)) = replay {
-        let path = dest.join(&l.file);
-        let (crc, len) = file_crc(&path)?;
-        if len != l.bytes || crc != l.crc32c {
-            return Err(BackupError::bad(
-                &path,
-                "does not match the manifest (size or CRC32C): damaged or truncated",
-            ));
-        }
-    }
-    for b in chain {
-        let path = Manifest::file(dest, b);
-        let (crc, len) = file_crc(&path)?;
-        if len != b.bytes || crc != b.crc32c {
-            return Err(BackupError::bad(
-                &path,
-                "does not match the manifest (size or CRC32C): damaged or truncated",
-            ));
-        }
-    }
-    std::fs::create_dir_all(out).map_err(|e| BackupError::io(out, e))?;
-    let target = out.join("data.mdb");
-    let tmp = out.join(".data.mdb.restoring");
-    if target.exists() {
-        return Err(BackupError::usage(format!(
-            "{} exists: restore into an empty directory",
-            target.display()
-        )));
-    }
-    let mut noop = |_: u64, _: u64| {};
-    let progress = progress.unwrap_or(&mut noop);
-    let total: u64 = chain.iter().map(|b| b.bytes).sum();
-    let mut done = 0u64;
-    let ps = man.page_size as usize;
-    let base = Manifest::file(dest, &chain[0]);
-    std::fs::copy(&base, &tmp).map_err(|e| BackupError::io(&base, e))?;
-    done += chain[0].bytes;
-    progress(done, total);
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&tmp)
-        .map_err(|e| BackupError::io(&tmp, e))?;
-    for b in &chain[1..] {
-        let path = Manifest::file(dest, b);
-        let mut r = std::io::BufReader::with_capacity(
-            1 << 20,
-            std::fs::File::open(&path).map_err(|e| BackupError::io(&path, e))?,
-        );
-        let mut h = [0u8; HEADER];
-        r.read_exact(&mut h)
-            .map_err(|_| BackupError::bad(&path, "shorter than its header"))?;
-        let h = IncrHeader::decode(&h, &path)?;
-        if h.page_size as usize != ps || h.txnid != b.txnid || h.pages != b.pages {
-            return Err(BackupError::bad(
-                &path,
-                "header disagrees with the manifest",
-            ));
-        }
-        let short = |_| BackupError::bad(&path, "ends early");
-        let mut page = vec![0u8; 2 * ps];
-        r.read_exact(&mut page).map_err(short)?;
-        f.set_len(h.pages * ps as u64)
-            .map_err(|e| BackupError::io(&tmp, e))?;
-        f.write_all_at(&page, 0)
-            .map_err(|e| BackupError::io(&tmp, e))?;
-        page.truncate(ps);
-        for _ in 0..h.count {
-            let mut n = [0u8; 8];
-            r.read_exact(&mut n).map_err(short)?;
-            let pg = u64::from_le_bytes(n);
-            if pg < 2 || pg >= h.pages {
-                return Err(BackupError::bad(&path, format!("page {pg} out of range")));
-            }
-            r.read_exact(&mut page).map_err(short)?;
-            f.write_all_at(&page, pg * ps as u64)
-                .map_err(|e| BackupError::io(&tmp, e))?;
-        }
-        done += b.bytes;
-        progress(done, total);
-    }
-    let mut txnid = chain[chain.len() - 1].txnid;
-    if let Some((l, t)) = replay {
-        txnid = log::replay(&dest.join(&l.file), l, &f, ps, t)?;
-    }
-    f.sync_all().map_err(|e| BackupError::io(&tmp, e))?;
-    let bytes = f.metadata().map_err(|e| BackupError::io(&tmp, e))?.len();
-    drop(f);
-    std::fs::rename(&tmp, &target).map_err(|e| BackupError::io(&target, e))?;
-    sync_dir(out)?;
-    Ok(RestoreReport {
-        entry: chain[chain.len() - 1].clone(),
-        txnid,
-        applied: chain.len() + replay.is_some() as usize,
-        bytes,
-    })
 }
