@@ -20,6 +20,7 @@ mod checkpointer;
 mod copy;
 mod cursor;
 mod db;
+mod entries;
 mod env;
 pub mod error;
 pub mod format;
@@ -48,6 +49,7 @@ pub use backup::{
 pub use copy::{CopyProgress, CopyStats, ProgressFn};
 pub use cursor::{Cursor, CursorOp, CursorState, Iter, Range};
 pub use db::{Database, Stat};
+pub use entries::Entries;
 pub use env::{
     Env, EnvFlags, EnvInfo, EnvOptions, DEFAULT_CEILING, DEFAULT_MAPSIZE, DEFAULT_TXN_MEMORY,
     MAX_KEY_SIZE,

@@ -61,6 +61,36 @@ pub trait Txn: Snapshot + Sized {
         Cursor::new(self, db)
     }
 
+    /// The items of `db` whose keys lie in `range`, in order, from either
+    /// end (`rev()` for descending order). See [`crate::Entries`].
+    fn range<'r, R: std::ops::RangeBounds<&'r [u8]>>(
+        &self,
+        db: Database,
+        range: R,
+    ) -> Result<crate::Entries<'_, Self>> {
+        crate::Entries::new(self, db, range)
+    }
+
+    /// The items of `db` whose keys start with `prefix`, from either end
+    /// (databases in the default byte order; `Incompatible` otherwise).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// for k in ["user/1", "user/2", "users", "video/1"] {
+    ///     w.put(Database::MAIN, k.as_bytes(), b"", WriteFlags::EMPTY)?;
+    /// }
+    /// let last = w.prefix(Database::MAIN, b"user/")?.next_back().unwrap()?;
+    /// assert_eq!(last.0, b"user/2");
+    /// assert_eq!(w.prefix(Database::MAIN, b"user")?.count(), 3);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    fn prefix(&self, db: Database, prefix: &[u8]) -> Result<crate::Entries<'_, Self>> {
+        crate::Entries::prefix(self, db, prefix)
+    }
+
     /// Statistics of `db` in this snapshot.
     fn stat(&self, db: Database) -> Result<Stat> {
         Ok(Stat::from_record(self.env().psize, &self.db(db)?))

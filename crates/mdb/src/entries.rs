@@ -1,0 +1,221 @@
+//! Double-ended iteration over a key range (and a key prefix): two cursors,
+//! one from each end, that stop where they meet.
+
+use crate::cursor::Cursor;
+use crate::db::Database;
+use crate::error::{Error, Result};
+use crate::format::cmp::CmpFn;
+use crate::snapshot::Snapshot;
+use crate::tree::Item;
+use std::cmp::Ordering;
+use std::ops::{Bound, RangeBounds};
+
+/// The items of a key range of one database, in key order (every
+/// duplicate value of a DUPSORT database, in value order), from either end:
+/// `rev()` iterates backwards. Items borrow from the transaction.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// for k in [b"a", b"b", b"c", b"d", b"e"] {
+///     w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?;
+/// }
+/// w.commit()?;
+/// let r = env.read_txn()?;
+/// fn keys<'t>(it: impl Iterator<Item = mdb::Result<mdb::Item<'t>>>) -> Vec<&'t [u8]> {
+///     it.map(|kv| kv.unwrap().0).collect()
+/// }
+/// assert_eq!(keys(r.range(Database::MAIN, &b"b"[..]..&b"d"[..])?), [b"b", b"c"]);
+/// assert_eq!(keys(r.range(Database::MAIN, &b"b"[..]..)?.rev()), [b"e", b"d", b"c", b"b"]);
+/// let mut both = r.range(Database::MAIN, ..)?;
+/// assert_eq!(both.next().unwrap()?.0, b"a");
+/// assert_eq!(both.next_back().unwrap()?.0, b"e");
+/// assert_eq!(both.count(), 3);
+/// # Ok::<(), mdb::Error>(())
+/// ```
+pub struct Entries<'t, T: Snapshot> {
+    front: Cursor<'t, T>,
+    back: Cursor<'t, T>,
+    start: Bound<Vec<u8>>,
+    end: Bound<Vec<u8>>,
+    /// The last item each end gave (`None`: not started).
+    front_at: Option<Item<'t>>,
+    back_at: Option<Item<'t>>,
+    kcmp: CmpFn,
+    dcmp: Option<CmpFn>,
+    done: bool,
+}
+
+fn owned(b: Bound<&&[u8]>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl<'t, T: Snapshot> Entries<'t, T> {
+    pub(crate) fn new<'r, R: RangeBounds<&'r [u8]>>(
+        txn: &'t T,
+        db: Database,
+        range: R,
+    ) -> Result<Entries<'t, T>> {
+        let rec = txn.db(db)?;
+        let (kcmp, dcmp) = txn.env().comparators(db, rec.flags);
+        Ok(Entries {
+            front: Cursor::new(txn, db)?,
+            back: Cursor::new(txn, db)?,
+            start: owned(range.start_bound()),
+            end: owned(range.end_bound()),
+            front_at: None,
+            back_at: None,
+            kcmp,
+            dcmp,
+            done: false,
+        })
+    }
+
+    /// The items whose key starts with `prefix` (databases ordered by the
+    /// default byte-wise comparator: `Incompatible` for REVERSE_KEY,
+    /// INTEGERKEY or a user comparator).
+    pub(crate) fn prefix(txn: &'t T, db: Database, prefix: &[u8]) -> Result<Entries<'t, T>> {
+        let rec = txn.db(db)?;
+        let lexical =
+            rec.flags & (crate::format::flags::REVERSEKEY | crate::format::flags::INTEGERKEY) == 0
+                && !txn
+                    .env()
+                    .custom_cmp
+                    .load(std::sync::atomic::Ordering::Relaxed);
+        if !lexical {
+            return Err(Error::Incompatible);
+        }
+        // The first key past every key with the prefix: the prefix with
+        // its last byte below 0xff raised, what follows dropped.
+        let mut upper = prefix.to_vec();
+        while upper.last() == Some(&0xff) {
+            upper.pop();
+        }
+        let mut e = Entries::new(txn, db, ..)?;
+        e.start = Bound::Included(prefix.to_vec());
+        if let Some(b) = upper.last_mut() {
+            *b += 1;
+            e.end = Bound::Excluded(upper);
+        }
+        Ok(e)
+    }
+
+    /// `a` against `b` in the database's order (key, then duplicate value).
+    fn order(&self, a: &Item<'_>, b: &Item<'_>) -> Ordering {
+        self.kcmp.compare(a.0, b.0).then_with(|| match self.dcmp {
+            Some(d) => d.compare(a.1, b.1),
+            None => Ordering::Equal,
+        })
+    }
+
+    fn below_end(&self, k: &[u8]) -> bool {
+        match &self.end {
+            Bound::Unbounded => true,
+            Bound::Included(e) => self.kcmp.compare(k, e).is_le(),
+            Bound::Excluded(e) => self.kcmp.compare(k, e).is_lt(),
+        }
+    }
+
+    fn above_start(&self, k: &[u8]) -> bool {
+        match &self.start {
+            Bound::Unbounded => true,
+            Bound::Included(s) => self.kcmp.compare(k, s).is_ge(),
+            Bound::Excluded(s) => self.kcmp.compare(k, s).is_gt(),
+        }
+    }
+
+    /// The first item of the range (the front's first step).
+    fn first(&mut self) -> Result<Option<Item<'t>>> {
+        match &self.start {
+            // (No key is empty: an empty bound is the lowest.)
+            Bound::Unbounded => self.front.first(),
+            Bound::Included(k) | Bound::Excluded(k) if k.is_empty() => self.front.first(),
+            Bound::Included(k) => self.front.set_range(k),
+            Bound::Excluded(k) => {
+                let k = k.clone();
+                match self.front.set_range(&k)? {
+                    Some((fk, _)) if self.kcmp.compare(fk, &k).is_eq() => self.front.next_nodup(),
+                    r => Ok(r),
+                }
+            }
+        }
+    }
+
+    /// The last item of the range (the back's first step).
+    fn last(&mut self) -> Result<Option<Item<'t>>> {
+        let (k, inclusive) = match &self.end {
+            Bound::Unbounded => return self.back.last(),
+            Bound::Included(k) | Bound::Excluded(k) if k.is_empty() => return Ok(None),
+            Bound::Included(k) => (k.clone(), true),
+            Bound::Excluded(k) => (k.clone(), false),
+        };
+        match self.back.set_range(&k)? {
+            None => self.back.last(),
+            Some((fk, _)) if inclusive && self.kcmp.compare(fk, &k).is_eq() => {
+                if self.dcmp.is_some() {
+                    self.back.last_dup()
+                } else {
+                    self.back.get_current()
+                }
+            }
+            Some(_) => self.back.prev(),
+        }
+    }
+
+    fn step(&mut self, forward: bool) -> Option<Result<Item<'t>>> {
+        if self.done {
+            return None;
+        }
+        let r = match (forward, self.front_at.is_some(), self.back_at.is_some()) {
+            (true, false, _) => self.first(),
+            (true, true, _) => self.front.next(),
+            (false, _, false) => self.last(),
+            (false, _, true) => self.back.prev(),
+        };
+        let item = match r {
+            Ok(Some(i)) => i,
+            Ok(None) => {
+                self.done = true;
+                return None;
+            }
+            Err(e) => {
+                self.done = true;
+                return Some(Err(e));
+            }
+        };
+        let inside = if forward {
+            self.below_end(item.0) && self.back_at.is_none_or(|b| self.order(&item, &b).is_lt())
+        } else {
+            self.above_start(item.0) && self.front_at.is_none_or(|f| self.order(&item, &f).is_gt())
+        };
+        if !inside {
+            self.done = true;
+            return None;
+        }
+        if forward {
+            self.front_at = Some(item);
+        } else {
+            self.back_at = Some(item);
+        }
+        Some(Ok(item))
+    }
+}
+
+impl<'t, T: Snapshot> Iterator for Entries<'t, T> {
+    type Item = Result<Item<'t>>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.step(true)
+    }
+}
+
+impl<T: Snapshot> DoubleEndedIterator for Entries<'_, T> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.step(false)
+    }
+}
