@@ -2,17 +2,11 @@
 //! model: random databases, plain and DUPSORT, random bounds of every kind,
 //! and random interleavings of `next` and `next_back`.
 
+mod common;
+
+use common::rng;
 use mdb::{Database, DbFlags, EnvOptions, Txn, WriteFlags};
 use std::ops::Bound;
-
-fn rng(mut s: u64) -> impl FnMut(u64) -> u64 {
-    move |n| {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s % n
-    }
-}
 
 type Pair = (Vec<u8>, Vec<u8>);
 

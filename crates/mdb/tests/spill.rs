@@ -7,19 +7,12 @@
 
 mod common;
 
+use common::rng;
+
 use mdb::{Database, DbFlags, EnvOptions, Txn, WriteFlags};
 use std::collections::BTreeMap;
 
 type Model = BTreeMap<Vec<u8>, Vec<Vec<u8>>>;
-
-fn rng(mut s: u64) -> impl FnMut(u64) -> u64 {
-    move |n| {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s % n
-    }
-}
 
 fn contents<T: Txn>(t: &T, db: Database) -> Model {
     let mut m = Model::new();

@@ -213,3 +213,13 @@ pub fn same_model<K: Ord + std::fmt::Debug + Clone, V: PartialEq>(
         );
     }
 }
+
+/// A small xorshift generator: `rng(seed)(n)` is in `0..n`.
+pub fn rng(mut s: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s % n
+    }
+}
