@@ -33,6 +33,7 @@ mod position;
 mod snapshot;
 mod tree;
 mod txn;
+pub mod typed;
 mod wal;
 
 /// Version string printed by the tools' `-V`.
