@@ -3,7 +3,7 @@
 //! that are not a codec's value are `Incompatible`, never a panic.
 
 use mdb::typed::{Bytes, Json, Str, TypedDb, I64, U32, U64};
-use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+use mdb::{DbFlags, EnvOptions, WriteFlags};
 
 #[test]
 fn integer_keys_keep_numeric_order() {
