@@ -8,6 +8,10 @@ cargo clippy --workspace --all-targets -- -D warnings
 # The C, Python and Perl suites load the cdylib (target/debug/liblmdb.so).
 cargo build -p mdb-ffi
 cargo test --workspace
+# The Rust API's examples run (they check what they print about).
+for e in quick_start typed_tables bulk_load secondary_index multi_process_reader; do
+    cargo run -q -p mdb --example "$e" >/dev/null
+done
 # Docs build without warnings (broken or private links).
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # The fuzz crate (a workspace of its own): the fixed fuzz-found bugs, and a
