@@ -62,5 +62,5 @@ pub use format::{cmp, meta, page};
 pub use lock::ReaderInfo;
 pub use tree::Item;
 pub use tree::WriteFlags;
-pub use txn::{NestedTxn, RoTxn, RwCursor, RwTxn, Txn};
+pub use txn::{NestedTxn, OwnSlot, RoTxn, RwCursor, RwTxn, SlotMode, ThreadSlot, Txn};
 pub use wal::mode::{WalInfo, WalOptions};

@@ -20,7 +20,7 @@ mod write;
 
 pub use cursor::RwCursor;
 pub use nested::NestedTxn;
-pub use read::RoTxn;
+pub use read::{OwnSlot, RoTxn, SlotMode, ThreadSlot};
 pub use write::RwTxn;
 
 use crate::cursor::Cursor;

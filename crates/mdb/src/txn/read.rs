@@ -34,8 +34,39 @@ impl Drop for MySlots {
     }
 }
 
+/// How a read transaction holds its reader slot, which decides whether it
+/// may move between threads: [`ThreadSlot`] (the default, as LMDB's) or
+/// [`OwnSlot`] (under NO_TLS, from [`Env::read_txn_send`]).
+pub trait SlotMode: sealed::Sealed {}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The reader slot is its thread's (LMDB's default): the transaction
+/// stays on that thread (not `Send`).
+///
+/// ```compile_fail
+/// # let dir = tempfile::tempdir().unwrap();
+/// let env = mdb::Env::open(dir.path()).unwrap();
+/// let r = env.read_txn().unwrap();
+/// std::thread::scope(|s| {
+///     s.spawn(move || drop(r)); // a thread-bound slot cannot move
+/// });
+/// ```
+pub struct ThreadSlot(PhantomData<*const ()>);
+
+/// The reader slot is the transaction's own (NO_TLS): it may move to
+/// another thread (`Send`) and end there.
+pub struct OwnSlot;
+
+impl sealed::Sealed for ThreadSlot {}
+impl sealed::Sealed for OwnSlot {}
+impl SlotMode for ThreadSlot {}
+impl SlotMode for OwnSlot {}
+
 /// A read-only snapshot. Lookups take no lock and never wait for the writer.
-pub struct RoTxn<'env> {
+pub struct RoTxn<'env, S: SlotMode = ThreadSlot> {
     env: &'env Env,
     slot: usize,
     /// The slot is this transaction's (NO_TLS), freed at its end; otherwise
@@ -48,8 +79,8 @@ pub struct RoTxn<'env> {
     /// inline (most transactions use one), the others in `dbs`.
     last_db: Cell<Option<(u32, DbRecord)>>,
     dbs: RefCell<Vec<Option<DbRecord>>>,
-    /// Bound to the thread, as LMDB's default reader slots are.
-    _not_send: PhantomData<*const ()>,
+    /// Bound to the thread unless the slot is its own (see [`SlotMode`]).
+    _mode: PhantomData<S>,
 }
 
 impl Env {
@@ -70,26 +101,36 @@ impl Env {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn read_txn(&self) -> Result<RoTxn<'_>> {
+        self.read_txn_in()
+    }
+
+    /// Begin a read transaction that may move to another thread (`Send`):
+    /// it owns its reader slot, which the environment must have been opened
+    /// with NO_TLS for (`Incompatible` otherwise).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, EnvFlags, EnvOptions, Txn};
+    /// let env = EnvOptions::new().flags(EnvFlags::NO_TLS).open(dir.path())?;
+    /// let r = env.read_txn_send()?;
+    /// std::thread::scope(|s| {
+    ///     s.spawn(move || assert_eq!(r.get(Database::MAIN, b"k").unwrap(), None));
+    /// });
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn read_txn_send(&self) -> Result<RoTxn<'_, OwnSlot>> {
+        if !self.flags().contains(EnvFlags::NO_TLS) {
+            return Err(Error::Incompatible);
+        }
+        self.read_txn_in()
+    }
+
+    fn read_txn_in<S: SlotMode>(&self) -> Result<RoTxn<'_, S>> {
         if self.panicked.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Error::Panic);
         }
         let (slot, own_slot) = self.reader_slot()?;
-        let mut txn = RoTxn {
-            env: self,
-            slot,
-            own_slot,
-            // A placeholder until the snapshot is read.
-            meta: Meta::new_env(self.psize as u32, 0, 0),
-            view: MapView {
-                env: self,
-                map: self.map(),
-                bound: Cell::new(0),
-                last: 0,
-            },
-            last_db: Cell::new(None),
-            dbs: RefCell::new(Vec::new()),
-            _not_send: PhantomData,
-        };
+        let mut txn = RoTxn::bare(self, slot, own_slot);
         // On error, dropping `txn` gives the slot back.
         txn.meta = self.snapshot_into(slot)?;
         txn.view.map = self.map_for(&txn.meta)?;
@@ -97,7 +138,31 @@ impl Env {
         txn.view.last = txn.meta.last_pgno;
         Ok(txn)
     }
+}
 
+impl<'env, S: SlotMode> RoTxn<'env, S> {
+    /// A transaction in `slot` without a snapshot yet.
+    fn bare(env: &'env Env, slot: usize, own_slot: bool) -> RoTxn<'env, S> {
+        RoTxn {
+            env,
+            slot,
+            own_slot,
+            // A placeholder until the snapshot is read.
+            meta: Meta::new_env(env.psize as u32, 0, 0),
+            view: MapView {
+                env,
+                map: env.map(),
+                bound: Cell::new(0),
+                last: 0,
+            },
+            last_db: Cell::new(None),
+            dbs: RefCell::new(Vec::new()),
+            _mode: PhantomData,
+        }
+    }
+}
+
+impl Env {
     /// The slot for a new read transaction, and whether it is the
     /// transaction's own (freed at its end) rather than this thread's.
     fn reader_slot(&self) -> Result<(usize, bool)> {
@@ -194,7 +259,7 @@ impl Env {
 /// Slot txnid of a reader without a snapshot.
 const IDLE: u64 = u64::MAX;
 
-impl RoTxn<'_> {
+impl<S: SlotMode> RoTxn<'_, S> {
     fn forget_dbs(&self) {
         self.last_db.set(None);
         self.dbs.borrow_mut().clear();
@@ -235,7 +300,7 @@ impl RoTxn<'_> {
     }
 }
 
-impl Drop for RoTxn<'_> {
+impl<S: SlotMode> Drop for RoTxn<'_, S> {
     fn drop(&mut self) {
         if self.own_slot {
             self.env.lock.release_slot(self.slot);
@@ -256,7 +321,7 @@ impl Drop for RoTxn<'_> {
     }
 }
 
-impl PageRead for RoTxn<'_> {
+impl<S: SlotMode> PageRead for RoTxn<'_, S> {
     #[inline]
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
         self.view.page(pgno)
@@ -279,7 +344,7 @@ impl PageRead for RoTxn<'_> {
     }
 }
 
-impl Snapshot for RoTxn<'_> {
+impl<S: SlotMode> Snapshot for RoTxn<'_, S> {
     fn env(&self) -> &Env {
         self.env
     }
@@ -318,4 +383,4 @@ impl Snapshot for RoTxn<'_> {
     }
 }
 
-impl Txn for RoTxn<'_> {}
+impl<S: SlotMode> Txn for RoTxn<'_, S> {}
