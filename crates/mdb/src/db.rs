@@ -5,19 +5,63 @@
 /// belongs to that transaction until it commits (other transactions get
 /// `EINVAL` for it) and is closed if it aborts, as in LMDB.
 /// [`Database::MAIN`] is the unnamed main database.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Database(pub(crate) u32);
+///
+/// A handle opened by an environment belongs to it: used with a
+/// transaction of another environment it is refused (`BadDbi`), where it
+/// would otherwise name whatever that environment opened under the same
+/// number.
+///
+/// ```
+/// # let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+/// use mdb::{DbFlags, EnvOptions, Error, Txn};
+/// let one = EnvOptions::new().max_dbs(1).open(a.path())?;
+/// let two = EnvOptions::new().max_dbs(1).open(b.path())?;
+/// let mut w = one.write_txn()?;
+/// let db = w.create_db("t", DbFlags::EMPTY)?;
+/// w.commit()?;
+/// let mut w2 = two.write_txn()?;
+/// w2.create_db("t", DbFlags::EMPTY)?;
+/// assert_eq!(w2.get(db, b"k").err(), Some(Error::BadDbi));
+/// # Ok::<(), mdb::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Database(pub(crate) u32, pub(crate) u32);
+
+/// Handles compare by number (the environment tag is a check, not part of
+/// the name).
+impl PartialEq for Database {
+    fn eq(&self, o: &Database) -> bool {
+        self.0 == o.0
+    }
+}
+impl Eq for Database {}
+impl std::hash::Hash for Database {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.0.hash(h)
+    }
+}
 
 impl Database {
     /// The free-page database (read-only access, for tools).
-    pub const FREE: Database = Database(0);
+    pub const FREE: Database = Database(0, 0);
     /// The main (unnamed) database.
-    pub const MAIN: Database = Database(1);
+    pub const MAIN: Database = Database(1, 0);
 
-    /// The handle with LMDB's number `dbi` (as a binding receives it). Using a
-    /// number that was never opened fails with `EINVAL`/`BadDbi`, never UB.
+    /// The handle with LMDB's number `dbi` (as a binding receives it),
+    /// valid in any environment that opened that number. Using a number
+    /// that was never opened fails with `EINVAL`/`BadDbi`, never UB.
     pub fn from_dbi(dbi: u32) -> Database {
-        Database(dbi)
+        Database(dbi, 0)
+    }
+
+    /// `BadDbi` if this handle was opened by another environment than the
+    /// one with tag `env` (untagged handles pass).
+    #[inline]
+    pub(crate) fn check_env(self, env: u32) -> crate::error::Result<()> {
+        if self.1 != 0 && self.1 != env {
+            return Err(crate::error::Error::BadDbi);
+        }
+        Ok(())
     }
 
     /// LMDB's numeric handle (`MDB_dbi`).

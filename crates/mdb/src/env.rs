@@ -788,6 +788,12 @@ impl Env {
         self.spill_at
     }
 
+    /// The tag of the handles this environment opens.
+    #[inline]
+    pub(crate) fn tag(&self) -> u32 {
+        (self.id as u32).max(1)
+    }
+
     /// Whether the map grows by itself ([`EnvOptions::auto_grow`]).
     pub fn auto_grows(&self) -> bool {
         self.ceiling.load(Ordering::Relaxed) != 0
@@ -1098,7 +1104,7 @@ impl Env {
             .position(|d| d.name.as_deref() == Some(name) && usable(d))
         {
             t[i].flags = flags;
-            return Ok(Database(i as u32));
+            return Ok(Database(i as u32, self.tag()));
         }
         let info = DbiInfo {
             name: Some(name.to_vec()),
@@ -1111,13 +1117,13 @@ impl Env {
         // Reuse a closed slot first.
         if let Some(i) = t.iter().skip(2).position(|d| d.name.is_none()) {
             t[i + 2] = info;
-            return Ok(Database((i + 2) as u32));
+            return Ok(Database((i + 2) as u32, self.tag()));
         }
         if t.len() >= 2 + self.max_dbs as usize {
             return Err(Error::DbsFull);
         }
         t.push(info);
-        Ok(Database((t.len() - 1) as u32))
+        Ok(Database((t.len() - 1) as u32, self.tag()))
     }
 
     /// The write transaction at nesting level `level` ends: the handles it

@@ -60,7 +60,10 @@ impl RwTxn<'_> {
             .iter()
             .enumerate()
             .skip(2)
-            .filter_map(|(i, d)| d.filter(|d| d.dirty).map(|d| (Database(i as u32), d.rec)))
+            .filter_map(|(i, d)| {
+                d.filter(|d| d.dirty)
+                    .map(|d| (Database(i as u32, 0), d.rec))
+            })
             .collect();
         let any_db = self.dbs.borrow().iter().flatten().any(|d| d.dirty);
         let trimmed = self.pg.next_pgno <= self.pg.base.last_pgno;
