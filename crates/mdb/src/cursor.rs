@@ -40,6 +40,7 @@ pub struct Cursor<'t, T: Snapshot> {
 
 impl<'t, T: Snapshot> Cursor<'t, T> {
     pub(crate) fn new(txn: &'t T, db: Database) -> Result<Self> {
+        db.check_env(txn.env().tag())?;
         let rec = txn.db(db)?;
         let (k, d) = txn.env().comparators(db, rec.flags);
         Ok(Cursor {
@@ -339,6 +340,7 @@ pub struct CursorState {
 impl CursorState {
     /// An unpositioned cursor over `db` of `txn`.
     pub fn new<T: Snapshot>(txn: &T, db: Database) -> Result<CursorState> {
+        db.check_env(txn.env().tag())?;
         let rec = txn.db(db)?;
         let (k, d) = txn.env().comparators(db, rec.flags);
         Ok(CursorState {

@@ -51,6 +51,7 @@ pub trait Txn: Snapshot + Sized {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
+        db.check_env(self.env().tag())?;
         let rec = self.db(db)?;
         let (cmp, _) = self.env().comparators(db, rec.flags);
         tree::get(self, &rec, cmp, key)
@@ -93,11 +94,13 @@ pub trait Txn: Snapshot + Sized {
 
     /// Statistics of `db` in this snapshot.
     fn stat(&self, db: Database) -> Result<Stat> {
+        db.check_env(self.env().tag())?;
         Ok(Stat::from_record(self.env().psize, &self.db(db)?))
     }
 
     /// Flags of `db`.
     fn db_flags(&self, db: Database) -> Result<crate::DbFlags> {
+        db.check_env(self.env().tag())?;
         Ok(crate::DbFlags(self.db(db)?.flags))
     }
 

@@ -350,7 +350,6 @@ impl<S: SlotMode> Snapshot for RoTxn<'_, S> {
     }
     #[inline]
     fn db(&self, db: Database) -> Result<DbRecord> {
-        db.check_env(self.env.tag())?;
         match db.0 {
             0 => Ok(self.meta.free),
             1 => Ok(self.meta.main),

@@ -21,6 +21,7 @@ impl<'env> RwTxn<'env> {
         if self.broken.get() {
             return Err(Error::BadTxn);
         }
+        db.check_env(self.env.tag())?;
         // Between operations: a transaction over its memory budget writes
         // some dirty pages out (`pager::spill`).
         self.pg.maybe_spill()?;

@@ -187,7 +187,6 @@ impl<'env> RwTxn<'env> {
 
     /// Record of `db`, loading named records on first use.
     pub(crate) fn rec(&self, db: Database) -> Result<DbRecord> {
-        db.check_env(self.env.tag())?;
         if db == Database::FREE {
             return Ok(self.pg.free_db);
         }
