@@ -39,6 +39,7 @@ pub fn is_fatal(e: mdb::Error) -> bool {
             | mdb::Error::BadValSize
             | mdb::Error::Incompatible
             | mdb::Error::Os(libc::EINVAL)
+            | mdb::Error::Misuse(_)
             | mdb::Error::Os(libc::EACCES)
     )
 }

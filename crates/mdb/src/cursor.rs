@@ -554,7 +554,7 @@ fn apply<'t, T: Snapshot>(
     let fixed = dups && flags & crate::format::flags::DUPFIXED != 0;
     let need_pos = |p: &Position| {
         if p.unset() {
-            Err(Error::Os(libc::EINVAL))
+            Err(Error::Misuse(crate::error::Misuse::UnpositionedCursor))
         } else {
             Ok(())
         }
@@ -644,7 +644,7 @@ fn count<T: Snapshot>(pos: &Position, txn: &T) -> Result<u64> {
         return Err(Error::Incompatible);
     }
     if pos.unset() {
-        return Err(Error::Os(libc::EINVAL));
+        return Err(Error::Misuse(crate::error::Misuse::UnpositionedCursor));
     }
     pos.count(txn)
 }

@@ -2,7 +2,7 @@
 
 use crate::checkpointer::{WalEnv, Worker};
 use crate::db::{Database, Stat};
-use crate::error::{Error, Result};
+use crate::error::{Error, Misuse, Result};
 pub(crate) use crate::format::meta::pick_meta;
 use crate::format::meta::{Meta, META_LEN};
 use crate::io::{CommitSink, DataFile, FaultInjector, FileSink, MapSink};
@@ -393,7 +393,7 @@ impl Env {
     fn open_with(o: &EnvOptions, path: &Path) -> Result<Env> {
         let mut flags = o.flags;
         if flags.0 & !EnvFlags::VALID != 0 || (flags.contains(EnvFlags::NO_LOCK) && !o.no_lock) {
-            return Err(Error::Os(libc::EINVAL));
+            return Err(Error::Misuse(Misuse::BadEnvFlags));
         }
         if o.no_lock {
             flags = flags | EnvFlags::NO_LOCK;
@@ -653,7 +653,7 @@ impl Env {
     /// Set (`on`) or clear the changeable flags NO_SYNC, NO_META_SYNC, MAP_ASYNC, NO_MEM_INIT.
     pub fn set_flags(&self, f: EnvFlags, on: bool) -> Result<()> {
         if f.0 & !EnvFlags::CHANGEABLE != 0 {
-            return Err(Error::Os(libc::EINVAL));
+            return Err(Error::Misuse(Misuse::BadEnvFlags));
         }
         if on {
             self.flags.fetch_or(f.0, Ordering::Relaxed);
@@ -713,7 +713,7 @@ impl Env {
         }
         if fixed {
             // A fixed map cannot move; growing in place is not attempted.
-            return Err(Error::Os(libc::EINVAL));
+            return Err(Error::Misuse(Misuse::FixedMapResize));
         }
         self.maps
             .install(Map::new(&self.file.file, len, writemap, None)?);
@@ -1071,7 +1071,7 @@ impl Env {
         let info = t
             .get_mut(db.0 as usize)
             .filter(|_| db.0 >= 1)
-            .ok_or(Error::Os(libc::EINVAL))?;
+            .ok_or(Error::Misuse(Misuse::UnknownHandle))?;
         if cmp.is_some() {
             info.cmp = cmp;
         }
@@ -1085,7 +1085,9 @@ impl Env {
     /// Flags of an open database handle (from the registry).
     pub(crate) fn dbi_info(&self, db: Database) -> Result<DbiInfo> {
         let t = self.dbis.read().unwrap();
-        t.get(db.0 as usize).cloned().ok_or(Error::Os(libc::EINVAL))
+        t.get(db.0 as usize)
+            .cloned()
+            .ok_or(Error::Misuse(Misuse::UnknownHandle))
     }
 
     /// Find or register the handle for a named database, opened by the write

@@ -92,6 +92,52 @@ pub enum Error {
     BadDbi,
     /// An operating-system error number (`errno`), e.g. `EINVAL`, `ENOSPC`.
     Os(i32),
+    /// A call the engine refused as a misuse of the API: what LMDB reports
+    /// as `EINVAL` (its [`Error::code`]), saying which.
+    Misuse(Misuse),
+}
+
+/// The misuses [`Error::Misuse`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Misuse {
+    /// The free-page database is read-only.
+    FreeDbWrite,
+    /// The handle is not open (never opened, or closed).
+    UnknownHandle,
+    /// The handle was opened by a write transaction that has not committed.
+    UncommittedHandle,
+    /// Flags that are not database flags, or not ones a database may be
+    /// created with.
+    BadDbFlags,
+    /// Flags that are not environment flags, or not ones that may change
+    /// after open.
+    BadEnvFlags,
+    /// The cursor has no current item.
+    UnpositionedCursor,
+    /// `CURRENT` with a key other than the cursor's.
+    KeyNotCurrent,
+    /// `RESERVE` on a DUPSORT database.
+    ReserveDupSort,
+    /// A fixed-address map cannot be resized.
+    FixedMapResize,
+}
+
+impl Misuse {
+    fn text(self) -> &'static str {
+        match self {
+            Misuse::FreeDbWrite => "the free-page database is read-only",
+            Misuse::UnknownHandle => "the database handle is not open",
+            Misuse::UncommittedHandle => {
+                "the database handle belongs to a write transaction that has not committed"
+            }
+            Misuse::BadDbFlags => "invalid database flags",
+            Misuse::BadEnvFlags => "invalid environment flags (or not changeable after open)",
+            Misuse::UnpositionedCursor => "the cursor has no current item",
+            Misuse::KeyNotCurrent => "CURRENT with a key other than the cursor's",
+            Misuse::ReserveDupSort => "RESERVE is not allowed on a DUPSORT database",
+            Misuse::FixedMapResize => "a fixed-address map cannot be resized",
+        }
+    }
 }
 
 /// Result alias used throughout the engine.
@@ -122,6 +168,7 @@ impl Error {
             Error::BadValSize => BAD_VALSIZE,
             Error::BadDbi => BAD_DBI,
             Error::Os(e) => e,
+            Error::Misuse(_) => libc::EINVAL,
         }
     }
 
@@ -217,7 +264,10 @@ impl BareStrerror for std::io::Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&strerror(self.code()))
+        match self {
+            Error::Misuse(m) => write!(f, "{}: {}", strerror(libc::EINVAL), m.text()),
+            e => f.write_str(&strerror(e.code())),
+        }
     }
 }
 

@@ -55,7 +55,7 @@ pub use env::{
     Env, EnvFlags, EnvInfo, EnvOptions, DEFAULT_CEILING, DEFAULT_MAPSIZE, DEFAULT_TXN_MEMORY,
     MAX_KEY_SIZE,
 };
-pub use error::{Error, Result};
+pub use error::{Error, Misuse, Result};
 pub use format::flags::DbFlags;
 /// Former paths of the format modules, kept for callers.
 pub use format::{cmp, meta, page};

@@ -62,7 +62,7 @@ fn cursors_follow_changes_made_elsewhere() {
         .unwrap();
     assert_eq!(
         w.cursor_put(&mut a, b"01002", b"x", WriteFlags::CURRENT),
-        Err(mdb::Error::Os(libc::EINVAL))
+        Err(mdb::Error::Misuse(mdb::Misuse::KeyNotCurrent))
     );
     w.commit().unwrap();
 }

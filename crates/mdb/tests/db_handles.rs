@@ -11,8 +11,11 @@ fn env(dir: &std::path::Path) -> Env {
     EnvOptions::new().max_dbs(4).open(dir).unwrap()
 }
 
+/// Refused as a misuse: `EINVAL` to C, saying which to Rust.
 fn refused<T: std::fmt::Debug>(r: mdb::Result<T>) {
-    assert_eq!(r.unwrap_err(), EINVAL);
+    let e = r.unwrap_err();
+    assert!(matches!(e, Error::Misuse(_)), "{e:?}");
+    assert_eq!(e.code(), EINVAL.code());
 }
 
 #[test]

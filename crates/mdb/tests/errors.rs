@@ -271,7 +271,7 @@ fn missing_and_incompatible_databases() {
     );
     assert_eq!(
         w.reserve(dups, b"k", 10, WriteFlags::EMPTY).err(),
-        Some(Error::Os(libc::EINVAL))
+        Some(Error::Misuse(mdb::Misuse::ReserveDupSort))
     );
 }
 

@@ -10,11 +10,11 @@ use mdb::{Database, EnvFlags, EnvOptions, Error, Txn, WriteFlags};
 fn safe_code_cannot_open_no_lock() {
     let dir = tempfile::tempdir().unwrap();
     let r = EnvOptions::new().flags(EnvFlags::NO_LOCK).open(dir.path());
-    assert_eq!(r.err(), Some(Error::Os(libc::EINVAL)));
+    assert_eq!(r.err(), Some(Error::Misuse(mdb::Misuse::BadEnvFlags)));
     let r = EnvOptions::new()
         .flags(EnvFlags::NO_LOCK | EnvFlags::READ_ONLY)
         .open(dir.path());
-    assert_eq!(r.err(), Some(Error::Os(libc::EINVAL)));
+    assert_eq!(r.err(), Some(Error::Misuse(mdb::Misuse::BadEnvFlags)));
 }
 
 #[test]

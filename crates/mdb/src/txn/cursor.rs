@@ -16,7 +16,7 @@ impl<'env> RwTxn<'env> {
     /// A cursor that can modify `db`.
     pub fn write_cursor(&mut self, db: Database) -> Result<RwCursor<'_, 'env>> {
         if db == Database::FREE {
-            return Err(Error::Os(libc::EINVAL));
+            return Err(Error::Misuse(Misuse::FreeDbWrite));
         }
         let st = CursorState::new(&*self, db)?;
         Ok(RwCursor { txn: self, st })
@@ -103,7 +103,7 @@ impl RwTxn<'_> {
         st.resync(&*self, &rec)?;
         if flags.contains(WriteFlags::CURRENT) {
             if st.pos.unset() {
-                return Err(Error::Os(libc::EINVAL));
+                return Err(Error::Misuse(Misuse::UnpositionedCursor));
             }
             let dups = st.pos.dcmp.is_some();
             // A plain value is not needed (and may be huge): copy dups only.
@@ -112,7 +112,7 @@ impl RwTxn<'_> {
                 None => return Err(Error::NotFound),
             };
             if ck != key {
-                return Err(Error::Os(libc::EINVAL));
+                return Err(Error::Misuse(Misuse::KeyNotCurrent));
             }
             if dups && cv != val {
                 self.del_dup(db, key, &cv)?;
@@ -142,7 +142,7 @@ impl RwTxn<'_> {
         let rec = self.db(db)?;
         st.resync(&*self, &rec)?;
         if st.pos.unset() {
-            return Err(Error::Os(libc::EINVAL));
+            return Err(Error::Misuse(Misuse::UnpositionedCursor));
         }
         let dups = st.pos.dcmp.is_some();
         if !dups {

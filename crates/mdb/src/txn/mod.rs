@@ -26,7 +26,7 @@ pub use write::RwTxn;
 use crate::cursor::Cursor;
 use crate::db::{Database, Stat};
 use crate::env::Env;
-use crate::error::{Error, Result};
+use crate::error::{Error, Misuse, Result};
 use crate::format::flags::{DUPSORT, INTEGERKEY, PERSISTENT, SUPPORTED};
 use crate::format::meta::DbRecord;
 use crate::format::page::{F_DUPDATA, F_SUBDATA};
@@ -172,16 +172,21 @@ pub(crate) fn load_named<S: Snapshot>(s: &S, env: &Env, db: Database) -> Result<
     let mut buf = [0u8; crate::format::page::MAX_KEY_SIZE];
     let name = {
         let t = env.dbis.read().unwrap();
-        let info = t.get(db.0 as usize).ok_or(Error::Os(libc::EINVAL))?;
+        let info = t
+            .get(db.0 as usize)
+            .ok_or(Error::Misuse(Misuse::UnknownHandle))?;
         if info.pending.is_some() && reader {
-            return Err(Error::Os(libc::EINVAL));
+            return Err(Error::Misuse(Misuse::UncommittedHandle));
         }
         if let Some((id, rec)) = info.snap.filter(|_| reader) {
             if id == txnid {
                 return Ok(rec);
             }
         }
-        let name = info.name.as_deref().ok_or(Error::Os(libc::EINVAL))?;
+        let name = info
+            .name
+            .as_deref()
+            .ok_or(Error::Misuse(Misuse::UnknownHandle))?;
         let b = buf.get_mut(..name.len()).ok_or(Error::BadValSize)?;
         b.copy_from_slice(name);
         &buf[..name.len()]

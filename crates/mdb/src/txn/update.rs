@@ -3,7 +3,7 @@
 //! tree through the tree layer and stores the changed record back.
 
 use crate::db::Database;
-use crate::error::{Error, Result};
+use crate::error::{Error, Misuse, Result};
 use crate::format::meta::DbRecord;
 use crate::format::page::F_SUBDATA;
 use crate::tree::check_key;
@@ -28,7 +28,7 @@ impl<'env> RwTxn<'env> {
         // Every public change passes here: detached cursors must re-sync.
         self.gen.set(self.gen.get() + 1);
         if db == Database::FREE {
-            return Err(Error::Os(libc::EINVAL));
+            return Err(Error::Misuse(Misuse::FreeDbWrite));
         }
         Ok(())
     }
@@ -132,7 +132,7 @@ impl<'env> RwTxn<'env> {
         let r = if t.dups.is_some() {
             match val {
                 Value::Bytes(v) => tree::dup_put(&mut self.pg, &mut t, key, v, flags),
-                Value::Reserve(_) => Err(Error::Os(libc::EINVAL)),
+                Value::Reserve(_) => Err(Error::Misuse(Misuse::ReserveDupSort)),
             }
         } else {
             tree::put_in_tree(&mut self.pg, &mut t, key, val, flags)
@@ -151,6 +151,7 @@ impl<'env> RwTxn<'env> {
                     | Error::BadValSize
                     | Error::Incompatible
                     | Error::Os(libc::EINVAL)
+                    | Error::Misuse(_)
             ) {
                 self.broken.set(true);
             }

@@ -251,7 +251,7 @@ impl<'env> RwTxn<'env> {
             None => {
                 check_supported(flags.0)?;
                 if flags.0 & !PERSISTENT != 0 {
-                    return Err(Error::Os(libc::EINVAL));
+                    return Err(Error::Misuse(Misuse::BadDbFlags));
                 }
                 let db = self.env.register_dbi(name, flags.0, Some(self.depth))?;
                 self.gen.set(self.gen.get() + 1);
