@@ -21,6 +21,7 @@ mod cmd_drop;
 mod cmd_dump;
 mod cmd_load;
 mod cmd_readers;
+mod cmd_shrink;
 mod cmd_stat;
 mod dumpfmt;
 mod getopt;
@@ -43,6 +44,7 @@ enum Tool {
     Readers,
     Backup,
     Restore,
+    Shrink,
 }
 
 impl Tool {
@@ -58,6 +60,7 @@ impl Tool {
             b"readers" => Some(Tool::Readers),
             b"backup" => Some(Tool::Backup),
             b"restore" => Some(Tool::Restore),
+            b"shrink" => Some(Tool::Shrink),
             _ => None,
         }
     }
@@ -87,6 +90,7 @@ impl Tool {
             Tool::Readers => b"mdb readers",
             Tool::Backup => b"mdb backup",
             Tool::Restore => b"mdb restore",
+            Tool::Shrink => b"mdb shrink",
         }
     }
 
@@ -102,6 +106,7 @@ impl Tool {
             Tool::Readers => cmd_readers::run(inv, args),
             Tool::Backup => cmd_backup::run_backup(inv, args),
             Tool::Restore => cmd_backup::run_restore(inv, args),
+            Tool::Shrink => cmd_shrink::run(inv, args),
         }
     }
 }
@@ -228,6 +233,7 @@ Commands:
            recycle the log
   backup   hot full or incremental backup into a directory; --verify checks one
   restore  rebuild an environment from a backup directory, at any backup
+  shrink   give the free pages at the end of a data file back, in place
   demo     load and read back a million keys in a temporary directory
 
   mdb <command> --help   options of one command

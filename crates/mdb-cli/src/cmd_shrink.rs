@@ -1,0 +1,68 @@
+//! `mdb shrink`: give the free pages at the end of a data file back to the
+//! file system, in place.
+
+use crate::{lib_err, Invocation};
+use mdb::{EnvFlags, EnvOptions};
+use std::ffi::OsString;
+
+const SYNOPSIS: &str = "[-V] [-n] dbpath";
+
+const HELP: &str = "\
+Usage: mdb shrink [-V] [-n] dbpath
+
+Shrink a data file in place: move the pages that lie where the file could
+end if it were packed down into free pages, commit, and cut the free pages
+off the end. Readers keep reading meanwhile (pages a reader can still see
+are neither moved nor cut). The file is cut only if no other process has
+the environment open; otherwise the end is committed and a later shrink
+(or the last close, with auto-grow) cuts it. mdb copy -c compacts fully
+into a new file.
+
+Options:
+  -V        print the version and exit
+  -n        dbpath is the data file itself, not a directory (MDB_NOSUBDIR)
+
+Prints the file's length before and after. Exit status: 0 on success, 1 on
+error.
+";
+
+/// Run the tool; returns the exit status.
+pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
+    let prog = &inv.prog[..];
+    let (nosubdir, dbpath) = match crate::nosubdir_and_path(prog, args, SYNOPSIS, HELP, 1) {
+        Ok(v) => v,
+        Err(code) => return code,
+    };
+    let flags = if nosubdir {
+        EnvFlags::NO_SUB_DIR
+    } else {
+        EnvFlags::EMPTY
+    };
+    let data = if nosubdir {
+        std::path::PathBuf::from(&dbpath)
+    } else {
+        std::path::Path::new(&dbpath).join("data.mdb")
+    };
+    let before = std::fs::metadata(&data).map_or(0, |m| m.len());
+    let env = match EnvOptions::new()
+        .auto_grow(false)
+        .flags(flags)
+        .open(&dbpath)
+    {
+        Ok(e) => e,
+        Err(e) => {
+            lib_err("mdb_env_open", e);
+            return 1;
+        }
+    };
+    match env.shrink() {
+        Ok(after) => {
+            println!("{}: {before} -> {after} bytes", data.display());
+            0
+        }
+        Err(e) => {
+            lib_err("mdb shrink", e);
+            1
+        }
+    }
+}
