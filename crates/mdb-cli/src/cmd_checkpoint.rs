@@ -2,7 +2,7 @@
 //! checkpoint it.
 
 use crate::{lib_err, Invocation};
-use mdb::{EnvFlags, EnvOptions, WalOptions};
+use mdb::{EnvOptions, WalOptions};
 use std::ffi::OsString;
 
 const SYNOPSIS: &str = "[-V] [-n] dbpath";
@@ -35,11 +35,7 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         Ok(v) => v,
         Err(code) => return code,
     };
-    let flags = if nosubdir {
-        EnvFlags::NO_SUB_DIR
-    } else {
-        EnvFlags::EMPTY
-    };
+    let flags = crate::subdir_flags(nosubdir);
     let mut wal = WalOptions::default();
     wal.checkpointer = false;
     let env = match EnvOptions::new()

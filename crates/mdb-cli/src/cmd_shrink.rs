@@ -2,7 +2,7 @@
 //! file system, in place.
 
 use crate::{lib_err, Invocation};
-use mdb::{EnvFlags, EnvOptions};
+use mdb::EnvOptions;
 use std::ffi::OsString;
 
 const SYNOPSIS: &str = "[-V] [-n] dbpath";
@@ -33,11 +33,7 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         Ok(v) => v,
         Err(code) => return code,
     };
-    let flags = if nosubdir {
-        EnvFlags::NO_SUB_DIR
-    } else {
-        EnvFlags::EMPTY
-    };
+    let flags = crate::subdir_flags(nosubdir);
     let data = if nosubdir {
         std::path::PathBuf::from(&dbpath)
     } else {

@@ -160,6 +160,15 @@ pub(crate) fn nosubdir_and_path(
     Ok((nosubdir, ops.remove(0)))
 }
 
+/// NO_SUB_DIR if `-n` was given.
+pub(crate) fn subdir_flags(nosubdir: bool) -> mdb::EnvFlags {
+    if nosubdir {
+        mdb::EnvFlags::NO_SUB_DIR
+    } else {
+        mdb::EnvFlags::EMPTY
+    }
+}
+
 /// Write the concatenation of `parts` and a newline to stderr, in one write.
 pub(crate) fn errln(parts: &[&[u8]]) {
     let mut m = Vec::with_capacity(parts.iter().map(|p| p.len()).sum::<usize>() + 1);
