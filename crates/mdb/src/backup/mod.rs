@@ -228,13 +228,17 @@ impl Env {
             out.write_all(b).map_err(|e| BackupError::io(&tmp, e))
         };
         let mut written = 2u64;
+        // Each page is copied out of the map first: a page free in this
+        // snapshot may be reused by a writer meanwhile, and its hash, CRC
+        // and stored bytes must be of one and the same copy.
+        let mut page = vec![0u8; ps];
         match &prev_hashes {
             None => {
                 wr(&mut out, &snap.metas)?;
                 for pg in 2..pages {
-                    let b = map.slice(pg as usize * ps, ps)?;
-                    hashes.push(page_hash(b));
-                    wr(&mut out, b)?;
+                    map.copy_out(pg as usize * ps, &mut page)?;
+                    hashes.push(page_hash(&page));
+                    wr(&mut out, &page)?;
                     if pg % 256 == 0 {
                         progress(pg * ps as u64, total);
                     }
@@ -246,12 +250,12 @@ impl Env {
                 wr(&mut out, &[0u8; HEADER])?;
                 wr(&mut out, &snap.metas)?;
                 for pg in 2..pages {
-                    let b = map.slice(pg as usize * ps, ps)?;
-                    let h = page_hash(b);
+                    map.copy_out(pg as usize * ps, &mut page)?;
+                    let h = page_hash(&page);
                     hashes.push(h);
                     if prev.get(pg as usize) != Some(&h) {
                         wr(&mut out, &pg.to_le_bytes())?;
-                        wr(&mut out, b)?;
+                        wr(&mut out, &page)?;
                         written += 1;
                     }
                     if pg % 256 == 0 {
