@@ -89,6 +89,10 @@ unsafe impl Sync for Env {}
 // SAFETY: as above; the handle is not tied to the thread that opened it.
 unsafe impl Send for Env {}
 
+/// `--nosync`: both engines commit without syncing (MDB_NOSYNC), for
+/// CPU-bound runs on disk (`--scale` past what /dev/shm holds).
+pub static NOSYNC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 impl Env {
     /// Open (creating) the environment in directory `dir` with default
     /// flags and room for `max_dbs` named databases.
@@ -102,7 +106,7 @@ impl Env {
             let mut e = Env { env, dbi: 0 };
             check(sys::mdb_env_set_mapsize(env, map_size))?;
             check(sys::mdb_env_set_maxdbs(env, max_dbs))?;
-            let flags = if crate::workloads::NOSYNC.load(std::sync::atomic::Ordering::Relaxed) {
+            let flags = if NOSYNC.load(std::sync::atomic::Ordering::Relaxed) {
                 0x10000 // MDB_NOSYNC
             } else {
                 0

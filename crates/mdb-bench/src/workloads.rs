@@ -177,9 +177,7 @@ pub enum Db {
 
 /// `--wal`: open mdb in write-ahead-log mode (set once by `main`).
 pub static MDB_WAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// `--nosync`: both engines commit without syncing (MDB_NOSYNC), for
-/// CPU-bound runs on disk (`--scale` past what /dev/shm holds).
-pub static NOSYNC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+pub use crate::lmdb::NOSYNC;
 
 /// mdb's options for a benchmark environment (WAL mode with `--wal`).
 fn mdb_options() -> mdb::EnvOptions {
