@@ -37,5 +37,13 @@ fn main() -> mdb::Result<()> {
     let mut c = c;
     c.set_key(b"london")?;
     println!("users in london: {}", c.count()?);
+    // Every city with its users, as a nested iterator per key.
+    for g in by_city.groups(&r)? {
+        let (city, ids) = g?;
+        let names: Vec<&str> = ids
+            .map(|id| Ok(users.get(&r, &id?)?.expect("indexed user")))
+            .collect::<mdb::Result<_>>()?;
+        println!("{city}: {}", names.join(", "));
+    }
     Ok(())
 }

@@ -219,3 +219,71 @@ impl<T: Snapshot> DoubleEndedIterator for Entries<'_, T> {
         self.step(false)
     }
 }
+
+/// The keys of a database, each with its values as an iterator of their
+/// own (all the duplicates of a DUPSORT database, one value otherwise),
+/// in key order. See [`crate::Txn::groups`].
+pub struct Groups<'t, T: Snapshot> {
+    txn: &'t T,
+    db: Database,
+    keys: Cursor<'t, T>,
+    started: bool,
+    done: bool,
+}
+
+impl<'t, T: Snapshot> Groups<'t, T> {
+    pub(crate) fn new(txn: &'t T, db: Database) -> Result<Groups<'t, T>> {
+        Ok(Groups {
+            txn,
+            db,
+            keys: Cursor::new(txn, db)?,
+            started: false,
+            done: false,
+        })
+    }
+}
+
+impl<'t, T: Snapshot> Iterator for Groups<'t, T> {
+    type Item = Result<(&'t [u8], Values<'t, T>)>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let r = if self.started {
+            self.keys.next_nodup()
+        } else {
+            self.started = true;
+            self.keys.first()
+        };
+        match r {
+            Ok(Some((k, _))) => {
+                let one = (Bound::Included(k), Bound::Included(k));
+                Some(Entries::new(self.txn, self.db, one).map(|e| (k, Values(e))))
+            }
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// The values of one key (see [`Groups`]), from either end.
+pub struct Values<'t, T: Snapshot>(Entries<'t, T>);
+
+impl<'t, T: Snapshot> Iterator for Values<'t, T> {
+    type Item = Result<&'t [u8]>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|r| r.map(|(_, v)| v))
+    }
+}
+
+impl<T: Snapshot> DoubleEndedIterator for Values<'_, T> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.0.next_back().map(|r| r.map(|(_, v)| v))
+    }
+}

@@ -50,7 +50,7 @@ pub use backup::{
 pub use copy::{CopyProgress, CopyStats, ProgressFn};
 pub use cursor::{Cursor, CursorOp, CursorState, Iter, Range};
 pub use db::{Database, Stat};
-pub use entries::Entries;
+pub use entries::{Entries, Groups, Values};
 pub use env::{
     Env, EnvFlags, EnvInfo, EnvOptions, DEFAULT_CEILING, DEFAULT_MAPSIZE, DEFAULT_TXN_MEMORY,
     MAX_KEY_SIZE,

@@ -136,6 +136,48 @@ pub struct TypedEntries<'t, T: Snapshot, K, V> {
     _codecs: PhantomData<fn() -> (K, V)>,
 }
 
+/// Keys with their decoded values as nested iterators (see
+/// [`TypedDb::groups`]).
+pub struct TypedGroups<'t, T: Snapshot, K, V> {
+    inner: crate::entries::Groups<'t, T>,
+    _codecs: PhantomData<fn() -> (K, V)>,
+}
+
+/// The decoded values of one key, from either end.
+pub struct TypedValues<'t, T: Snapshot, V> {
+    inner: crate::entries::Values<'t, T>,
+    _codec: PhantomData<fn() -> V>,
+}
+
+impl<'t, T: Snapshot, K: Codec, V: Codec> Iterator for TypedGroups<'t, T, K, V> {
+    type Item = Result<(K::Out<'t>, TypedValues<'t, T, V>)>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next().map(|r| {
+            let (k, vals) = r?;
+            Ok((
+                K::decode(k)?,
+                TypedValues {
+                    inner: vals,
+                    _codec: PhantomData,
+                },
+            ))
+        })
+    }
+}
+
+impl<'t, T: Snapshot, V: Codec> Iterator for TypedValues<'t, T, V> {
+    type Item = Result<V::Out<'t>>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next().map(|r| V::decode(r?))
+    }
+}
+
+impl<'t, T: Snapshot, V: Codec> DoubleEndedIterator for TypedValues<'t, T, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.inner.next_back().map(|r| V::decode(r?))
+    }
+}
+
 fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     match b {
         Bound::Included(k) => Bound::Included(&k[..]),
@@ -237,6 +279,34 @@ impl<K: Codec, V: Codec> TypedDb<K, V> {
         prefix: &K::In,
     ) -> Result<TypedEntries<'t, T, K, V>> {
         self.wrap(txn.prefix(self.db, &K::encode(prefix))?)
+    }
+
+    /// Every key with its values decoded, as a nested iterator per key
+    /// (the duplicates of a DUPSORT database).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::typed::{Str, TypedDb, U32};
+    /// use mdb::{DbFlags, EnvOptions};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let by_city: TypedDb<Str, U32> = TypedDb::create(&mut w, "by_city", DbFlags::DUP_SORT)?;
+    /// for (city, id) in [("oslo", 3), ("lima", 1), ("oslo", 2)] {
+    ///     by_city.put(&mut w, city, &id)?;
+    /// }
+    /// let mut out = Vec::new();
+    /// for g in by_city.groups(&w)? {
+    ///     let (city, ids) = g?;
+    ///     out.push((city, ids.collect::<mdb::Result<Vec<u32>>>()?));
+    /// }
+    /// assert_eq!(out, [("lima", vec![1]), ("oslo", vec![2, 3])]);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn groups<'t, T: Txn>(&self, txn: &'t T) -> Result<TypedGroups<'t, T, K, V>> {
+        Ok(TypedGroups {
+            inner: txn.groups(self.db)?,
+            _codecs: PhantomData,
+        })
     }
 
     fn wrap<'t, T: Txn>(&self, inner: Entries<'t, T>) -> Result<TypedEntries<'t, T, K, V>> {

@@ -100,6 +100,38 @@ fn ranges_from_both_ends_match_a_model() {
         front.extend(back);
         assert_eq!(front, want, "case {case}: {lo:?}..{hi:?} dups {use_dups}");
     }
+    // Keys with their values as nested iterators, values from both ends.
+    let mut want: Vec<(Vec<u8>, Vec<Vec<u8>>)> = Vec::new();
+    for (k, v) in &model_dups {
+        match want.last_mut() {
+            Some((lk, vs)) if lk == k => vs.push(v.clone()),
+            _ => want.push((k.clone(), vec![v.clone()])),
+        }
+    }
+    let mut got = Vec::new();
+    for (i, g) in r.groups(dups).unwrap().enumerate() {
+        let (k, vals) = g.unwrap();
+        let mut vs: Vec<Vec<u8>> = if i % 2 == 0 {
+            vals.map(|v| v.unwrap().to_vec()).collect()
+        } else {
+            let mut b: Vec<Vec<u8>> = vals.rev().map(|v| v.unwrap().to_vec()).collect();
+            b.reverse();
+            b
+        };
+        vs.dedup();
+        got.push((k.to_vec(), vs));
+    }
+    assert_eq!(got, want);
+    let plain_groups: Vec<(Vec<u8>, usize)> = r
+        .groups(plain)
+        .unwrap()
+        .map(|g| {
+            let (k, vals) = g.unwrap();
+            (k.to_vec(), vals.count())
+        })
+        .collect();
+    assert_eq!(plain_groups.len(), model_plain.len());
+    assert!(plain_groups.iter().all(|(_, n)| *n == 1));
     // Prefixes, both ways.
     for p in ["", "0", "01", "012", "3", "39", "4", "9"] {
         let want: Vec<Pair> = model_plain

@@ -92,6 +92,31 @@ pub trait Txn: Snapshot + Sized {
         crate::Entries::prefix(self, db, prefix)
     }
 
+    /// Every key of `db` with its values as a nested iterator (a DUPSORT
+    /// database's duplicates, in order; one value otherwise).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let tags = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "x"), ("b", "y"), ("a", "w"), ("b", "z"), ("b", "x")] {
+    ///     w.put(tags, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut seen = Vec::new();
+    /// for g in w.groups(tags)? {
+    ///     let (key, values) = g?;
+    ///     let vals: Vec<&[u8]> = values.collect::<mdb::Result<_>>()?;
+    ///     seen.push((key, vals));
+    /// }
+    /// assert_eq!(seen, [(&b"a"[..], vec![&b"w"[..], b"x"]), (b"b", vec![b"x", b"y", b"z"])]);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    fn groups(&self, db: Database) -> Result<crate::entries::Groups<'_, Self>> {
+        crate::entries::Groups::new(self, db)
+    }
+
     /// Statistics of `db` in this snapshot.
     fn stat(&self, db: Database) -> Result<Stat> {
         db.check_env(self.env().tag())?;
