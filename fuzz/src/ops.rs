@@ -577,9 +577,9 @@ fn cursor_moves<T: Txn>(t: &T, db: Database, which: Which, flat: &[Pair], moves:
                     assert!(c.get_current().is_err(), "{ctx}: unpositioned get_current");
                     continue;
                 }
-                // After a miss the cursor may be unpositioned (EINVAL).
+                // After a miss the cursor may be unpositioned.
                 Pos::Unknown => match c.get_current() {
-                    Err(Error::Os(22)) => {
+                    Err(Error::Misuse(mdb::Misuse::UnpositionedCursor)) => {
                         pos = Pos::Unknown;
                         continue;
                     }

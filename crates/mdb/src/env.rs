@@ -268,7 +268,9 @@ impl EnvOptions {
         self.wal = Some(w);
         self
     }
-    /// Route every data-file write and sync through `f` (tests).
+    /// Route every data-file write and sync through `f` (tests; with the
+    /// `unstable` feature only).
+    #[cfg(feature = "unstable")]
     pub fn fault_injector(&mut self, f: Arc<dyn FaultInjector>) -> &mut Self {
         self.fault = Some(f);
         self
@@ -1047,7 +1049,7 @@ impl Env {
     }
 
     /// Set key (`dup == false`) or duplicate comparator of `db` to any
-    /// [`crate::format::cmp::CmpFn`], including C callbacks (the C ABI uses this).
+    /// [`crate::CmpFn`], including C callbacks (the C ABI uses this).
     pub fn set_comparator(
         &self,
         db: Database,

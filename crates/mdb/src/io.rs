@@ -4,7 +4,7 @@
 //! with `pwrite` to the file, or under WRITEMAP by copying into the writable
 //! map and `msync`ing it; growing the file and `Env::sync` go through it
 //! too. Nothing else writes to the data file. A test can install a
-//! [`FaultInjector`] to fail or tear any of these steps (ENOSPC, EIO, torn
+//! `FaultInjector` to fail or tear any of these steps (ENOSPC, EIO, torn
 //! writes), whichever way they reach the file, and a write-ahead log can
 //! later take this seam over.
 

@@ -23,9 +23,21 @@ mod db;
 mod entries;
 mod env;
 pub mod error;
+/// The on-disk format: page, node and meta views, flags, key orders
+/// (internals: with the `unstable` feature only).
+#[cfg(feature = "unstable")]
 pub mod format;
+#[cfg(not(feature = "unstable"))]
+#[allow(dead_code)]
+mod format;
 mod group;
+/// The I/O seam every write and sync goes through, and fault injection
+/// (internals: with the `unstable` feature only).
+#[cfg(feature = "unstable")]
 pub mod io;
+#[cfg(not(feature = "unstable"))]
+#[allow(dead_code)]
+mod io;
 pub(crate) mod lock;
 mod mmap;
 mod pager;
@@ -56,8 +68,10 @@ pub use env::{
     MAX_KEY_SIZE,
 };
 pub use error::{Error, Misuse, Result};
+pub use format::cmp::{CmpFn, RustCmp};
 pub use format::flags::DbFlags;
-/// Former paths of the format modules, kept for callers.
+/// Former paths of the format modules (with the `unstable` feature).
+#[cfg(feature = "unstable")]
 pub use format::{cmp, meta, page};
 pub use lock::ReaderInfo;
 pub use tree::Item;
