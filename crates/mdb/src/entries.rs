@@ -48,14 +48,6 @@ pub struct Entries<'t, T: Snapshot> {
     done: bool,
 }
 
-fn owned(b: Bound<&&[u8]>) -> Bound<Vec<u8>> {
-    match b {
-        Bound::Included(k) => Bound::Included(k.to_vec()),
-        Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
 impl<'t, T: Snapshot> Entries<'t, T> {
     pub(crate) fn new<'r, R: RangeBounds<&'r [u8]>>(
         txn: &'t T,
@@ -67,8 +59,8 @@ impl<'t, T: Snapshot> Entries<'t, T> {
         Ok(Entries {
             front: Cursor::new(txn, db)?,
             back: Cursor::new(txn, db)?,
-            start: owned(range.start_bound()),
-            end: owned(range.end_bound()),
+            start: range.start_bound().map(|k| k.to_vec()),
+            end: range.end_bound().map(|k| k.to_vec()),
             front_at: None,
             back_at: None,
             kcmp,
@@ -81,14 +73,10 @@ impl<'t, T: Snapshot> Entries<'t, T> {
     /// default byte-wise comparator: `Incompatible` for REVERSE_KEY,
     /// INTEGERKEY or a user comparator).
     pub(crate) fn prefix(txn: &'t T, db: Database, prefix: &[u8]) -> Result<Entries<'t, T>> {
-        let rec = txn.db(db)?;
-        let lexical =
-            rec.flags & (crate::format::flags::REVERSEKEY | crate::format::flags::INTEGERKEY) == 0
-                && !txn
-                    .env()
-                    .custom_cmp
-                    .load(std::sync::atomic::Ordering::Relaxed);
-        if !lexical {
+        let mut e = Entries::new(txn, db, ..)?;
+        // (The database's own order: a user comparator or another flag
+        // order makes byte prefixes meaningless.)
+        if !e.kcmp.is_lexical() {
             return Err(Error::Incompatible);
         }
         // The first key past every key with the prefix: the prefix with
@@ -97,7 +85,6 @@ impl<'t, T: Snapshot> Entries<'t, T> {
         while upper.last() == Some(&0xff) {
             upper.pop();
         }
-        let mut e = Entries::new(txn, db, ..)?;
         e.start = Bound::Included(prefix.to_vec());
         if let Some(b) = upper.last_mut() {
             *b += 1;

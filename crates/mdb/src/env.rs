@@ -796,6 +796,11 @@ impl Env {
         (self.id as u32).max(1)
     }
 
+    /// Where this environment's write-ahead log lives (or would).
+    pub(crate) fn wal_dir(&self) -> PathBuf {
+        wal_dir(&self.path, self.flags().contains(EnvFlags::NO_SUB_DIR))
+    }
+
     /// Whether the map grows by itself ([`EnvOptions::auto_grow`]).
     pub fn auto_grows(&self) -> bool {
         self.ceiling.load(Ordering::Relaxed) != 0

@@ -52,10 +52,7 @@ impl Maps {
         if cur.len() >= len {
             return Ok(cur);
         }
-        let mut b = Box::new(Map::new(file, len, writable, None)?);
-        let p: *mut Map = &mut *b;
-        all.push(b);
-        self.cur.store(p, Ordering::Release);
+        let p = Self::push(&mut all, &self.cur, Map::new(file, len, writable, None)?);
         // SAFETY: as in `current`: the box now lives in `all` until `self` drops.
         Ok(unsafe { &*p })
     }
@@ -63,10 +60,18 @@ impl Maps {
     /// Make `map` the newest generation (`Env::set_map_size`).
     pub(crate) fn install(&self, map: Map) {
         let mut all = self.all.lock().unwrap_or_else(|e| e.into_inner());
+        Self::push(&mut all, &self.cur, map);
+    }
+
+    /// Box `map` into `all` (the caller holds its lock) and make it the
+    /// newest; returns where it lives (boxed: it must not move).
+    #[allow(clippy::vec_box)]
+    fn push(all: &mut Vec<Box<Map>>, cur: &AtomicPtr<Map>, map: Map) -> *mut Map {
         let mut b = Box::new(map);
         let p: *mut Map = &mut *b;
         all.push(b);
-        self.cur.store(p, Ordering::Release);
+        cur.store(p, Ordering::Release);
+        p
     }
 }
 

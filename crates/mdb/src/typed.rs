@@ -178,14 +178,6 @@ impl<'t, T: Snapshot, V: Codec> DoubleEndedIterator for TypedValues<'t, T, V> {
     }
 }
 
-fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(k) => Bound::Included(&k[..]),
-        Bound::Excluded(k) => Bound::Excluded(&k[..]),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
 type Pair<'t, K, V> = (<K as Codec>::Out<'t>, <V as Codec>::Out<'t>);
 
 fn decode_pair<'t, K: Codec, V: Codec>(r: Result<crate::tree::Item<'t>>) -> Result<Pair<'t, K, V>> {
@@ -260,15 +252,13 @@ impl<K: Codec, V: Codec> TypedDb<K, V> {
         txn: &'t T,
         range: R,
     ) -> Result<TypedEntries<'t, T, K, V>> {
-        let enc = |b: Bound<&B>| -> Bound<Vec<u8>> {
-            match b {
-                Bound::Included(k) => Bound::Included(K::encode(k.borrow()).into_owned()),
-                Bound::Excluded(k) => Bound::Excluded(K::encode(k.borrow()).into_owned()),
-                Bound::Unbounded => Bound::Unbounded,
-            }
-        };
+        let enc = |b: Bound<&B>| b.map(|k| K::encode(k.borrow()).into_owned());
         let (lo, hi) = (enc(range.start_bound()), enc(range.end_bound()));
-        self.wrap(txn.range(self.db, (as_slice(&lo), as_slice(&hi)))?)
+        let bounds = (
+            lo.as_ref().map(Vec::as_slice),
+            hi.as_ref().map(Vec::as_slice),
+        );
+        self.wrap(txn.range(self.db, bounds)?)
     }
 
     /// The items whose encoded keys start with the encoding of `prefix`

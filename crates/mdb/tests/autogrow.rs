@@ -4,11 +4,13 @@
 //! map size under live readers; LMDB's tools read what auto-grow wrote.
 
 mod common;
+
+use common::Reaped;
 mod debian;
 
 use mdb::{Database, EnvFlags, EnvOptions, Error, Txn, WriteFlags};
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -118,15 +120,6 @@ fn reader_process(dir: &Path) {
         format!("{snapshots} {}", env.info().unwrap().map_size),
     )
     .unwrap();
-}
-
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]

@@ -2,9 +2,12 @@
 //! snapshots (a constant sum across accounts) while a writer commits 10,000
 //! transactions.
 
+mod common;
+
+use common::Reaped;
 use mdb::{Database, Env, EnvFlags, EnvOptions, Txn, WriteFlags};
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -63,16 +66,6 @@ fn reader_process(dir: &Path) {
         }
     }
     std::fs::write(dir.join("reader-report"), format!("{checks} {last}")).unwrap();
-}
-
-/// Kills the reader process if the test fails before it is told to stop.
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]

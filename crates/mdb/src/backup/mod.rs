@@ -23,7 +23,7 @@ use crate::env::Env;
 use crate::error::Error;
 use manifest::{sync_dir, write_synced, HASHES};
 use pages::{hashes_bytes, page_hash, read_hashes, Crc, IncrHeader, HEADER};
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -155,10 +155,7 @@ impl Env {
         let mut noop = |_: u64, _: u64| {};
         let progress = progress.unwrap_or(&mut noop);
         let ps = self.psize;
-        let wal_dir = crate::wal::mode::dir_for(
-            &self.path,
-            self.flags().contains(crate::EnvFlags::NO_SUB_DIR),
-        );
+        let wal_dir = self.wal_dir();
         let wal_mode = wal_dir.is_dir();
         if let Some(w) = &self.wal {
             // Commits of relaxed durability this process sees must be in
@@ -209,13 +206,7 @@ impl Env {
         };
         let path = dest.join(&name);
         let tmp = dest.join(format!(".{name}.tmp"));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(|e| BackupError::io(&tmp, e))?;
+        let file = std::fs::File::create(&tmp).map_err(|e| BackupError::io(&tmp, e))?;
         let mut out = Crc {
             inner: BufWriter::with_capacity(1 << 20, file),
             crc: 0,
@@ -246,8 +237,11 @@ impl Env {
                 written = pages;
             }
             Some(prev) => {
-                // The header's count is filled in once known.
-                wr(&mut out, &[0u8; HEADER])?;
+                // The header's count is filled in once known; the CRC
+                // runs over what follows, the header's joined at the end.
+                out.inner
+                    .write_all(&[0u8; HEADER])
+                    .map_err(|e| BackupError::io(&tmp, e))?;
                 wr(&mut out, &snap.metas)?;
                 for pg in 2..pages {
                     map.copy_out(pg as usize * ps, &mut page)?;
@@ -265,7 +259,7 @@ impl Env {
             }
         }
         out.flush().map_err(|e| BackupError::io(&tmp, e))?;
-        let (mut crc, len) = (out.crc, out.len);
+        let (mut crc, mut len) = (out.crc, out.len);
         let file = out
             .inner
             .into_inner()
@@ -281,7 +275,8 @@ impl Env {
             .encode();
             file.write_all_at(&h, 0)
                 .map_err(|e| BackupError::io(&tmp, e))?;
-            crc = file_crc_of(&file, &tmp)?;
+            crc = crc32c::crc32c_combine(crc32c::crc32c(&h), crc, len as usize);
+            len += HEADER as u64;
         }
         file.sync_all().map_err(|e| BackupError::io(&tmp, e))?;
         drop(file);
@@ -349,10 +344,7 @@ impl Env {
             .ok_or_else(|| {
                 BackupError::usage(format!("{}: no backup to archive after", dest.display()))
             })?;
-        let wal_dir = crate::wal::mode::dir_for(
-            &self.path,
-            self.flags().contains(crate::EnvFlags::NO_SUB_DIR),
-        );
+        let wal_dir = self.wal_dir();
         if !wal_dir.is_dir() {
             return Err(BackupError::usage(
                 "the environment is not in write-ahead-log mode: no log to archive",
@@ -396,21 +388,5 @@ impl Env {
         crate::wal::archive::set_hold(&wal_dir, upto)
             .map_err(|e| BackupError::from(e).with_path(&wal_dir))?;
         Ok(Some(entry))
-    }
-}
-
-/// CRC32C of an open file from its start.
-fn file_crc_of(f: &std::fs::File, path: &Path) -> BackupResult<u32> {
-    let mut f = f;
-    f.seek(SeekFrom::Start(0))
-        .map_err(|e| BackupError::io(path, e))?;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut crc = 0u32;
-    loop {
-        let n = f.read(&mut buf).map_err(|e| BackupError::io(path, e))?;
-        if n == 0 {
-            return Ok(crc);
-        }
-        crc = crc32c::crc32c_append(crc, &buf[..n]);
     }
 }

@@ -30,19 +30,7 @@ pub fn verify(dest: &Path) -> BackupResult<VerifyReport> {
     let mut bytes = 0;
     for b in &man.backups {
         let path = Manifest::file(dest, b);
-        let (crc, len) = file_crc(&path)?;
-        if len != b.bytes {
-            return Err(BackupError::bad(
-                &path,
-                format!("{len} bytes, the manifest says {} (truncated?)", b.bytes),
-            ));
-        }
-        if crc != b.crc32c {
-            return Err(BackupError::bad(
-                &path,
-                "CRC32C mismatch: the file is damaged",
-            ));
-        }
+        check_file(&path, b.bytes, b.crc32c)?;
         if b.kind == BackupKind::Incremental {
             let h = read_header(&path)?;
             if h.txnid != b.txnid || h.pages != b.pages || h.page_size != man.page_size {
@@ -52,23 +40,10 @@ pub fn verify(dest: &Path) -> BackupResult<VerifyReport> {
                 ));
             }
         }
-        bytes += len;
+        bytes += b.bytes;
         if let (Some(l), false) = (&b.log, b.kind == BackupKind::Log) {
-            let path = dest.join(&l.file);
-            let (crc, len) = file_crc(&path)?;
-            if len != l.bytes {
-                return Err(BackupError::bad(
-                    &path,
-                    format!("{len} bytes, the manifest says {} (truncated?)", l.bytes),
-                ));
-            }
-            if crc != l.crc32c {
-                return Err(BackupError::bad(
-                    &path,
-                    "CRC32C mismatch: the file is damaged",
-                ));
-            }
-            bytes += len;
+            check_file(&dest.join(&l.file), l.bytes, l.crc32c)?;
+            bytes += l.bytes;
         }
     }
     let hashes = dest.join(HASHES);
@@ -77,6 +52,25 @@ pub fn verify(dest: &Path) -> BackupResult<VerifyReport> {
         manifest: man,
         bytes,
     })
+}
+
+/// The file at `path` has the size and CRC32C the manifest records;
+/// otherwise an error naming it.
+fn check_file(path: &Path, bytes: u64, crc32c: u32) -> BackupResult<()> {
+    let (crc, len) = file_crc(path)?;
+    if len != bytes {
+        return Err(BackupError::bad(
+            path,
+            format!("{len} bytes, the manifest says {bytes} (truncated?)"),
+        ));
+    }
+    if crc != crc32c {
+        return Err(BackupError::bad(
+            path,
+            "CRC32C mismatch: the file is damaged",
+        ));
+    }
+    Ok(())
 }
 
 fn read_header(path: &Path) -> BackupResult<IncrHeader> {
@@ -162,25 +156,11 @@ pub fn restore(
             _ => break,
         }
     }
-    for l in replay.iter().map(|(l, _)| *l) {
-        let path = dest.join(&l.file);
-        let (crc, len) = file_crc(&path)?;
-        if len != l.bytes || crc != l.crc32c {
-            return Err(BackupError::bad(
-                &path,
-                "does not match the manifest (size or CRC32C): damaged or truncated",
-            ));
-        }
+    for (l, _) in &replay {
+        check_file(&dest.join(&l.file), l.bytes, l.crc32c)?;
     }
     for b in &chain {
-        let path = Manifest::file(dest, b);
-        let (crc, len) = file_crc(&path)?;
-        if len != b.bytes || crc != b.crc32c {
-            return Err(BackupError::bad(
-                &path,
-                "does not match the manifest (size or CRC32C): damaged or truncated",
-            ));
-        }
+        check_file(&Manifest::file(dest, b), b.bytes, b.crc32c)?;
     }
     std::fs::create_dir_all(out).map_err(|e| BackupError::io(out, e))?;
     let target = out.join("data.mdb");

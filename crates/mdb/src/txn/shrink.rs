@@ -134,17 +134,14 @@ impl Env {
         if self.flags().contains(EnvFlags::READ_ONLY) {
             return Err(Error::Os(libc::EACCES));
         }
-        if worth_it {
-            let w = self.write_txn()?;
-            if w.free_total()? * 8 < w.pg.next_pgno.max(2048) {
-                return Ok(());
-            }
-        }
         // Pages freed by a commit are reusable only after the next one:
         // an empty commit lets a round take what the one before freed.
         let mut idle = 0;
-        for _ in 0..MAX_ROUNDS {
+        for round in 0..MAX_ROUNDS {
             let mut w = self.write_txn()?;
+            if round == 0 && worth_it && w.free_total()? * 8 < w.pg.next_pgno.max(2048) {
+                return Ok(());
+            }
             let (dropped, moved) = w.shrink_round()?;
             if dropped + moved > 0 {
                 w.commit()?;

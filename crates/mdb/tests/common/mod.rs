@@ -223,3 +223,13 @@ pub fn rng(mut s: u64) -> impl FnMut(u64) -> u64 {
         s % n
     }
 }
+
+/// A child process killed and reaped if the test ends before it does.
+pub struct Reaped(pub std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
