@@ -42,14 +42,53 @@ impl std::hash::Hash for Database {
 }
 
 impl Database {
-    /// The free-page database (read-only access, for tools).
+    /// The free-page database (read-only access, for tools): its keys are
+    /// transaction ids, its values the pages they freed.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// for v in [&b"one"[..], b"two"] {
+    ///     let mut w = env.write_txn()?;
+    ///     w.put(Database::MAIN, b"k", v, WriteFlags::EMPTY)?;
+    ///     w.commit()?;
+    /// }
+    /// let r = env.read_txn()?;
+    /// assert!(r.stat(Database::FREE)?.entries > 0); // the first tree's pages
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const FREE: Database = Database(0, 0);
-    /// The main (unnamed) database.
+    /// The main (unnamed) database, always open; named databases are
+    /// records in it.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// assert_eq!(w.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const MAIN: Database = Database(1, 0);
 
     /// The handle with LMDB's number `dbi` (as a binding receives it),
     /// valid in any environment that opened that number. Using a number
     /// that was never opened fails with `EINVAL`/`BadDbi`, never UB.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, DbFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let db = w.create_db("t", DbFlags::EMPTY)?;
+    /// w.put(db, b"k", b"v", WriteFlags::EMPTY)?;
+    /// let same = Database::from_dbi(db.dbi()); // e.g. from a C caller
+    /// assert_eq!(w.get(same, b"k")?, Some(&b"v"[..]));
+    /// assert!(w.get(Database::from_dbi(9), b"k").is_err()); // never opened
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn from_dbi(dbi: u32) -> Database {
         Database(dbi, 0)
     }
@@ -65,12 +104,32 @@ impl Database {
     }
 
     /// LMDB's numeric handle (`MDB_dbi`).
+    ///
+    /// ```
+    /// use mdb::Database;
+    /// assert_eq!(Database::FREE.dbi(), 0);
+    /// assert_eq!(Database::MAIN.dbi(), 1);
+    /// ```
     pub fn dbi(self) -> u32 {
         self.0
     }
 }
 
-/// Statistics of one database, as `mdb_stat` prints them.
+/// Statistics of one database, as `mdb_stat` prints them
+/// ([`Txn::stat`](crate::Txn::stat), [`Env::stat`](crate::Env::stat)).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"small", b"v", WriteFlags::EMPTY)?;
+/// w.put(Database::MAIN, b"big", &[0; 10_000], WriteFlags::EMPTY)?;
+/// let s = w.stat(Database::MAIN)?;
+/// assert_eq!((s.entries, s.depth, s.leaf_pages), (2, 1, 1));
+/// assert!(s.overflow_pages > 0); // the value larger than a page
+/// # Ok::<(), mdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stat {
     /// Page size of the environment.

@@ -18,7 +18,18 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-/// Environment flags (LMDB's `MDB_*` open flags).
+/// Environment flags (LMDB's `MDB_*` open flags), combined with `|`.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{EnvFlags, EnvOptions};
+/// let env = EnvOptions::new()
+///     .flags(EnvFlags::NO_SYNC | EnvFlags::NO_TLS)
+///     .open(dir.path())?;
+/// assert!(env.flags().contains(EnvFlags::NO_SYNC | EnvFlags::NO_TLS));
+/// assert!(!env.flags().contains(EnvFlags::READ_ONLY));
+/// # Ok::<(), mdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub struct EnvFlags(pub u32);
 
@@ -29,10 +40,30 @@ impl EnvFlags {
     /// the file is created with this flag); `EBUSY` if that address is taken.
     pub const FIXED_MAP: EnvFlags = EnvFlags(0x01);
     /// `MDB_NOSUBDIR`: the path is the data file; the lock file is `path-lock`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{EnvFlags, EnvOptions};
+    /// let file = dir.path().join("app.mdb");
+    /// let env = EnvOptions::new().flags(EnvFlags::NO_SUB_DIR).open(&file)?;
+    /// assert!(file.is_file());
+    /// assert!(dir.path().join("app.mdb-lock").is_file());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const NO_SUB_DIR: EnvFlags = EnvFlags(0x4000);
     /// `MDB_NOSYNC`: never sync at commit (a system crash may lose or corrupt the tail).
     pub const NO_SYNC: EnvFlags = EnvFlags(0x10000);
-    /// `MDB_RDONLY`: read-only environment.
+    /// `MDB_RDONLY`: read-only environment: read transactions only.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Env, EnvFlags, EnvOptions, Error};
+    /// drop(Env::open(dir.path())?); // create it
+    /// let env = EnvOptions::new().flags(EnvFlags::READ_ONLY).open(dir.path())?;
+    /// assert!(env.read_txn().is_ok());
+    /// assert_eq!(env.write_txn().err(), Some(Error::Os(libc::EACCES)));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const READ_ONLY: EnvFlags = EnvFlags(0x20000);
     /// `MDB_NOMETASYNC`: do not sync the meta page (the next commit does).
     pub const NO_META_SYNC: EnvFlags = EnvFlags(0x40000);
@@ -52,10 +83,23 @@ impl EnvFlags {
     pub const NO_MEM_INIT: EnvFlags = EnvFlags(0x1000000);
 
     /// Whether every flag of `o` is set.
+    ///
+    /// ```
+    /// use mdb::EnvFlags;
+    /// let f = EnvFlags::NO_SYNC | EnvFlags::NO_META_SYNC;
+    /// assert!(f.contains(EnvFlags::NO_SYNC));
+    /// assert!(!f.contains(EnvFlags::NO_SYNC | EnvFlags::WRITE_MAP));
+    /// ```
     pub fn contains(self, o: EnvFlags) -> bool {
         self.0 & o.0 == o.0
     }
-    /// The raw bits.
+    /// The raw bits (LMDB's values, as C callers pass them).
+    ///
+    /// ```
+    /// use mdb::EnvFlags;
+    /// assert_eq!(EnvFlags::NO_SYNC.bits(), 0x10000); // MDB_NOSYNC
+    /// assert_eq!(EnvFlags(0x10000), EnvFlags::NO_SYNC);
+    /// ```
     pub fn bits(self) -> u32 {
         self.0
     }
@@ -70,7 +114,21 @@ impl std::ops::BitOr for EnvFlags {
     }
 }
 
-/// Environment information, as `mdb_stat -e` prints it.
+/// Environment information, as `mdb_stat -e` prints it ([`Env::info`]).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, EnvOptions, WriteFlags};
+/// let env = EnvOptions::new().max_readers(10).open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+/// w.commit()?;
+/// let info = env.info()?;
+/// assert_eq!(info.last_txnid, 1);
+/// assert_eq!(info.max_readers, 10);
+/// assert_eq!(info.last_pgno, 2); // two meta pages, then one leaf
+/// # Ok::<(), mdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EnvInfo {
     /// Fixed map address recorded in the meta (0 unless FIXEDMAP).
@@ -89,19 +147,46 @@ pub struct EnvInfo {
 
 /// Default map size: LMDB's 1 MiB (with auto-grow, the size a new file
 /// starts at).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let env = mdb::EnvOptions::new().auto_grow(false).open(dir.path())?;
+/// assert_eq!(env.info()?.map_size, mdb::DEFAULT_MAPSIZE);
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub const DEFAULT_MAPSIZE: usize = 1 << 20;
 /// Default ceiling of a map that grows by itself: 1 TiB of address space,
 /// reserved at open (address space only: memory is what the file uses).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let env = mdb::Env::open(dir.path())?; // auto-grow, no map size given
+/// assert_eq!(env.info()?.map_size, mdb::DEFAULT_CEILING);
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub const DEFAULT_CEILING: usize = 1 << 40;
 /// Default memory budget of a write transaction's dirty pages: 512 MiB,
 /// where LMDB spills too (see [`EnvOptions::txn_memory`]).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{EnvOptions, DEFAULT_TXN_MEMORY};
+/// // Twice the default budget for one large import.
+/// let env = EnvOptions::new().txn_memory(2 * DEFAULT_TXN_MEMORY).open(dir.path())?;
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub const DEFAULT_TXN_MEMORY: usize = 512 << 20;
 pub use crate::format::page::MAX_KEY_SIZE;
 
-/// Builder for opening an [`Env`].
+/// Builder for opening an [`Env`]: set what differs from LMDB's
+/// defaults, then [`EnvOptions::open`]. Reusable for several opens.
 ///
-/// ```no_run
-/// let env = mdb::EnvOptions::new().map_size(1 << 30).max_dbs(8).open("/tmp/db")?;
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let mut opts = mdb::EnvOptions::new();
+/// opts.map_size(1 << 30).max_dbs(8);
+/// let env = opts.open(dir.path())?;
+/// assert_eq!(env.info()?.map_size, 1 << 30);
 /// # Ok::<(), mdb::Error>(())
 /// ```
 #[derive(Clone)]
@@ -127,6 +212,13 @@ impl Default for EnvOptions {
 
 impl EnvOptions {
     /// LMDB's defaults: map size from the file (1 MiB for a new one), 126 readers, no named DBs.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = mdb::EnvOptions::new().open(dir.path())?;
+    /// assert_eq!(env.info()?.max_readers, 126);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn new() -> EnvOptions {
         EnvOptions {
             map_size: 0,
@@ -144,21 +236,55 @@ impl EnvOptions {
     /// Map size in bytes: the most the database may grow to. With
     /// auto-grow (the default) it is a ceiling, [`DEFAULT_CEILING`] when 0;
     /// without, the map's fixed size, taken from the file when 0.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = mdb::EnvOptions::new().map_size(256 << 20).open(dir.path())?;
+    /// assert_eq!(env.info()?.map_size, 256 << 20);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn map_size(&mut self, bytes: usize) -> &mut Self {
         self.map_size = bytes;
         self
     }
     /// How many named databases may be open at once.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Error};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.create_db("one", DbFlags::EMPTY)?;
+    /// assert_eq!(w.create_db("two", DbFlags::EMPTY), Err(Error::DbsFull));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn max_dbs(&mut self, n: u32) -> &mut Self {
         self.max_dbs = n;
         self
     }
     /// Reader slots, used when this process creates the lock file.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = mdb::EnvOptions::new().max_readers(512).open(dir.path())?;
+    /// assert_eq!(env.info()?.max_readers, 512);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn max_readers(&mut self, n: u32) -> &mut Self {
         self.max_readers = n.max(1);
         self
     }
     /// Open flags. NO_LOCK is not accepted here (see [`EnvOptions::no_lock`]).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{EnvFlags, EnvOptions};
+    /// let env = EnvOptions::new().flags(EnvFlags::WRITE_MAP).open(dir.path())?;
+    /// assert!(env.flags().contains(EnvFlags::WRITE_MAP));
+    /// let nolock = EnvOptions::new().flags(EnvFlags::NO_LOCK).open(dir.path());
+    /// assert!(nolock.is_err());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn flags(&mut self, f: EnvFlags) -> &mut Self {
         self.flags = f;
         self
@@ -175,6 +301,20 @@ impl EnvOptions {
     /// would not see this `Env`'s readers, and could overwrite the pages a
     /// value borrowed from a read transaction lies in (and two writers
     /// would corrupt the file).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, EnvFlags, EnvOptions, Txn, WriteFlags};
+    /// // SAFETY: nothing else uses this new directory.
+    /// let env = unsafe { EnvOptions::new().no_lock() }.open(dir.path())?;
+    /// assert!(env.flags().contains(EnvFlags::NO_LOCK));
+    /// assert!(!dir.path().join("lock.mdb").exists());
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// assert_eq!(env.read_txn()?.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub unsafe fn no_lock(&mut self) -> &mut Self {
         self.no_lock = true;
         self
@@ -241,6 +381,15 @@ impl EnvOptions {
         self
     }
     /// File mode for created files (before the umask).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use std::os::unix::fs::PermissionsExt;
+    /// let env = mdb::EnvOptions::new().mode(0o600).open(dir.path())?;
+    /// let meta = std::fs::metadata(dir.path().join("data.mdb"))?;
+    /// assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn mode(&mut self, mode: u32) -> &mut Self {
         self.mode = mode;
         self
@@ -313,6 +462,26 @@ pub(crate) struct DbiInfo {
 }
 
 /// An open environment. `Send + Sync`: share it between threads by reference or `Arc`.
+///
+/// Open one `Env` per environment and process, and keep it for the
+/// program's life: transactions borrow it.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// std::thread::scope(|s| {
+///     s.spawn(|| -> mdb::Result<()> {
+///         let mut w = env.write_txn()?;
+///         w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+///         w.commit()
+///     })
+///     .join()
+///     .unwrap()
+/// })?;
+/// assert_eq!(env.read_txn()?.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct Env {
     pub(crate) path: PathBuf,
     pub(crate) flags: AtomicU32,
@@ -387,7 +556,16 @@ fn page_size_os() -> usize {
 }
 
 impl Env {
-    /// Open an environment with default options.
+    /// Open an environment with default options (see [`EnvOptions`]);
+    /// `path` is a directory that must exist.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = mdb::Env::open(dir.path())?;
+    /// assert!(dir.path().join("data.mdb").is_file());
+    /// assert!(dir.path().join("lock.mdb").is_file());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Env> {
         EnvOptions::new().open(path)
     }
@@ -643,16 +821,47 @@ impl Env {
     }
 
     /// The path the environment was opened with.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = mdb::Env::open(dir.path())?;
+    /// assert_eq!(env.path(), dir.path());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Flags in effect.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{EnvFlags, EnvOptions};
+    /// let env = EnvOptions::new().flags(EnvFlags::NO_TLS).open(dir.path())?;
+    /// assert!(env.flags().contains(EnvFlags::NO_TLS));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn flags(&self) -> EnvFlags {
         EnvFlags(self.flags.load(Ordering::Relaxed))
     }
 
-    /// Set (`on`) or clear the changeable flags NO_SYNC, NO_META_SYNC, MAP_ASYNC, NO_MEM_INIT.
+    /// Set (`on`) or clear the changeable flags NO_SYNC, NO_META_SYNC,
+    /// MAP_ASYNC, NO_MEM_INIT, e.g. to load in bulk without syncs and then
+    /// sync once.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Env, EnvFlags, Error, Misuse};
+    /// let env = Env::open(dir.path())?;
+    /// env.set_flags(EnvFlags::NO_SYNC, true)?;
+    /// assert!(env.flags().contains(EnvFlags::NO_SYNC));
+    /// // ... bulk load ...
+    /// env.set_flags(EnvFlags::NO_SYNC, false)?;
+    /// env.sync(true)?;
+    /// let fixed = env.set_flags(EnvFlags::READ_ONLY, true);
+    /// assert_eq!(fixed, Err(Error::Misuse(Misuse::BadEnvFlags)));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn set_flags(&self, f: EnvFlags, on: bool) -> Result<()> {
         if f.0 & !EnvFlags::CHANGEABLE != 0 {
             return Err(Error::Misuse(Misuse::BadEnvFlags));
@@ -781,6 +990,16 @@ impl Env {
     }
 
     /// Whether a write transaction of this handle is live (any thread).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = mdb::Env::open(dir.path())?;
+    /// let w = env.write_txn()?;
+    /// assert!(env.write_txn_active());
+    /// w.abort();
+    /// assert!(!env.write_txn_active());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn write_txn_active(&self) -> bool {
         self.writing.load(Ordering::Relaxed)
     }
@@ -802,6 +1021,14 @@ impl Env {
     }
 
     /// Whether the map grows by itself ([`EnvOptions::auto_grow`]).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::EnvOptions;
+    /// assert!(EnvOptions::new().open(dir.path())?.auto_grows());
+    /// assert!(!EnvOptions::new().auto_grow(false).open(dir.path())?.auto_grows());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn auto_grows(&self) -> bool {
         self.ceiling.load(Ordering::Relaxed) != 0
     }
@@ -829,18 +1056,51 @@ impl Env {
         Ok(self.newest_meta()?.mapsize)
     }
 
-    /// The data file's descriptor (`mdb_env_get_fd`), valid while the Env lives.
+    /// The data file's descriptor (`mdb_env_get_fd`), valid while the Env
+    /// lives: for `fstat` and the like, never for writes.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use std::os::fd::BorrowedFd;
+    /// let env = mdb::Env::open(dir.path())?;
+    /// // SAFETY: the descriptor stays open while `env` lives.
+    /// let fd = unsafe { BorrowedFd::borrow_raw(env.data_fd()) };
+    /// let file = std::fs::File::from(fd.try_clone_to_owned()?);
+    /// assert_eq!(file.metadata()?.len(), std::fs::metadata(dir.path().join("data.mdb"))?.len());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn data_fd(&self) -> std::os::unix::io::RawFd {
         use std::os::unix::io::AsRawFd;
         self.file.file.as_raw_fd()
     }
 
-    /// Page size of the data file.
+    /// Page size of the data file (the OS page size when it was created).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn};
+    /// let env = Env::open(dir.path())?;
+    /// assert!(env.page_size().is_power_of_two());
+    /// assert_eq!(env.read_txn()?.stat(Database::MAIN)?.page_size as usize, env.page_size());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn page_size(&self) -> usize {
         self.psize
     }
 
     /// Longest key accepted (511, as LMDB).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Error, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let key = vec![b'k'; env.max_key_size()];
+    /// w.put(Database::MAIN, &key, b"v", WriteFlags::EMPTY)?;
+    /// let longer = vec![b'k'; env.max_key_size() + 1];
+    /// assert_eq!(w.put(Database::MAIN, &longer, b"v", WriteFlags::EMPTY), Err(Error::BadValSize));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn max_key_size(&self) -> usize {
         MAX_KEY_SIZE
     }
@@ -914,6 +1174,18 @@ impl Env {
     }
 
     /// Map size, page usage, last transaction and reader counts.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// assert_eq!(env.info()?.last_txnid, 0);
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// assert_eq!(env.info()?.last_txnid, 1);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn info(&self) -> Result<EnvInfo> {
         let m = self.newest_meta()?;
         Ok(EnvInfo {
@@ -929,12 +1201,39 @@ impl Env {
     }
 
     /// Statistics of the main database in the newest snapshot.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"a", b"1", WriteFlags::EMPTY)?;
+    /// w.put(Database::MAIN, b"b", b"2", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// assert_eq!(env.stat()?.entries, 2);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn stat(&self) -> Result<Stat> {
         let m = self.newest_meta()?;
         Ok(Stat::from_record(self.psize, &m.main))
     }
 
-    /// Flush the data file to disk. Without `force`, a NO_SYNC environment does nothing.
+    /// Flush the data file to disk. Without `force`, a NO_SYNC environment
+    /// does nothing. Commits sync by themselves unless NO_SYNC (or
+    /// NO_META_SYNC, MAP_ASYNC) is set: this makes such commits durable.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, EnvFlags, EnvOptions, WriteFlags};
+    /// let env = EnvOptions::new().flags(EnvFlags::NO_SYNC).open(dir.path())?;
+    /// for i in 0u32..100 {
+    ///     let mut w = env.write_txn()?;
+    ///     w.put(Database::MAIN, &i.to_be_bytes(), b"v", WriteFlags::EMPTY)?;
+    ///     w.commit()?; // no sync
+    /// }
+    /// env.sync(true)?; // all 100 durable now
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn sync(&self, force: bool) -> Result<()> {
         let f = self.flags();
         if f.contains(EnvFlags::READ_ONLY) {
@@ -979,12 +1278,37 @@ impl Env {
         (!self.flags().contains(EnvFlags::NO_LOCK)).then_some(&*self.lock)
     }
 
-    /// Live reader slots of every process using this environment.
+    /// Live reader slots of every process using this environment: the
+    /// snapshot each reads (`None`: a slot kept by its thread, idle).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = mdb::Env::open(dir.path())?;
+    /// let r = env.read_txn()?;
+    /// let readers = env.readers();
+    /// assert_eq!(readers.len(), 1);
+    /// assert_eq!(readers[0].pid, std::process::id());
+    /// assert_eq!(readers[0].txnid, Some(0));
+    /// drop(r);
+    /// assert_eq!(env.readers()[0].txnid, None); // idle, kept by the thread
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn readers(&self) -> Vec<ReaderInfo> {
         self.lock_file().map_or_else(Vec::new, |l| l.readers())
     }
 
     /// The reader table in `mdb_reader_list` format.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = mdb::Env::open(dir.path())?;
+    /// assert_eq!(env.reader_list_text(), "(no active readers)\n");
+    /// let _r = env.read_txn()?;
+    /// let text = env.reader_list_text();
+    /// assert!(text.starts_with("    pid     thread     txnid\n"));
+    /// assert!(text.contains(&std::process::id().to_string()));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn reader_list_text(&self) -> String {
         match self.lock_file() {
             Some(l) => l.reader_list_text(),
@@ -992,7 +1316,18 @@ impl Env {
         }
     }
 
-    /// Clear reader slots left by dead processes; returns how many were cleared.
+    /// Clear reader slots left by dead processes; returns how many were
+    /// cleared. A crashed reader's slot would otherwise keep the pages of
+    /// its snapshot from being reused.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = mdb::Env::open(dir.path())?;
+    /// let _r = env.read_txn()?;
+    /// assert_eq!(env.reader_check()?, 0); // this process is alive
+    /// assert_eq!(env.readers().len(), 1);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn reader_check(&self) -> Result<usize> {
         match self.lock_file() {
             Some(l) => l.reader_check(),
@@ -1048,13 +1383,46 @@ impl Env {
         self.set_cmp(db, Some(crate::format::cmp::CmpFn::rust(cmp)), None)
     }
 
-    /// Order the duplicate values of DUPSORT `db` with `cmp` (`mdb_set_dupsort`).
+    /// Order the duplicate values of DUPSORT `db` with `cmp`
+    /// (`mdb_set_dupsort`). Like [`Env::set_compare`], not stored in the
+    /// file: set it before each use of `db`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// fn newest_first(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    ///     b.cmp(a)
+    /// }
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let log = w.create_db("log", DbFlags::DUP_SORT)?;
+    /// env.set_dupsort(log, newest_first)?;
+    /// for v in [b"2024", b"2026", b"2025"] {
+    ///     w.put(log, b"events", v, WriteFlags::EMPTY)?;
+    /// }
+    /// assert_eq!(w.get(log, b"events")?, Some(&b"2026"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn set_dupsort(&self, db: Database, cmp: crate::format::cmp::RustCmp) -> Result<()> {
         self.set_cmp(db, None, Some(crate::format::cmp::CmpFn::rust(cmp)))
     }
 
     /// Set key (`dup == false`) or duplicate comparator of `db` to any
     /// [`crate::CmpFn`], including C callbacks (the C ABI uses this).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CmpFn, Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// env.set_comparator(Database::MAIN, CmpFn::rust(|a, b| b.cmp(a)), false)?;
+    /// let mut w = env.write_txn()?;
+    /// for k in [b"a", b"c", b"b"] {
+    ///     w.put(Database::MAIN, k, b"", WriteFlags::EMPTY)?;
+    /// }
+    /// let first = w.cursor(Database::MAIN)?.first()?.unwrap().0;
+    /// assert_eq!(first, b"c");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn set_comparator(
         &self,
         db: Database,
@@ -1156,6 +1524,24 @@ impl Env {
 
     /// Close a named database handle so its slot can be reused (`mdb_dbi_close`).
     /// The handle must not be used by any live transaction afterwards.
+    /// Only needed by programs that open many databases in turn; handles
+    /// are otherwise kept for the environment's life.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let a = w.create_db("a", DbFlags::EMPTY)?;
+    /// w.commit()?;
+    /// env.close_db(a); // its slot is free again
+    /// let mut w = env.write_txn()?;
+    /// w.create_db("b", DbFlags::EMPTY)?; // fits in max_dbs(1)
+    /// w.commit()?;
+    /// let r = env.read_txn()?;
+    /// assert_eq!(r.stat(r.open_db("b")?)?.entries, 0);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn close_db(&self, db: Database) {
         if db.0 >= 2 {
             let mut t = self.dbis.write().unwrap();

@@ -6,6 +6,12 @@
 use std::fmt;
 
 /// LMDB's numeric return codes (lmdb.h), kept so the C ABI and tools can print them.
+///
+/// ```
+/// use mdb::error::code;
+/// assert_eq!(mdb::Error::NotFound.code(), code::NOTFOUND);
+/// assert_eq!(mdb::Error::from_code(code::MAP_FULL), mdb::Error::MapFull);
+/// ```
 pub mod code {
     /// Key/data pair already exists.
     pub const KEYEXIST: i32 = -30799;
@@ -50,6 +56,23 @@ pub mod code {
 }
 
 /// An engine error: an LMDB code or an OS error number.
+///
+/// Match on it to tell expected outcomes (a key already there) from
+/// failures; it prints as `mdb_strerror` does.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Error, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+/// match w.put(Database::MAIN, b"k", b"w", WriteFlags::NO_OVERWRITE) {
+///     Err(Error::KeyExist) => {} // kept the old value
+///     other => panic!("{other:?}"),
+/// }
+/// assert_eq!(Error::KeyExist.to_string(), "MDB_KEYEXIST: Key/data pair already exists");
+/// # Ok::<(), mdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Error {
     /// `MDB_KEYEXIST`: the key (or key/value pair) already exists.
@@ -98,6 +121,17 @@ pub enum Error {
 }
 
 /// The misuses [`Error::Misuse`] names.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Error, Misuse, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let r = w.put(Database::FREE, b"k", b"v", WriteFlags::EMPTY);
+/// assert_eq!(r, Err(Error::Misuse(Misuse::FreeDbWrite)));
+/// assert_eq!(r.unwrap_err().code(), libc::EINVAL); // what LMDB returns
+/// # Ok::<(), mdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Misuse {
     /// The free-page database is read-only.
@@ -141,10 +175,26 @@ impl Misuse {
 }
 
 /// Result alias used throughout the engine.
+///
+/// ```
+/// fn value_len(txn: &impl mdb::Txn, key: &[u8]) -> mdb::Result<usize> {
+///     Ok(txn.get(mdb::Database::MAIN, key)?.map_or(0, |v| v.len()))
+/// }
+/// # let dir = tempfile::tempdir().unwrap();
+/// let env = mdb::Env::open(dir.path())?;
+/// assert_eq!(value_len(&env.read_txn()?, b"k")?, 0);
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     /// The numeric code LMDB would return for this error.
+    ///
+    /// ```
+    /// use mdb::Error;
+    /// assert_eq!(Error::NotFound.code(), -30798); // MDB_NOTFOUND
+    /// assert_eq!(Error::Os(libc::ENOSPC).code(), libc::ENOSPC);
+    /// ```
     pub fn code(self) -> i32 {
         use code::*;
         match self {
@@ -173,6 +223,12 @@ impl Error {
     }
 
     /// Build an error from an LMDB code or errno (inverse of [`Error::code`]).
+    ///
+    /// ```
+    /// use mdb::Error;
+    /// assert_eq!(Error::from_code(-30799), Error::KeyExist);
+    /// assert_eq!(Error::from_code(libc::EACCES), Error::Os(libc::EACCES));
+    /// ```
     pub fn from_code(c: i32) -> Error {
         use code::*;
         match c {
@@ -199,7 +255,14 @@ impl Error {
         }
     }
 
-    /// The last OS error (`errno`) as an [`Error`].
+    /// The last OS error (`errno`) as an [`Error`], for code that calls
+    /// `libc` itself.
+    ///
+    /// ```
+    /// // close(-1) fails with EBADF.
+    /// assert_eq!(unsafe { libc::close(-1) }, -1);
+    /// assert_eq!(mdb::Error::last_os(), mdb::Error::Os(libc::EBADF));
+    /// ```
     pub fn last_os() -> Error {
         Error::Os(
             std::io::Error::last_os_error()
@@ -210,6 +273,12 @@ impl Error {
 }
 
 /// The exact text `mdb_strerror` returns for `code` (0.9.31+ for unknown negatives).
+///
+/// ```
+/// use mdb::error::{code, strerror};
+/// assert_eq!(strerror(code::NOTFOUND), "MDB_NOTFOUND: No matching key/data pair found");
+/// assert_eq!(strerror(libc::ENOENT), "No such file or directory");
+/// ```
 pub fn strerror(code: i32) -> String {
     let fixed = match code {
         0 => "Successful return: 0",
