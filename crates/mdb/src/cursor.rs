@@ -52,6 +52,21 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
     }
 
     /// Perform any cursor operation (LMDB's `mdb_cursor_get`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// # w.commit()?;
+    /// use mdb::CursorOp;
+    /// let r = env.read_txn()?;
+    /// let mut c = r.cursor(Database::MAIN)?;
+    /// assert_eq!(c.op(CursorOp::SetRange(b"bb"))?.unwrap().0, b"c");
+    /// assert_eq!(c.op(CursorOp::Prev)?.unwrap().0, b"b");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn op(&mut self, op: CursorOp<'_>) -> Result<Option<Item<'t>>> {
         if let (CursorOp::Next, Some(p)) = (&op, self.leaf) {
             let path = &mut self.pos.main.path;
@@ -79,85 +94,405 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
     }
 
     /// First item (the first value of the first key).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// # w.commit()?;
+    /// let r = env.read_txn()?;
+    /// let mut c = r.cursor(Database::MAIN)?;
+    /// assert_eq!(c.first()?, Some((&b"a"[..], &b"v"[..])));
+    /// assert_eq!(c.last()?.unwrap().0, b"c");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn first(&mut self) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::First)
     }
     /// Last item (the last value of the last key).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// # w.commit()?;
+    /// let r = env.read_txn()?;
+    /// let mut c = r.cursor(Database::MAIN)?;
+    /// assert_eq!(c.last()?.unwrap().0, b"c");
+    /// assert_eq!(r.cursor(Database::FREE)?.last()?, None); // empty
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn last(&mut self) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::Last)
     }
     /// Next item, walking every value of DUPSORT keys (the first item if
     /// unpositioned); `None` at the end, where the position is kept.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// # w.commit()?;
+    /// let r = env.read_txn()?;
+    /// let mut c = r.cursor(Database::MAIN)?;
+    /// let mut keys = Vec::new();
+    /// while let Some((k, _)) = c.next()? {
+    ///     keys.push(k);
+    /// }
+    /// assert_eq!(keys, [b"a", b"b", b"c"]);
+    /// assert_eq!(c.get_current()?.unwrap().0, b"c"); // still on the last
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::Next)
     }
     /// Previous item (the last one if unpositioned).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// # w.commit()?;
+    /// let r = env.read_txn()?;
+    /// let mut c = r.cursor(Database::MAIN)?;
+    /// assert_eq!(c.prev()?.unwrap().0, b"c");
+    /// assert_eq!(c.prev()?.unwrap().0, b"b");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn prev(&mut self) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::Prev)
     }
     /// First value of the next key (`MDB_NEXT_NODUP`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("a", "3"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.cursor(db)?;
+    /// assert_eq!(c.first()?, Some((&b"a"[..], &b"1"[..])));
+    /// assert_eq!(c.next_nodup()?, Some((&b"b"[..], &b"1"[..]))); // skips a's 2 and 3
+    /// assert_eq!(c.next_nodup()?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn next_nodup(&mut self) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::NextNodup)
     }
     /// Last value of the previous key (`MDB_PREV_NODUP`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("a", "3"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.cursor(db)?;
+    /// c.last()?;
+    /// assert_eq!(c.prev_nodup()?, Some((&b"a"[..], &b"3"[..])));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn prev_nodup(&mut self) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::PrevNodup)
     }
     /// Next value of the current key (`MDB_NEXT_DUP`); `None` after its last.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("a", "3"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.cursor(db)?;
+    /// c.set(b"a")?;
+    /// assert_eq!(c.next_dup()?.unwrap().1, b"2");
+    /// assert_eq!(c.next_dup()?.unwrap().1, b"3");
+    /// assert_eq!(c.next_dup()?, None); // b's values are not a's
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn next_dup(&mut self) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::NextDup)
     }
     /// Previous value of the current key (`MDB_PREV_DUP`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("a", "3"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.cursor(db)?;
+    /// c.get_both(b"a", b"2")?;
+    /// assert_eq!(c.prev_dup()?.unwrap().1, b"1");
+    /// assert_eq!(c.prev_dup()?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn prev_dup(&mut self) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::PrevDup)
     }
     /// First value of the current key (`MDB_FIRST_DUP`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("a", "3"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.cursor(db)?;
+    /// c.get_both(b"a", b"2")?;
+    /// assert_eq!(c.first_dup()?.unwrap().1, b"1");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn first_dup(&mut self) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::FirstDup)
     }
     /// Last value of the current key (`MDB_LAST_DUP`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("a", "3"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.cursor(db)?;
+    /// c.set(b"a")?;
+    /// assert_eq!(c.last_dup()?.unwrap().1, b"3");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn last_dup(&mut self) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::LastDup)
     }
     /// The item at the cursor; `Err(EINVAL)` if never positioned.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// # w.commit()?;
+    /// use mdb::{Error, Misuse};
+    /// let r = env.read_txn()?;
+    /// let mut c = r.cursor(Database::MAIN)?;
+    /// assert_eq!(c.get_current(), Err(Error::Misuse(Misuse::UnpositionedCursor)));
+    /// c.set(b"b")?;
+    /// assert_eq!(c.get_current()?, Some((&b"b"[..], &b"v"[..])));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn get_current(&mut self) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::GetCurrent)
     }
     /// Position at exactly `key`; returns its (first) value.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// # w.commit()?;
+    /// let r = env.read_txn()?;
+    /// let mut c = r.cursor(Database::MAIN)?;
+    /// assert_eq!(c.set(b"b")?, Some(&b"v"[..]));
+    /// assert_eq!(c.next()?.unwrap().0, b"c"); // go on from there
+    /// assert_eq!(c.set(b"bb")?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn set(&mut self, key: &[u8]) -> Result<Option<&'t [u8]>> {
         Ok(self.op(CursorOp::Set(key))?.map(|kv| kv.1))
     }
     /// Position at exactly `key`; returns the stored key and its first value.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// # w.commit()?;
+    /// let r = env.read_txn()?;
+    /// let mut c = r.cursor(Database::MAIN)?;
+    /// let (k, v) = c.set_key(b"b")?.unwrap();
+    /// assert_eq!((k, v), (&b"b"[..], &b"v"[..])); // `k` borrows the map
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn set_key(&mut self, key: &[u8]) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::SetKey(key))
     }
     /// Position at the first key >= `key`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// # w.commit()?;
+    /// let r = env.read_txn()?;
+    /// let mut c = r.cursor(Database::MAIN)?;
+    /// assert_eq!(c.set_range(b"b")?.unwrap().0, b"b");
+    /// assert_eq!(c.set_range(b"bb")?.unwrap().0, b"c");
+    /// assert_eq!(c.set_range(b"d")?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn set_range(&mut self, key: &[u8]) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::SetRange(key))
     }
     /// Position at exactly `key` and value `val` (`MDB_GET_BOTH`, DUPSORT only).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("a", "3"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.cursor(db)?;
+    /// assert_eq!(c.get_both(b"a", b"2")?, Some((&b"a"[..], &b"2"[..])));
+    /// assert_eq!(c.get_both(b"a", b"9")?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn get_both(&mut self, key: &[u8], val: &[u8]) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::GetBoth(key, val))
     }
     /// Position at `key` and its first value >= `val` (`MDB_GET_BOTH_RANGE`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("a", "3"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.cursor(db)?;
+    /// assert_eq!(c.get_both_range(b"a", b"15")?.unwrap().1, b"2");
+    /// assert_eq!(c.get_both_range(b"a", b"4")?, None); // not b's values
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn get_both_range(&mut self, key: &[u8], val: &[u8]) -> Result<Option<Item<'t>>> {
         self.op(CursorOp::GetBothRange(key, val))
     }
     /// DUPFIXED: the values on the page holding the current value, packed
     /// (`MDB_GET_MULTIPLE`); the cursor moves to that page's last value.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let ids = w.create_db("ids", DbFlags::DUP_SORT | DbFlags::DUP_FIXED)?;
+    /// for i in 0u32..3000 {
+    ///     w.put(ids, b"k", &i.to_be_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.cursor(ids)?;
+    /// c.set(b"k")?;
+    /// let packed = c.get_multiple()?.unwrap(); // the first page's values
+    /// assert_eq!(&packed[..8], [0, 0, 0, 0, 0, 0, 0, 1]);
+    /// let n = (packed.len() / 4) as u32;
+    /// assert_eq!(c.get_current()?.unwrap().1, (n - 1).to_be_bytes());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn get_multiple(&mut self) -> Result<Option<&'t [u8]>> {
         Ok(self.op(CursorOp::GetMultiple)?.map(|kv| kv.1))
     }
     /// DUPFIXED: the next page of values of the current key (`MDB_NEXT_MULTIPLE`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let ids = w.create_db("ids", DbFlags::DUP_SORT | DbFlags::DUP_FIXED)?;
+    /// for i in 0u32..3000 {
+    ///     w.put(ids, b"k", &i.to_be_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.cursor(ids)?;
+    /// c.set(b"k")?;
+    /// let mut total = 0;
+    /// let mut page = c.get_multiple()?;
+    /// while let Some(p) = page {
+    ///     total += p.len() / 4;
+    ///     page = c.next_multiple()?;
+    /// }
+    /// assert_eq!(total, 3000);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn next_multiple(&mut self) -> Result<Option<&'t [u8]>> {
         Ok(self.op(CursorOp::NextMultiple)?.map(|kv| kv.1))
     }
     /// DUPFIXED: the previous page of values of the current key (`MDB_PREV_MULTIPLE`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let ids = w.create_db("ids", DbFlags::DUP_SORT | DbFlags::DUP_FIXED)?;
+    /// for i in 0u32..3000 {
+    ///     w.put(ids, b"k", &i.to_be_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.cursor(ids)?;
+    /// c.set(b"k")?;
+    /// c.last_dup()?;
+    /// let mut total = 0;
+    /// while let Some(p) = c.prev_multiple()? {
+    ///     total += p.len() / 4;
+    /// }
+    /// assert!(total > 0 && total < 3000); // the pages before the last one
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn prev_multiple(&mut self) -> Result<Option<&'t [u8]>> {
         Ok(self.op(CursorOp::PrevMultiple)?.map(|kv| kv.1))
     }
     /// Number of values of the current key (`mdb_cursor_count`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("a", "3"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.cursor(db)?;
+    /// c.set(b"a")?;
+    /// assert_eq!(c.count()?, 3);
+    /// c.next_nodup()?;
+    /// assert_eq!(c.count()?, 1);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn count(&self) -> Result<u64> {
         count(&self.pos, self.txn)
     }
@@ -209,7 +544,24 @@ impl<'t, T: Snapshot> IntoIterator for Cursor<'t, T> {
 }
 
 /// Iterator over the items following a cursor's position (all items for a
-/// fresh cursor), every duplicate included.
+/// fresh cursor), every duplicate included ([`Cursor::iter`], or a cursor
+/// in a `for` loop).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"a", b"1", WriteFlags::EMPTY)?;
+/// w.put(Database::MAIN, b"b", b"2", WriteFlags::EMPTY)?;
+/// let mut sum = 0;
+/// for item in w.cursor(Database::MAIN)? {
+///     let (_key, val) = item?;
+///     sum += val[0] - b'0';
+/// }
+/// assert_eq!(sum, 3);
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct Iter<'t, T: Snapshot>(Cursor<'t, T>);
 
 impl<'t, T: Snapshot> Iterator for Iter<'t, T> {
@@ -221,12 +573,45 @@ impl<'t, T: Snapshot> Iterator for Iter<'t, T> {
 
 impl<'t, T: Snapshot> Cursor<'t, T> {
     /// Iterate from the current position on (from the first item if fresh).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// # w.commit()?;
+    /// let r = env.read_txn()?;
+    /// let mut c = r.cursor(Database::MAIN)?;
+    /// c.set(b"a")?;
+    /// let rest: Vec<&[u8]> = c.iter().map(|kv| kv.map(|kv| kv.0)).collect::<mdb::Result<_>>()?;
+    /// assert_eq!(rest, [b"b", b"c"]); // the items after the position
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn iter(self) -> Iter<'t, T> {
         Iter(self)
     }
 }
 
-/// Iterator over a key range (see [`Cursor::range`]).
+/// Iterator over a key range (see [`Cursor::range`]); the cursor stays
+/// where the range ended.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// for k in [b"a", b"b", b"c", b"d"] {
+///     w.put(Database::MAIN, k, b"", WriteFlags::EMPTY)?;
+/// }
+/// let mut c = w.cursor(Database::MAIN)?;
+/// let keys: Vec<&[u8]> = c
+///     .range(&b"b"[..]..=&b"c"[..])
+///     .map(|kv| kv.map(|kv| kv.0))
+///     .collect::<mdb::Result<_>>()?;
+/// assert_eq!(keys, [b"b", b"c"]);
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct Range<'c, 't, T: Snapshot> {
     cursor: &'c mut Cursor<'t, T>,
     pending: Option<Result<Option<Item<'t>>>>,
@@ -265,7 +650,30 @@ impl<'t, T: Snapshot> Iterator for Range<'_, 't, T> {
     }
 }
 
-/// A cursor operation for [`CursorState::get`] (LMDB's `MDB_cursor_op`).
+/// A cursor operation for [`Cursor::op`], [`RwCursor::op`](crate::RwCursor::op)
+/// and [`CursorState::get`] (LMDB's `MDB_cursor_op`), for code that
+/// chooses the move at run time; the cursors' methods name each one.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{CursorOp, Database, Env, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// for k in [b"a", b"b", b"c"] {
+///     w.put(Database::MAIN, k, b"", WriteFlags::EMPTY)?;
+/// }
+/// let backwards = true;
+/// let (start, step) = if backwards { (CursorOp::Last, CursorOp::Prev) } else { (CursorOp::First, CursorOp::Next) };
+/// let mut c = w.cursor(Database::MAIN)?;
+/// let mut keys = Vec::new();
+/// let mut item = c.op(start)?;
+/// while let Some((k, _)) = item {
+///     keys.push(k);
+///     item = c.op(step)?;
+/// }
+/// assert_eq!(keys, [b"c", b"b", b"a"]);
+/// # Ok::<(), mdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CursorOp<'k> {
     /// `MDB_FIRST`.
@@ -339,6 +747,18 @@ pub struct CursorState {
 
 impl CursorState {
     /// An unpositioned cursor over `db` of `txn`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// let mut c = CursorState::new(&w, Database::MAIN)?;
+    /// assert!(!c.is_positioned());
+    /// assert_eq!(c.get(&w, CursorOp::First)?, Some((&b"k"[..], &b"v"[..])));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn new<T: Snapshot>(txn: &T, db: Database) -> Result<CursorState> {
         db.check_env(txn.env().tag())?;
         let rec = txn.db(db)?;
@@ -355,11 +775,42 @@ impl CursorState {
     }
 
     /// The database this cursor walks.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let c = CursorState::new(&w, Database::MAIN)?;
+    /// assert_eq!(c.db(), Database::MAIN);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn db(&self) -> Database {
         self.db
     }
 
     /// Forget the position (e.g. when rebinding to another read transaction).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v1", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// let r = env.read_txn()?;
+    /// let mut c = CursorState::new(&r, Database::MAIN)?;
+    /// c.get(&r, CursorOp::First)?;
+    /// drop(r);
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v2", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// let r = env.read_txn()?; // a newer snapshot: the same cursor, reset
+    /// c.reset();
+    /// assert!(!c.is_positioned());
+    /// assert_eq!(c.get(&r, CursorOp::First)?.unwrap().1, b"v2");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn reset(&mut self) {
         let (k, d) = (self.pos.kcmp, self.pos.dcmp);
         self.pos = Position::new(k, d);
@@ -428,6 +879,22 @@ impl CursorState {
 
     /// Perform `op`; returns the item (key, value) the cursor lands on, or
     /// `None` for LMDB's `MDB_NOTFOUND`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     w.put(Database::MAIN, k, b"", WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = CursorState::new(&w, Database::MAIN)?;
+    /// assert_eq!(c.get(&w, CursorOp::Set(b"b"))?.unwrap().0, b"b");
+    /// w.del(Database::MAIN, b"b")?; // through the transaction, not the cursor
+    /// assert_eq!(c.get(&w, CursorOp::Next)?.unwrap().0, b"c");
+    /// assert_eq!(c.get(&w, CursorOp::Next)?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     #[inline]
     pub fn get<'t, T: Snapshot>(
         &mut self,
@@ -529,6 +996,20 @@ impl CursorState {
     }
 
     /// Number of values of the current key (DUPSORT only).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, DbFlags, EnvOptions, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let db = w.create_db("d", DbFlags::DUP_SORT)?;
+    /// let mut c = CursorState::new(&w, db)?;
+    /// w.put(db, b"k", b"1", WriteFlags::EMPTY)?;
+    /// w.put(db, b"k", b"2", WriteFlags::EMPTY)?;
+    /// c.get(&w, CursorOp::First)?;
+    /// assert_eq!(c.count(&w)?, 2);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn count<T: Snapshot>(&mut self, txn: &T) -> Result<u64> {
         let rec = txn.db(self.db)?;
         self.resync(txn, &rec)?;
@@ -536,6 +1017,20 @@ impl CursorState {
     }
 
     /// Whether the cursor has been positioned.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let mut c = CursorState::new(&w, Database::MAIN)?;
+    /// assert!(!c.is_positioned());
+    /// assert_eq!(c.get(&w, CursorOp::First)?, None); // empty database
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// c.get(&w, CursorOp::First)?;
+    /// assert!(c.is_positioned());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn is_positioned(&self) -> bool {
         !self.pos.unset()
     }

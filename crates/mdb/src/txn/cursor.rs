@@ -5,8 +5,31 @@ use super::*;
 use crate::cursor::{CursorOp, CursorState};
 use crate::tree::{Item, WriteFlags};
 
-/// A cursor of the write transaction that can also put and delete.
-/// Items it returns borrow the cursor, so they end at the next change.
+/// A cursor of the write transaction that can also put and delete
+/// ([`RwTxn::write_cursor`]). Items it returns borrow the cursor, so they
+/// end at the next change.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// for (k, v) in [("a", "keep"), ("b", "drop"), ("c", "keep")] {
+///     w.put(Database::MAIN, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+/// }
+/// let mut c = w.write_cursor(Database::MAIN)?;
+/// let mut more = c.first()?.is_some();
+/// while more {
+///     if c.get_current()?.unwrap().1 == b"drop" {
+///         c.del(false)?; // `next` then returns the item after it
+///     }
+///     more = c.next()?.is_some();
+/// }
+/// drop(c);
+/// assert_eq!(w.stat(Database::MAIN)?.entries, 2);
+/// assert_eq!(w.get(Database::MAIN, b"b")?, None);
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct RwCursor<'t, 'env> {
     txn: &'t mut RwTxn<'env>,
     st: CursorState,
@@ -14,6 +37,20 @@ pub struct RwCursor<'t, 'env> {
 
 impl<'env> RwTxn<'env> {
     /// A cursor that can modify `db`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// let mut c = w.write_cursor(Database::MAIN)?;
+    /// c.set_key(b"b")?;
+    /// c.put(b"b", b"new", WriteFlags::CURRENT)?;
+    /// drop(c);
+    /// assert_eq!(w.get(Database::MAIN, b"b")?, Some(&b"new"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn write_cursor(&mut self, db: Database) -> Result<RwCursor<'_, 'env>> {
         if db == Database::FREE {
             return Err(Error::Misuse(Misuse::FreeDbWrite));
@@ -25,63 +62,256 @@ impl<'env> RwTxn<'env> {
 
 impl RwCursor<'_, '_> {
     /// Perform any cursor operation (LMDB's `mdb_cursor_get`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// use mdb::CursorOp;
+    /// let mut c = w.write_cursor(Database::MAIN)?;
+    /// assert_eq!(c.op(CursorOp::Last)?.unwrap().0, b"c");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn op(&mut self, op: CursorOp<'_>) -> Result<Option<Item<'_>>> {
         self.st.get(&*self.txn, op)
     }
     /// First item.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// let mut c = w.write_cursor(Database::MAIN)?;
+    /// assert_eq!(c.first()?, Some((&b"a"[..], &b"v"[..])));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn first(&mut self) -> Result<Option<Item<'_>>> {
         self.op(CursorOp::First)
     }
     /// Last item.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// let mut c = w.write_cursor(Database::MAIN)?;
+    /// assert_eq!(c.last()?.unwrap().0, b"c");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn last(&mut self) -> Result<Option<Item<'_>>> {
         self.op(CursorOp::Last)
     }
     /// Next item; after a delete, the item that followed the deleted one.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// let mut c = w.write_cursor(Database::MAIN)?;
+    /// c.first()?;
+    /// c.del(false)?; // a
+    /// assert_eq!(c.next()?.unwrap().0, b"b");
+    /// assert_eq!(c.next()?.unwrap().0, b"c");
+    /// assert_eq!(c.next()?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Item<'_>>> {
         self.op(CursorOp::Next)
     }
     /// Previous item.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// let mut c = w.write_cursor(Database::MAIN)?;
+    /// c.last()?;
+    /// assert_eq!(c.prev()?.unwrap().0, b"b");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn prev(&mut self) -> Result<Option<Item<'_>>> {
         self.op(CursorOp::Prev)
     }
     /// Next value of the current key.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.write_cursor(db)?;
+    /// c.first()?;
+    /// assert_eq!(c.next_dup()?, Some((&b"a"[..], &b"2"[..])));
+    /// assert_eq!(c.next_dup()?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn next_dup(&mut self) -> Result<Option<Item<'_>>> {
         self.op(CursorOp::NextDup)
     }
     /// First value of the next key.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.write_cursor(db)?;
+    /// c.first()?;
+    /// assert_eq!(c.next_nodup()?, Some((&b"b"[..], &b"1"[..])));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn next_nodup(&mut self) -> Result<Option<Item<'_>>> {
         self.op(CursorOp::NextNodup)
     }
     /// The item at the cursor.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// let mut c = w.write_cursor(Database::MAIN)?;
+    /// c.set_range(b"bb")?;
+    /// assert_eq!(c.get_current()?.unwrap().0, b"c");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn get_current(&mut self) -> Result<Option<Item<'_>>> {
         self.op(CursorOp::GetCurrent)
     }
     /// Position at exactly `key`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// let mut c = w.write_cursor(Database::MAIN)?;
+    /// assert_eq!(c.set_key(b"b")?, Some((&b"b"[..], &b"v"[..])));
+    /// assert_eq!(c.set_key(b"x")?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn set_key(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
         self.op(CursorOp::SetKey(key))
     }
     /// Position at the first key >= `key`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// let mut c = w.write_cursor(Database::MAIN)?;
+    /// assert_eq!(c.set_range(b"ab")?.unwrap().0, b"b");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn set_range(&mut self, key: &[u8]) -> Result<Option<Item<'_>>> {
         self.op(CursorOp::SetRange(key))
     }
     /// Position at exactly `key` and value `val` (DUPSORT).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.write_cursor(db)?;
+    /// assert_eq!(c.get_both(b"a", b"2")?, Some((&b"a"[..], &b"2"[..])));
+    /// c.del(false)?; // just that value
+    /// c.set_key(b"a")?;
+    /// assert_eq!(c.count()?, 1);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn get_both(&mut self, key: &[u8], val: &[u8]) -> Result<Option<Item<'_>>> {
         self.op(CursorOp::GetBoth(key, val))
     }
     /// Number of values of the current key.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.write_cursor(db)?;
+    /// c.set_key(b"a")?;
+    /// assert_eq!(c.count()?, 2);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn count(&mut self) -> Result<u64> {
         self.st.count(&*self.txn)
     }
     /// Store `key`/`val` and leave the cursor on it. With
     /// [`WriteFlags::CURRENT`] the current item is replaced; its key must
     /// equal `key` (`EINVAL` otherwise, where LMDB would corrupt the order).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # let env = Env::open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
+    /// let mut c = w.write_cursor(Database::MAIN)?;
+    /// c.put(b"d", b"new", WriteFlags::EMPTY)?;
+    /// assert_eq!(c.get_current()?, Some((&b"d"[..], &b"new"[..])));
+    /// c.put(b"d", b"newer", WriteFlags::CURRENT)?; // replace in place
+    /// assert!(c.put(b"e", b"x", WriteFlags::CURRENT).is_err()); // not the current key
+    /// drop(c);
+    /// assert_eq!(w.get(Database::MAIN, b"d")?, Some(&b"newer"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn put(&mut self, key: &[u8], val: &[u8], flags: WriteFlags) -> Result<()> {
         self.txn.cursor_put(&mut self.st, key, val, flags)
     }
     /// Delete the item at the cursor (with `all_dups`, every value of its
     /// key). The cursor then sits on the following item, which the next
     /// [`RwCursor::next`] returns.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.write_cursor(db)?;
+    /// c.set_key(b"a")?;
+    /// c.del(true)?; // every value of "a"
+    /// assert_eq!(c.next()?, Some((&b"b"[..], &b"1"[..])));
+    /// drop(c);
+    /// assert_eq!(w.get(db, b"a")?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn del(&mut self, all_dups: bool) -> Result<()> {
         self.txn.cursor_del(&mut self.st, all_dups)
     }
@@ -91,6 +321,21 @@ impl RwTxn<'_> {
     /// Put through a detached cursor (`mdb_cursor_put`), leaving it on the
     /// stored item. With [`WriteFlags::CURRENT`] the item at the cursor is
     /// replaced; `key` must be its key (`EINVAL` otherwise).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let mut a = CursorState::new(&w, Database::MAIN)?;
+    /// let mut b = CursorState::new(&w, Database::MAIN)?;
+    /// w.cursor_put(&mut a, b"k1", b"v1", WriteFlags::EMPTY)?;
+    /// w.cursor_put(&mut b, b"k2", b"v2", WriteFlags::EMPTY)?;
+    /// w.cursor_put(&mut a, b"k1", b"v1'", WriteFlags::CURRENT)?;
+    /// assert_eq!(a.get(&w, CursorOp::GetCurrent)?, Some((&b"k1"[..], &b"v1'"[..])));
+    /// assert_eq!(b.get(&w, CursorOp::GetCurrent)?.unwrap().0, b"k2");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn cursor_put(
         &mut self,
         st: &mut CursorState,
@@ -137,6 +382,22 @@ impl RwTxn<'_> {
     /// Delete the item at a detached cursor (`mdb_cursor_del`); with
     /// `all_dups` every value of its key. The cursor then sits on the
     /// following item, which the next `Next` returns.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     w.put(Database::MAIN, k, b"", WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = CursorState::new(&w, Database::MAIN)?;
+    /// c.get(&w, CursorOp::Set(b"b"))?;
+    /// w.cursor_del(&mut c, false)?;
+    /// assert_eq!(c.get(&w, CursorOp::Next)?.unwrap().0, b"c");
+    /// assert_eq!(w.get(Database::MAIN, b"b")?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn cursor_del(&mut self, st: &mut CursorState, all_dups: bool) -> Result<()> {
         let db = st.db;
         let rec = self.db(db)?;

@@ -35,6 +35,22 @@ use crate::tree;
 use std::cell::RefCell;
 
 /// Operations every transaction offers: lookups, cursors and statistics.
+/// Import it to call them on [`RoTxn`] and [`RwTxn`] alike, or to write
+/// code that reads from either.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Txn, WriteFlags};
+/// fn count_keys(txn: &impl Txn) -> mdb::Result<u64> {
+///     Ok(txn.stat(Database::MAIN)?.entries)
+/// }
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+/// assert_eq!(count_keys(&w)?, 1); // its own uncommitted change
+/// assert_eq!(count_keys(&env.read_txn()?)?, 0); // not committed yet
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub trait Txn: Snapshot + Sized {
     /// Look up `key`; the value borrows from the map (or the transaction's own
     /// pages) and cannot outlive the transaction.
@@ -58,12 +74,43 @@ pub trait Txn: Snapshot + Sized {
     }
 
     /// A cursor over `db`, unpositioned.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// for k in [b"a", b"b"] {
+    ///     w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.cursor(Database::MAIN)?;
+    /// assert_eq!(c.first()?.unwrap().0, b"a");
+    /// assert_eq!(c.next()?.unwrap().0, b"b");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     fn cursor(&self, db: Database) -> Result<Cursor<'_, Self>> {
         Cursor::new(self, db)
     }
 
     /// The items of `db` whose keys lie in `range`, in order, from either
     /// end (`rev()` for descending order). See [`crate::Entries`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// for k in [b"a", b"b", b"c", b"d"] {
+    ///     w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?;
+    /// }
+    /// let keys: Vec<&[u8]> = w
+    ///     .range(Database::MAIN, &b"b"[..]..)?
+    ///     .rev()
+    ///     .map(|kv| kv.map(|kv| kv.0))
+    ///     .collect::<mdb::Result<_>>()?;
+    /// assert_eq!(keys, [b"d", b"c", b"b"]);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     fn range<'r, R: std::ops::RangeBounds<&'r [u8]>>(
         &self,
         db: Database,
@@ -118,18 +165,55 @@ pub trait Txn: Snapshot + Sized {
     }
 
     /// Statistics of `db` in this snapshot.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// assert_eq!(w.stat(Database::MAIN)?.entries, 1);
+    /// w.commit()?;
+    /// assert_eq!(env.read_txn()?.stat(Database::MAIN)?.depth, 1);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     fn stat(&self, db: Database) -> Result<Stat> {
         db.check_env(self.env().tag())?;
         Ok(Stat::from_record(self.env().psize, &self.db(db)?))
     }
 
     /// Flags of `db`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{Database, EnvOptions, Txn};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// use mdb::DbFlags;
+    /// let db = w.create_db("d", DbFlags::DUP_SORT | DbFlags::REVERSE_KEY)?;
+    /// assert_eq!(w.db_flags(db)?, DbFlags::DUP_SORT | DbFlags::REVERSE_KEY);
+    /// assert_eq!(w.db_flags(Database::MAIN)?, DbFlags::EMPTY);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     fn db_flags(&self, db: Database) -> Result<crate::DbFlags> {
         db.check_env(self.env().tag())?;
         Ok(crate::DbFlags(self.db(db)?.flags))
     }
 
     /// The id of this transaction (the snapshot's id for readers).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// assert_eq!(env.read_txn()?.id(), 0); // the empty snapshot
+    /// let mut w = env.write_txn()?;
+    /// assert_eq!(w.id(), 1); // what its commit will be
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// assert_eq!(env.read_txn()?.id(), 1);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     fn id(&self) -> u64 {
         self.txn_id()
     }
@@ -138,6 +222,22 @@ pub trait Txn: Snapshot + Sized {
     /// the name is a plain key of the main database. A handle first opened
     /// in a write transaction is usable by other transactions only once
     /// that one commits (see [`Database`]).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(2).open(dir.path())?;
+    /// use mdb::{DbFlags, Error};
+    /// let mut w = env.write_txn()?;
+    /// let db = w.create_db("users", DbFlags::EMPTY)?;
+    /// w.put(db, b"ada", b"1815", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// let r = env.read_txn()?;
+    /// let users = r.open_db("users")?;
+    /// assert_eq!(r.get(users, b"ada")?, Some(&b"1815"[..]));
+    /// assert_eq!(r.open_db("nobody").err(), Some(Error::NotFound));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     fn open_db(&self, name: impl AsRef<[u8]>) -> Result<Database> {
         let name = name.as_ref();
         check_name(self.env(), name)?;

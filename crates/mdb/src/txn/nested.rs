@@ -45,6 +45,22 @@ impl<'env> RwTxn<'env> {
     /// of this transaction that the child changes is copied then, so that
     /// an abort can put it back (this transaction's free-page lists and
     /// database records are copied at once).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// // Try a batch; keep what was written before it if it fails.
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"before", b"", WriteFlags::EMPTY)?;
+    /// let mut batch = w.nested()?;
+    /// let r = batch.put(Database::MAIN, b"", b"", WriteFlags::EMPTY); // empty key
+    /// assert!(r.is_err());
+    /// drop(batch); // aborts the child only
+    /// w.commit()?;
+    /// assert!(env.read_txn()?.get(Database::MAIN, b"before")?.is_some());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn nested(&mut self) -> Result<NestedTxn<'_, 'env>> {
         if self.broken.get() {
             return Err(Error::BadTxn);
@@ -65,6 +81,19 @@ impl<'env> RwTxn<'env> {
 impl NestedTxn<'_, '_> {
     /// Fold the child's changes into the parent. A child that failed midway
     /// cannot commit: its changes are dropped and `BadTxn` is returned.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let mut child = w.nested()?;
+    /// child.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// child.commit()?; // part of `w` now
+    /// assert_eq!(w.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+    /// w.commit()?;
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn commit(mut self) -> Result<()> {
         if self.parent.broken.get() {
             // As LMDB: the failed child is discarded and the parent can only abort.
@@ -83,6 +112,19 @@ impl NestedTxn<'_, '_> {
     }
 
     /// Discard the child's changes (same as dropping it).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"old", WriteFlags::EMPTY)?;
+    /// let mut child = w.nested()?;
+    /// child.put(Database::MAIN, b"k", b"new", WriteFlags::EMPTY)?;
+    /// child.abort(); // `w` is as it was before the child
+    /// assert_eq!(w.get(Database::MAIN, b"k")?, Some(&b"old"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn abort(self) {}
 }
 

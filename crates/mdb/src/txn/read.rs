@@ -36,7 +36,20 @@ impl Drop for MySlots {
 
 /// How a read transaction holds its reader slot, which decides whether it
 /// may move between threads: [`ThreadSlot`] (the default, as LMDB's) or
-/// [`OwnSlot`] (under NO_TLS, from [`Env::read_txn_send`]).
+/// [`OwnSlot`] (under NO_TLS, from [`Env::read_txn_send`]). Sealed: name
+/// it only to write code generic over both.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, EnvFlags, EnvOptions, RoTxn, SlotMode, Txn};
+/// fn has<S: SlotMode>(r: &RoTxn<'_, S>, key: &[u8]) -> mdb::Result<bool> {
+///     Ok(r.get(Database::MAIN, key)?.is_some())
+/// }
+/// let env = EnvOptions::new().flags(EnvFlags::NO_TLS).open(dir.path())?;
+/// assert!(!has(&env.read_txn()?, b"k")?);
+/// assert!(!has(&env.read_txn_send()?, b"k")?);
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub trait SlotMode: sealed::Sealed {}
 
 mod sealed {
@@ -58,6 +71,20 @@ pub struct ThreadSlot(PhantomData<*const ()>);
 
 /// The reader slot is the transaction's own (NO_TLS): it may move to
 /// another thread (`Send`) and end there.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, EnvFlags, EnvOptions, OwnSlot, RoTxn, Txn};
+/// let env = EnvOptions::new().flags(EnvFlags::NO_TLS).open(dir.path())?;
+/// let r: RoTxn<'_, OwnSlot> = env.read_txn_send()?;
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// std::thread::scope(|s| {
+///     s.spawn(move || tx.send(r).unwrap());
+/// });
+/// let r = rx.recv().unwrap(); // back from the other thread
+/// assert_eq!(r.get(Database::MAIN, b"k")?, None);
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct OwnSlot;
 
 impl sealed::Sealed for ThreadSlot {}
@@ -65,7 +92,27 @@ impl sealed::Sealed for OwnSlot {}
 impl SlotMode for ThreadSlot {}
 impl SlotMode for OwnSlot {}
 
-/// A read-only snapshot. Lookups take no lock and never wait for the writer.
+/// A read-only snapshot ([`Env::read_txn`]). Lookups take no lock and
+/// never wait for the writer; values borrow from the map, so keep read
+/// transactions short while writers run (their pages cannot be reused).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+/// w.commit()?;
+/// std::thread::scope(|s| {
+///     for _ in 0..4 {
+///         s.spawn(|| {
+///             let r = env.read_txn().unwrap(); // one per thread
+///             assert_eq!(r.get(Database::MAIN, b"k").unwrap(), Some(&b"v"[..]));
+///         });
+///     }
+/// });
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct RoTxn<'env, S: SlotMode = ThreadSlot> {
     env: &'env Env,
     slot: usize,
@@ -280,16 +327,58 @@ impl<S: SlotMode> RoTxn<'_, S> {
     }
 
     /// End the transaction (same as dropping it).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let r = env.read_txn()?;
+    /// assert_eq!(env.readers()[0].txnid, Some(0));
+    /// r.abort(); // its snapshot's pages may be reused now
+    /// assert_eq!(env.readers()[0].txnid, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn abort(self) {}
 
     /// Release the snapshot but keep the transaction object, and its reader
     /// slot, for [`RoTxn::renew`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut r = env.read_txn()?;
+    /// assert_eq!(r.get(Database::MAIN, b"k")?, None);
+    /// r.reset(); // release the snapshot between requests
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// r.renew()?;
+    /// assert_eq!(r.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn reset(&mut self) {
         self.env.lock.set_slot_txnid(self.slot, IDLE);
         self.forget_dbs();
     }
 
     /// Take a fresh snapshot after [`RoTxn::reset`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut r = env.read_txn()?;
+    /// for i in 0u8..3 {
+    ///     let mut w = env.write_txn()?;
+    ///     w.put(Database::MAIN, b"n", &[i], WriteFlags::EMPTY)?;
+    ///     w.commit()?;
+    ///     r.reset();
+    ///     r.renew()?; // the newest snapshot, same reader slot
+    ///     assert_eq!(r.get(Database::MAIN, b"n")?, Some(&[i][..]));
+    /// }
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn renew(&mut self) -> Result<()> {
         self.forget_dbs();
         self.meta = self.env.snapshot_into(self.slot)?;

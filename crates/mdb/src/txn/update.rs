@@ -102,6 +102,17 @@ impl<'env> RwTxn<'env> {
 
     /// Reserve `len` bytes for the value of `key` and hand them back to fill
     /// in (`MDB_RESERVE`). Not allowed on DUPSORT databases (`EINVAL`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let buf = w.reserve(Database::MAIN, b"k", 5, WriteFlags::EMPTY)?;
+    /// buf.copy_from_slice(b"hello"); // e.g. serialise straight into the page
+    /// assert_eq!(w.get(Database::MAIN, b"k")?, Some(&b"hello"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn reserve(
         &mut self,
         db: Database,
@@ -197,6 +208,20 @@ impl<'env> RwTxn<'env> {
 
     /// DUPFIXED: store the values packed in `vals` (each `size` bytes) under
     /// `key` (`MDB_MULTIPLE`); returns how many were stored.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let ids = w.create_db("ids", DbFlags::DUP_SORT | DbFlags::DUP_FIXED)?;
+    /// let packed: Vec<u8> = [30u32, 10, 20].iter().flat_map(|v| v.to_be_bytes()).collect();
+    /// assert_eq!(w.put_multiple(ids, b"k", &packed, 4, WriteFlags::EMPTY)?, 3);
+    /// let mut c = w.cursor(ids)?;
+    /// assert_eq!(c.set(b"k")?, Some(&10u32.to_be_bytes()[..])); // sorted
+    /// assert_eq!(c.count()?, 3);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn put_multiple(
         &mut self,
         db: Database,
@@ -225,6 +250,20 @@ impl<'env> RwTxn<'env> {
 
     /// Delete one value of a DUPSORT key (or the key if `val` is its value in
     /// another database); returns whether the pair existed.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let db = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// w.put(db, b"k", b"1", WriteFlags::EMPTY)?;
+    /// w.put(db, b"k", b"2", WriteFlags::EMPTY)?;
+    /// assert!(w.del_dup(db, b"k", b"1")?);
+    /// assert!(!w.del_dup(db, b"k", b"1")?);
+    /// assert_eq!(w.get(db, b"k")?, Some(&b"2"[..])); // the other value stays
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn del_dup(&mut self, db: Database, key: &[u8], val: &[u8]) -> Result<bool> {
         let rec = self.check_usable(db)?;
         check_key(key)?;
@@ -272,7 +311,22 @@ impl<'env> RwTxn<'env> {
         Ok(kept.is_some_and(|len| i < len))
     }
 
-    /// Delete every item of `db`; with `delete` also remove a named database's record.
+    /// Delete every item of `db`, keeping the database (and its flags) for
+    /// new items; [`RwTxn::delete_db`] removes a named database too.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let cache = w.create_db("cache", DbFlags::EMPTY)?;
+    /// w.put(cache, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.clear_db(cache)?;
+    /// assert_eq!(w.stat(cache)?.entries, 0);
+    /// w.commit()?;
+    /// assert!(env.read_txn()?.open_db("cache").is_ok()); // still there
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn clear_db(&mut self, db: Database) -> Result<()> {
         let rec = self.check_usable(db)?;
         let mut t = self.tree_of(db, rec);
@@ -282,6 +336,23 @@ impl<'env> RwTxn<'env> {
     }
 
     /// Delete a named database: empty it and remove its record from the main database.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// use mdb::Error;
+    /// let old = w.create_db("old", DbFlags::EMPTY)?;
+    /// w.put(old, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// let mut w = env.write_txn()?;
+    /// let old = w.open_db("old")?;
+    /// w.delete_db(old)?;
+    /// w.commit()?;
+    /// assert_eq!(env.read_txn()?.open_db("old").err(), Some(Error::NotFound));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn delete_db(&mut self, db: Database) -> Result<()> {
         if db.0 < 2 {
             return self.clear_db(db);

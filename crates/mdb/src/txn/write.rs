@@ -17,7 +17,22 @@ pub(crate) struct TxnDb {
 }
 
 /// The write transaction. Only one exists at a time across all processes;
-/// dropping it without [`RwTxn::commit`] aborts it.
+/// dropping it without [`RwTxn::commit`] aborts it. It reads its own
+/// changes ([`Txn`] methods) and readers see none of them until it commits.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"apple", b"3", WriteFlags::EMPTY)?;
+/// w.put(Database::MAIN, b"pear", b"5", WriteFlags::EMPTY)?;
+/// w.del(Database::MAIN, b"apple")?;
+/// assert_eq!(w.stat(Database::MAIN)?.entries, 1);
+/// w.commit()?;
+/// assert_eq!(env.read_txn()?.get(Database::MAIN, b"pear")?, Some(&b"5"[..]));
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct RwTxn<'env> {
     pub(crate) env: &'env Env,
     /// Pages: dirty table, allocation, free pages.
@@ -154,6 +169,17 @@ impl Env {
 
 impl<'env> RwTxn<'env> {
     /// Discard every change (same as dropping the transaction).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.abort();
+    /// assert_eq!(env.read_txn()?.get(Database::MAIN, b"k")?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn abort(self) {}
 
     /// How many times this transaction wrote dirty pages out to stay
@@ -164,6 +190,23 @@ impl<'env> RwTxn<'env> {
     }
 
     /// Whether an operation failed midway, so the transaction can only abort.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, EnvOptions, Error, WriteFlags};
+    /// let env = EnvOptions::new().auto_grow(false).open(dir.path())?; // a 1 MiB map
+    /// let mut w = env.write_txn()?;
+    /// assert_eq!(w.put(Database::MAIN, b"k", b"v", WriteFlags::NO_OVERWRITE), Ok(()));
+    /// let r = w.put(Database::MAIN, b"k", b"v", WriteFlags::NO_OVERWRITE);
+    /// assert_eq!(r, Err(Error::KeyExist));
+    /// assert!(!w.is_broken()); // an expected outcome, not a failure
+    /// let full = (0u32..20_000)
+    ///     .try_for_each(|i| w.put(Database::MAIN, &i.to_be_bytes(), &[0; 100], WriteFlags::EMPTY));
+    /// assert_eq!(full, Err(Error::MapFull));
+    /// assert!(w.is_broken());
+    /// assert_eq!(w.commit(), Err(Error::BadTxn));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn is_broken(&self) -> bool {
         self.broken.get()
     }
@@ -274,6 +317,21 @@ impl<'env> RwTxn<'env> {
     }
 
     /// Set the key flags of the main database (only while it is empty).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, DbFlags, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.set_main_flags(DbFlags::INTEGER_KEY)?; // native-endian u32 or u64 keys
+    /// for n in [256u32, 2, 70_000] {
+    ///     w.put(Database::MAIN, &n.to_ne_bytes(), b"", WriteFlags::EMPTY)?;
+    /// }
+    /// let first = w.cursor(Database::MAIN)?.first()?.unwrap().0;
+    /// assert_eq!(first, 2u32.to_ne_bytes()); // numeric order
+    /// assert!(w.set_main_flags(DbFlags::EMPTY).is_err()); // not empty any more
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn set_main_flags(&mut self, flags: crate::DbFlags) -> Result<()> {
         check_supported(flags.0)?;
         let mut rec = self.rec(Database::MAIN)?;
