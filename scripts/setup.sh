@@ -2,7 +2,10 @@
 # Install what building and testing mdb needs on a fresh Debian machine.
 set -euo pipefail
 need=()
-for p in lmdb-utils liblmdb-dev python3-lmdb liblmdb-file-perl gcc make pkg-config valgrind; do
+# The benchmark matrix (mdb-bench --features matrix,rocksdb) links Debian's
+# RocksDB and SQLite (bindgen needs libclang) and draws text in DejaVu Sans.
+for p in lmdb-utils liblmdb-dev python3-lmdb liblmdb-file-perl gcc make pkg-config valgrind \
+    librocksdb-dev libclang-dev libsqlite3-dev fonts-dejavu-core; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -5,9 +5,13 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy -p mdb-bench --all-targets --features matrix,rocksdb -- -D warnings
 # The C, Python and Perl suites load the cdylib (target/debug/liblmdb.so).
 cargo build -p mdb-ffi
 cargo test --workspace
+# The benchmark matrix against redb, RocksDB, SQLite, fjall and sled, at a
+# tiny size: every engine runs every workload and the charts are drawn.
+cargo test -p mdb-bench --features matrix,rocksdb --test matrix
 # The Rust API's examples run (they check what they print about).
 for e in quick_start typed_tables bulk_load secondary_index multi_process_reader; do
     cargo run -q -p mdb --example "$e" >/dev/null

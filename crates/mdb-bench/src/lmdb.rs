@@ -152,6 +152,14 @@ impl Env {
         })
     }
 
+    /// Write a compacted copy of the environment into directory `dir`
+    /// (`mdb_env_copy2` with `MDB_CP_COMPACT`, as `mdb_copy -c`).
+    pub fn copy_compact(&self, dir: &Path) -> Result<()> {
+        let path = CString::new(dir.as_os_str().as_bytes()).map_err(|_| Error(libc_einval()))?;
+        // SAFETY: env is open; path is NUL-terminated.
+        check(unsafe { sys::mdb_env_copy2(self.env, path.as_ptr(), sys::MDB_CP_COMPACT) })
+    }
+
     /// Begin the write transaction.
     pub fn write_txn(&self) -> Result<Txn<'_>> {
         self.begin(0)
@@ -202,6 +210,17 @@ impl<'e> Txn<'e> {
         let mut v = val(value);
         // SAFETY: LMDB copies both buffers before returning.
         check(unsafe { sys::mdb_put(self.txn, dbi, &mut k, &mut v, flags) })
+    }
+
+    /// Delete `key` from the main database; whether it was there.
+    pub fn del(&mut self, key: &[u8]) -> Result<bool> {
+        let mut k = val(key);
+        // SAFETY: LMDB reads the key during the call only.
+        match unsafe { sys::mdb_del(self.txn, self.dbi, &mut k, ptr::null_mut()) } {
+            0 => Ok(true),
+            sys::MDB_NOTFOUND => Ok(false),
+            rc => Err(Error(rc)),
+        }
     }
 
     /// Look `key` up in the main database.
@@ -294,6 +313,15 @@ impl<'t> Cursor<'t> {
         Ok(self
             .op(val(key), EMPTY_VAL, sys::MDB_SET_KEY)?
             .map(|(_, v)| unsafe { slice(v) }))
+    }
+
+    /// Position at the first key >= `key` (`MDB_SET_RANGE`); that item.
+    /// Later `next` calls continue from it.
+    pub fn set_range(&mut self, key: &[u8]) -> Result<Option<(&'t [u8], &'t [u8])>> {
+        // SAFETY: MDB_SET_RANGE sets both outputs from the map on success.
+        Ok(self
+            .op(val(key), EMPTY_VAL, sys::MDB_SET_RANGE)?
+            .map(|(k, v)| unsafe { (slice(k), slice(v)) }))
     }
 
     /// DUPFIXED: the packed values of the current page (`MDB_GET_MULTIPLE`).

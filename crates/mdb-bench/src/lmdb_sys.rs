@@ -58,6 +58,10 @@ pub const MDB_GET_MULTIPLE: c_int = 5;
 pub const MDB_NEXT: c_int = 8;
 pub const MDB_NEXT_MULTIPLE: c_int = 10;
 pub const MDB_SET_KEY: c_int = 16;
+/// `MDB_SET_RANGE`: position at the first key >= the given one.
+pub const MDB_SET_RANGE: c_int = 17;
+/// `MDB_CP_COMPACT`: `mdb_env_copy2` leaves out free pages.
+pub const MDB_CP_COMPACT: c_uint = 0x01;
 /// `mdb_put` flag: the key sorts after every key (`MDB_APPEND`).
 pub const MDB_APPEND: c_uint = 0x20000;
 
@@ -103,6 +107,9 @@ extern "C" {
         data: *mut MDB_val,
         op: c_int,
     ) -> c_int;
+    pub fn mdb_del(txn: *mut MDB_txn, dbi: MDB_dbi, key: *mut MDB_val, data: *mut MDB_val)
+        -> c_int;
+    pub fn mdb_env_copy2(env: *mut MDB_env, path: *const c_char, flags: c_uint) -> c_int;
     pub fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) -> c_int;
     pub fn mdb_cursor_close(cursor: *mut MDB_cursor);
 }

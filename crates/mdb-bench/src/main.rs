@@ -7,6 +7,8 @@ mod disk;
 mod instr;
 mod lmdb;
 mod lmdb_sys;
+#[cfg(feature = "matrix")]
+mod matrix;
 mod phases;
 #[cfg(feature = "rocksdb")]
 mod rocks;
@@ -100,7 +102,9 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
   --keep       keep the databases (paths printed on stderr), e.g. for mdb_stat
   --markdown   print the results as a markdown table
 
-Instructions per operation under callgrind: mdb-bench instr --help";
+Instructions per operation under callgrind: mdb-bench instr --help
+LMDB, mdb, redb, RocksDB, SQLite, fjall and sled side by side (built with
+--features matrix[,rocksdb]): mdb-bench matrix --help";
 
 struct Args {
     n: usize,
@@ -836,6 +840,13 @@ fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     match argv.first().map(String::as_str) {
         Some("instr") => std::process::exit(instr::main(&argv[1..])),
+        #[cfg(feature = "matrix")]
+        Some("matrix") => std::process::exit(matrix::main(&argv[1..])),
+        #[cfg(not(feature = "matrix"))]
+        Some("matrix") => {
+            eprintln!("mdb-bench matrix: build with --features matrix (and rocksdb for RocksDB)");
+            std::process::exit(2);
+        }
         // The Rust API driver that `instr` runs under callgrind.
         Some("__phases") => {
             let r = match &argv[1..] {

@@ -1,0 +1,86 @@
+//! mdb through its Rust API, with its defaults (the map grows by itself;
+//! every commit syncs like LMDB's), or in write-ahead-log mode (a commit is
+//! one synced log append; checkpoints copy pages to the data file later).
+
+use super::store::{Batch, Handle, Store};
+use crate::workloads::{key, Res};
+use mdb::{Database, Env, EnvOptions, Txn, WalOptions, WriteFlags};
+use std::path::{Path, PathBuf};
+
+pub struct Mdb(Env);
+
+pub fn open(dir: &Path, wal: bool) -> Res<Mdb> {
+    let mut o = EnvOptions::new();
+    if wal {
+        o.wal(WalOptions::default());
+    }
+    Ok(Mdb(o.open(dir)?))
+}
+
+impl Store for Mdb {
+    fn handle(&self) -> Res<Box<dyn Handle + '_>> {
+        Ok(Box::new(H(&self.0)))
+    }
+
+    /// In place: [`Env::shrink`] moves the pages past the packed end down
+    /// and truncates the file.
+    fn compact(&mut self, _scratch: &Path) -> Res<Option<PathBuf>> {
+        self.0.shrink()?;
+        Ok(Some(self.0.path().to_path_buf()))
+    }
+}
+
+struct H<'e>(&'e Env);
+
+const DB: Database = Database::MAIN;
+
+impl Handle for H<'_> {
+    fn write(&mut self, b: &Batch<'_>) -> Res<()> {
+        let mut t = self.0.write_txn()?;
+        b.each(|k, v| Ok(t.put(DB, k, v, WriteFlags::EMPTY)?))?;
+        Ok(t.commit()?)
+    }
+
+    fn remove(&mut self, ids: &[u64]) -> Res<()> {
+        let mut t = self.0.write_txn()?;
+        for &i in ids {
+            t.del(DB, &key(i))?;
+        }
+        Ok(t.commit()?)
+    }
+
+    fn get(&mut self, ids: &[u64]) -> Res<u64> {
+        let t = self.0.read_txn()?;
+        let mut n = 0;
+        for &i in ids {
+            if let Some(v) = t.get(DB, &key(i))? {
+                n += v.len() as u64;
+            }
+        }
+        Ok(n)
+    }
+
+    fn ranges(&mut self, ids: &[u64], len: usize) -> Res<u64> {
+        let t = self.0.read_txn()?;
+        let mut n = 0;
+        for &i in ids {
+            let k = key(i);
+            for item in t.range(DB, &k[..]..)?.take(len) {
+                item?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    fn scan(&mut self) -> Res<(u64, u64)> {
+        let t = self.0.read_txn()?;
+        let (mut n, mut bytes) = (0, 0);
+        for item in t.range(DB, ..)? {
+            let (k, v) = item?;
+            n += 1;
+            bytes += (k.len() + v.len()) as u64;
+        }
+        Ok((n, bytes))
+    }
+}
