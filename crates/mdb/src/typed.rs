@@ -33,19 +33,78 @@ use std::borrow::{Borrow, Cow};
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
-/// How a key or value type becomes bytes and back.
+/// How a key or value type becomes bytes and back. Implement it for your
+/// own key layouts; the encoding's byte order is the key order.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::typed::{Codec, Str, TypedDb};
+/// use mdb::{DbFlags, EnvOptions, Error};
+/// use std::borrow::Cow;
+///
+/// /// Grid cells as 8 big-endian bytes: ordered by row, then column.
+/// struct Cell;
+/// impl Codec for Cell {
+///     type In = (u32, u32);
+///     type Out<'a> = (u32, u32);
+///     fn encode(&(row, col): &(u32, u32)) -> Cow<'_, [u8]> {
+///         Cow::Owned([row.to_be_bytes(), col.to_be_bytes()].concat())
+///     }
+///     fn decode(b: &[u8]) -> mdb::Result<(u32, u32)> {
+///         let b: [u8; 8] = b.try_into().map_err(|_| Error::Incompatible)?;
+///         let half = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+///         Ok((half(0), half(4)))
+///     }
+/// }
+///
+/// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let sheet: TypedDb<Cell, Str> = TypedDb::create(&mut w, "sheet", DbFlags::EMPTY)?;
+/// sheet.put(&mut w, &(2, 1), "c")?;
+/// sheet.put(&mut w, &(1, 300), "b")?;
+/// sheet.put(&mut w, &(1, 2), "a")?;
+/// let row1: Vec<_> = sheet.range(&w, (1, 0)..(2, 0))?.collect::<mdb::Result<_>>()?;
+/// assert_eq!(row1, [((1, 2), "a"), ((1, 300), "b")]);
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub trait Codec {
     /// What puts and lookups take.
     type In: ?Sized;
     /// What reads give back, borrowing from the transaction where it can.
     type Out<'a>;
     /// The bytes of `v`.
+    ///
+    /// ```
+    /// use mdb::typed::{Codec, I64, Str, U32};
+    /// assert_eq!(&*U32::encode(&258), [0, 0, 1, 2]);
+    /// assert_eq!(&*Str::encode("hi"), b"hi"); // borrowed, no copy
+    /// assert!(I64::encode(&-1) < I64::encode(&0)); // byte order is numeric order
+    /// ```
     fn encode(v: &Self::In) -> Cow<'_, [u8]>;
     /// The value of stored bytes; `Incompatible` if they are not one.
+    ///
+    /// ```
+    /// use mdb::typed::{Codec, Str, U32};
+    /// assert_eq!(U32::decode(&[0, 0, 1, 2]), Ok(258));
+    /// assert_eq!(U32::decode(&[1, 2]), Err(mdb::Error::Incompatible)); // wrong length
+    /// assert_eq!(Str::decode(&[0xff]), Err(mdb::Error::Incompatible)); // not UTF-8
+    /// ```
     fn decode(b: &[u8]) -> Result<Self::Out<'_>>;
 }
 
 /// Raw bytes, as stored.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::typed::{Bytes, Str, TypedDb};
+/// use mdb::{DbFlags, EnvOptions};
+/// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let blobs: TypedDb<Str, Bytes> = TypedDb::create(&mut w, "blobs", DbFlags::EMPTY)?;
+/// blobs.put(&mut w, "logo.png", &[0x89, b'P', b'N', b'G'])?;
+/// assert_eq!(blobs.get(&w, "logo.png")?, Some(&[0x89, b'P', b'N', b'G'][..]));
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct Bytes;
 
 impl Codec for Bytes {
@@ -60,6 +119,21 @@ impl Codec for Bytes {
 }
 
 /// UTF-8 strings, ordered byte-wise (so by code point), read without a copy.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::typed::{Str, TypedDb};
+/// use mdb::{DbFlags, EnvOptions};
+/// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let words: TypedDb<Str, Str> = TypedDb::create(&mut w, "words", DbFlags::EMPTY)?;
+/// for (k, v) in [("b", "beta"), ("Z", "zeta"), ("a", "alpha")] {
+///     words.put(&mut w, k, v)?;
+/// }
+/// let keys: Vec<&str> = words.iter(&w)?.map(|kv| kv.map(|kv| kv.0)).collect::<mdb::Result<_>>()?;
+/// assert_eq!(keys, ["Z", "a", "b"]); // upper case first
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct Str;
 
 impl Codec for Str {
@@ -74,8 +148,8 @@ impl Codec for Str {
 }
 
 macro_rules! big_endian {
-    ($(#[$doc:meta] $name:ident $t:ty, $flip:expr;)*) => {$(
-        #[$doc]
+    ($($(#[$doc:meta])* $name:ident $t:ty, $flip:expr;)*) => {$(
+        $(#[$doc])*
         pub struct $name;
 
         impl Codec for $name {
@@ -94,15 +168,76 @@ macro_rules! big_endian {
 
 big_endian! {
     /// `u32`, big-endian: the byte order is the numeric order.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::typed::{Str, TypedDb, U32};
+    /// use mdb::{DbFlags, EnvOptions};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let ports: TypedDb<U32, Str> = TypedDb::create(&mut w, "ports", DbFlags::EMPTY)?;
+    /// for (port, name) in [(443, "https"), (22, "ssh"), (8080, "http-alt")] {
+    ///     ports.put(&mut w, &port, name)?;
+    /// }
+    /// let below_1024: Vec<u32> = ports.range(&w, ..1024)?.map(|kv| kv.map(|kv| kv.0)).collect::<mdb::Result<_>>()?;
+    /// assert_eq!(below_1024, [22, 443]);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     U32 u32, 0;
     /// `u64`, big-endian: the byte order is the numeric order.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::typed::{Str, TypedDb, U64};
+    /// use mdb::{DbFlags, EnvOptions};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let events: TypedDb<U64, Str> = TypedDb::create(&mut w, "events", DbFlags::EMPTY)?;
+    /// events.put(&mut w, &1_700_000_300, "stop")?;
+    /// events.put(&mut w, &1_700_000_000, "start")?;
+    /// let newest = events.iter(&w)?.next_back().unwrap()?;
+    /// assert_eq!(newest, (1_700_000_300, "stop"));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     U64 u64, 0;
     /// `i64`, big-endian with the sign bit flipped: negative numbers first.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::typed::{I64, Str, TypedDb};
+    /// use mdb::{DbFlags, EnvOptions};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let temps: TypedDb<I64, Str> = TypedDb::create(&mut w, "temps", DbFlags::EMPTY)?;
+    /// for (t, what) in [(5, "cool"), (-40, "frozen"), (0, "freezing")] {
+    ///     temps.put(&mut w, &t, what)?;
+    /// }
+    /// let order: Vec<i64> = temps.iter(&w)?.map(|kv| kv.map(|kv| kv.0)).collect::<mdb::Result<_>>()?;
+    /// assert_eq!(order, [-40, 0, 5]);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     I64 i64, i64::MIN;
 }
 
 /// Any serde type, as JSON (ordered by its JSON text, which rarely means
 /// anything for keys: use it for values).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::typed::{Json, Str, TypedDb};
+/// use mdb::{DbFlags, EnvOptions};
+/// #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+/// struct User {
+///     name: String,
+///     admin: bool,
+/// }
+/// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let users: TypedDb<Str, Json<User>> = TypedDb::create(&mut w, "users", DbFlags::EMPTY)?;
+/// users.put(&mut w, "ada", &User { name: "Ada".into(), admin: true })?;
+/// assert_eq!(users.get(&w, "ada")?, Some(User { name: "Ada".into(), admin: true }));
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct Json<T>(PhantomData<T>);
 
 impl<T: serde::Serialize + serde::de::DeserializeOwned> Codec for Json<T> {
@@ -118,6 +253,23 @@ impl<T: serde::Serialize + serde::de::DeserializeOwned> Codec for Json<T> {
 
 /// A database whose keys and values go through codecs `K` and `V`. The
 /// handle is the untyped [`Database`] underneath ([`TypedDb::database`]).
+/// `Copy`, like [`Database`]: keep it beside the `Env`.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::typed::{Str, TypedDb, U64};
+/// use mdb::{DbFlags, EnvOptions};
+/// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let hits: TypedDb<Str, U64> = TypedDb::create(&mut w, "hits", DbFlags::EMPTY)?;
+/// for page in ["/", "/about", "/"] {
+///     let n = hits.get(&w, page)?.unwrap_or(0);
+///     hits.put(&mut w, page, &(n + 1))?;
+/// }
+/// w.commit()?;
+/// assert_eq!(hits.get(&env.read_txn()?, "/")?, Some(2));
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct TypedDb<K, V> {
     db: Database,
     _codecs: PhantomData<fn() -> (K, V)>,
@@ -130,7 +282,23 @@ impl<K, V> Clone for TypedDb<K, V> {
 }
 impl<K, V> Copy for TypedDb<K, V> {}
 
-/// The items of a typed database, decoded, from either end.
+/// The items of a typed database, decoded, from either end
+/// ([`TypedDb::iter`], [`TypedDb::range`], [`TypedDb::prefix`]).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::typed::{Str, TypedDb, U32};
+/// use mdb::{DbFlags, EnvOptions};
+/// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let scores: TypedDb<U32, Str> = TypedDb::create(&mut w, "scores", DbFlags::EMPTY)?;
+/// for (s, who) in [(70, "ann"), (95, "bob"), (88, "cy")] {
+///     scores.put(&mut w, &s, who)?;
+/// }
+/// let top2: Vec<&str> = scores.iter(&w)?.rev().take(2).map(|kv| kv.map(|kv| kv.1)).collect::<mdb::Result<_>>()?;
+/// assert_eq!(top2, ["bob", "cy"]);
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct TypedEntries<'t, T: Snapshot, K, V> {
     inner: Entries<'t, T>,
     _codecs: PhantomData<fn() -> (K, V)>,
@@ -138,12 +306,46 @@ pub struct TypedEntries<'t, T: Snapshot, K, V> {
 
 /// Keys with their decoded values as nested iterators (see
 /// [`TypedDb::groups`]).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::typed::{Str, TypedDb};
+/// use mdb::{DbFlags, EnvOptions};
+/// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let tags: TypedDb<Str, Str> = TypedDb::create(&mut w, "tags", DbFlags::DUP_SORT)?;
+/// for (post, tag) in [("p1", "rust"), ("p2", "db"), ("p1", "db")] {
+///     tags.put(&mut w, post, tag)?;
+/// }
+/// let counts: Vec<(&str, usize)> = tags
+///     .groups(&w)?
+///     .map(|g| g.map(|(post, tags)| (post, tags.count())))
+///     .collect::<mdb::Result<_>>()?;
+/// assert_eq!(counts, [("p1", 2), ("p2", 1)]);
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct TypedGroups<'t, T: Snapshot, K, V> {
     inner: crate::entries::Groups<'t, T>,
     _codecs: PhantomData<fn() -> (K, V)>,
 }
 
 /// The decoded values of one key, from either end.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::typed::{Str, TypedDb, U32};
+/// use mdb::{DbFlags, EnvOptions};
+/// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let visits: TypedDb<Str, U32> = TypedDb::create(&mut w, "visits", DbFlags::DUP_SORT)?;
+/// for day in [3, 1, 2] {
+///     visits.put(&mut w, "ada", &day)?;
+/// }
+/// let (_, mut days) = visits.groups(&w)?.next().unwrap()?;
+/// assert_eq!(days.next_back().transpose()?, Some(3)); // the last value
+/// assert_eq!(days.next().transpose()?, Some(1));
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct TypedValues<'t, T: Snapshot, V> {
     inner: crate::entries::Values<'t, T>,
     _codec: PhantomData<fn() -> V>,
@@ -200,6 +402,18 @@ impl<'t, T: Snapshot, K: Codec, V: Codec> DoubleEndedIterator for TypedEntries<'
 
 impl<K: Codec, V: Codec> TypedDb<K, V> {
     /// A typed view of `db`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::typed::{Str, TypedDb};
+    /// use mdb::{Database, Env};
+    /// let env = Env::open(dir.path())?;
+    /// let main: TypedDb<Str, Str> = TypedDb::new(Database::MAIN);
+    /// let mut w = env.write_txn()?;
+    /// main.put(&mut w, "greeting", "hello")?;
+    /// assert_eq!(main.get(&w, "greeting")?, Some("hello"));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn new(db: Database) -> Self {
         TypedDb {
             db,
@@ -208,21 +422,75 @@ impl<K: Codec, V: Codec> TypedDb<K, V> {
     }
 
     /// Open (creating it with `flags` if absent) the named database `name`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::typed::{Str, TypedDb, U64};
+    /// use mdb::{DbFlags, EnvOptions};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let ages: TypedDb<Str, U64> = TypedDb::create(&mut w, "ages", DbFlags::EMPTY)?;
+    /// ages.put(&mut w, "ada", &36)?;
+    /// w.commit()?;
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn create(w: &mut RwTxn<'_>, name: &str, flags: crate::DbFlags) -> Result<Self> {
         Ok(Self::new(w.create_db(name, flags)?))
     }
 
     /// Open the existing named database `name`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::typed::{Str, TypedDb, U64};
+    /// use mdb::{DbFlags, EnvOptions};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// TypedDb::<Str, U64>::create(&mut w, "ages", DbFlags::EMPTY)?.put(&mut w, "ada", &36)?;
+    /// w.commit()?;
+    /// let r = env.read_txn()?;
+    /// let ages: TypedDb<Str, U64> = TypedDb::open(&r, "ages")?;
+    /// assert_eq!(ages.get(&r, "ada")?, Some(36));
+    /// assert!(TypedDb::<Str, U64>::open(&r, "none").is_err());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn open<T: Txn>(txn: &T, name: &str) -> Result<Self> {
         Ok(Self::new(txn.open_db(name)?))
     }
 
     /// The untyped handle.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::typed::{Str, TypedDb, U64};
+    /// use mdb::{DbFlags, EnvOptions};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// use mdb::Txn;
+    /// let ages: TypedDb<Str, U64> = TypedDb::create(&mut w, "ages", DbFlags::EMPTY)?;
+    /// ages.put(&mut w, "ada", &36)?;
+    /// let raw = w.get(ages.database(), b"ada")?; // the encoded bytes
+    /// assert_eq!(raw, Some(&36u64.to_be_bytes()[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn database(&self) -> Database {
         self.db
     }
 
     /// The value of `key` (the first one, for DUPSORT).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::typed::{Str, TypedDb, U64};
+    /// use mdb::{DbFlags, EnvOptions};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let ages: TypedDb<Str, U64> = TypedDb::create(&mut w, "ages", DbFlags::EMPTY)?;
+    /// ages.put(&mut w, "ada", &36)?;
+    /// assert_eq!(ages.get(&w, "ada")?, Some(36));
+    /// assert_eq!(ages.get(&w, "bob")?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn get<'t, T: Txn>(&self, txn: &'t T, key: &K::In) -> Result<Option<V::Out<'t>>> {
         match txn.get(self.db, &K::encode(key))? {
             Some(b) => Ok(Some(V::decode(b)?)),
@@ -231,22 +499,80 @@ impl<K: Codec, V: Codec> TypedDb<K, V> {
     }
 
     /// Store `val` under `key` (replacing it; for DUPSORT, adding it).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::typed::{Str, TypedDb, U64};
+    /// use mdb::{DbFlags, EnvOptions};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let ages: TypedDb<Str, U64> = TypedDb::create(&mut w, "ages", DbFlags::EMPTY)?;
+    /// ages.put(&mut w, "ada", &36)?;
+    /// ages.put(&mut w, "ada", &37)?; // replaces
+    /// assert_eq!(ages.get(&w, "ada")?, Some(37));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn put(&self, w: &mut RwTxn<'_>, key: &K::In, val: &V::In) -> Result<()> {
         w.put(self.db, &K::encode(key), &V::encode(val), WriteFlags::EMPTY)
     }
 
     /// Delete `key` (every value of it); whether it was there.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::typed::{Str, TypedDb, U64};
+    /// use mdb::{DbFlags, EnvOptions};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let ages: TypedDb<Str, U64> = TypedDb::create(&mut w, "ages", DbFlags::EMPTY)?;
+    /// ages.put(&mut w, "ada", &36)?;
+    /// assert!(ages.delete(&mut w, "ada")?);
+    /// assert!(!ages.delete(&mut w, "ada")?);
+    /// assert_eq!(ages.get(&w, "ada")?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn delete(&self, w: &mut RwTxn<'_>, key: &K::In) -> Result<bool> {
         w.del(self.db, &K::encode(key))
     }
 
     /// Every item, in key order, from either end.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::typed::{Str, TypedDb, U64};
+    /// use mdb::{DbFlags, EnvOptions};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let ages: TypedDb<Str, U64> = TypedDb::create(&mut w, "ages", DbFlags::EMPTY)?;
+    /// ages.put(&mut w, "bob", &41)?;
+    /// ages.put(&mut w, "ada", &36)?;
+    /// let all: Vec<(&str, u64)> = ages.iter(&w)?.collect::<mdb::Result<_>>()?;
+    /// assert_eq!(all, [("ada", 36), ("bob", 41)]);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn iter<'t, T: Txn>(&self, txn: &'t T) -> Result<TypedEntries<'t, T, K, V>> {
         self.wrap(txn.range(self.db, ..)?)
     }
 
     /// The items whose keys lie in `range` (`"a".."m"`, `10..=20`...),
     /// from either end: `.rev()` gives them in descending order.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::typed::{Str, TypedDb, U64};
+    /// use mdb::{DbFlags, EnvOptions};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let sizes: TypedDb<U64, Str> = TypedDb::create(&mut w, "sizes", DbFlags::EMPTY)?;
+    /// for (n, name) in [(10, "a"), (20, "b"), (30, "c"), (40, "d")] {
+    ///     sizes.put(&mut w, &n, name)?;
+    /// }
+    /// let mid: Vec<&str> = sizes.range(&w, 20..=30)?.map(|kv| kv.map(|kv| kv.1)).collect::<mdb::Result<_>>()?;
+    /// assert_eq!(mid, ["b", "c"]);
+    /// let desc: Vec<u64> = sizes.range(&w, 25..)?.rev().map(|kv| kv.map(|kv| kv.0)).collect::<mdb::Result<_>>()?;
+    /// assert_eq!(desc, [40, 30]);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn range<'t, T: Txn, B: Borrow<K::In>, R: RangeBounds<B>>(
         &self,
         txn: &'t T,
@@ -263,6 +589,21 @@ impl<K: Codec, V: Codec> TypedDb<K, V> {
 
     /// The items whose encoded keys start with the encoding of `prefix`
     /// (for [`Str`] and [`Bytes`] keys, the usual prefix).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::typed::{Str, TypedDb, U64};
+    /// use mdb::{DbFlags, EnvOptions};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let files: TypedDb<Str, U64> = TypedDb::create(&mut w, "files", DbFlags::EMPTY)?;
+    /// for (path, size) in [("src/lib.rs", 10), ("src/main.rs", 20), ("README", 5)] {
+    ///     files.put(&mut w, path, &size)?;
+    /// }
+    /// let src: u64 = files.prefix(&w, "src/")?.map(|kv| kv.map(|kv| kv.1)).sum::<mdb::Result<u64>>()?;
+    /// assert_eq!(src, 30);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn prefix<'t, T: Txn>(
         &self,
         txn: &'t T,
