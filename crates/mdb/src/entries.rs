@@ -210,6 +210,24 @@ impl<T: Snapshot> DoubleEndedIterator for Entries<'_, T> {
 /// The keys of a database, each with its values as an iterator of their
 /// own (all the duplicates of a DUPSORT database, one value otherwise),
 /// in key order. See [`crate::Txn::groups`].
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+/// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let likes = w.create_db("likes", DbFlags::DUP_SORT)?;
+/// for (who, what) in [("ann", "tea"), ("bob", "jazz"), ("ann", "chess")] {
+///     w.put(likes, who.as_bytes(), what.as_bytes(), WriteFlags::EMPTY)?;
+/// }
+/// let mut groups = w.groups(likes)?;
+/// let (who, things) = groups.next().unwrap()?;
+/// assert_eq!(who, b"ann");
+/// assert_eq!(things.count(), 2);
+/// assert_eq!(groups.next().unwrap()?.0, b"bob");
+/// assert!(groups.next().is_none());
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct Groups<'t, T: Snapshot> {
     txn: &'t T,
     db: Database,
@@ -260,6 +278,23 @@ impl<'t, T: Snapshot> Iterator for Groups<'t, T> {
 }
 
 /// The values of one key (see [`Groups`]), from either end.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+/// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let scores = w.create_db("scores", DbFlags::DUP_SORT)?;
+/// for s in [b"3", b"9", b"5"] {
+///     w.put(scores, b"ann", s, WriteFlags::EMPTY)?;
+/// }
+/// let (_, mut values) = w.groups(scores)?.next().unwrap()?;
+/// assert_eq!(values.next_back().unwrap()?, b"9"); // highest
+/// assert_eq!(values.next().unwrap()?, b"3"); // lowest
+/// assert_eq!(values.next().unwrap()?, b"5");
+/// assert!(values.next().is_none());
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub struct Values<'t, T: Snapshot>(Entries<'t, T>);
 
 impl<'t, T: Snapshot> Iterator for Values<'t, T> {

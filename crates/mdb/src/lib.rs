@@ -49,6 +49,11 @@ pub mod typed;
 mod wal;
 
 /// Version string printed by the tools' `-V`.
+///
+/// ```
+/// assert!(mdb::VERSION_STRING.starts_with("mdb "));
+/// assert!(mdb::VERSION_STRING.contains("LMDB 0.9"));
+/// ```
 pub const VERSION_STRING: &str = concat!(
     "mdb ",
     env!("CARGO_PKG_VERSION"),

@@ -64,7 +64,17 @@ const SLOT_TID: usize = 16;
 /// Slot txnid meaning "owned but no snapshot".
 const IDLE: u64 = u64::MAX;
 
-/// One reader slot as listed by reader_list.
+/// One reader slot as [`Env::readers`](crate::Env::readers) lists it.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let env = mdb::Env::open(dir.path())?;
+/// let r = env.read_txn()?;
+/// let me = env.readers()[0];
+/// assert_eq!(me.pid, std::process::id());
+/// assert_eq!(me.txnid, Some(0)); // reading the empty snapshot
+/// # Ok::<(), mdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReaderInfo {
     /// Process id of the slot's owner.

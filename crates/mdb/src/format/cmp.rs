@@ -2,7 +2,15 @@
 
 use std::cmp::Ordering;
 
-/// A Rust comparator function.
+/// A Rust comparator function, as [`Env::set_compare`](crate::Env::set_compare)
+/// and [`Env::set_dupsort`](crate::Env::set_dupsort) take it: a `fn` or a
+/// closure that captures nothing.
+///
+/// ```
+/// use mdb::RustCmp;
+/// let by_len: RustCmp = |a, b| a.len().cmp(&b.len()).then(a.cmp(b));
+/// assert!(by_len(b"zz", b"aaa").is_lt());
+/// ```
 pub type RustCmp = fn(&[u8], &[u8]) -> Ordering;
 
 /// LMDB's `MDB_val` as a C comparator receives it.
@@ -19,7 +27,14 @@ pub struct CVal {
 pub type CCmp = unsafe extern "C" fn(*const CVal, *const CVal) -> std::ffi::c_int;
 
 /// A comparator: a Rust function or a C callback. `Copy`, so trees and
-/// cursors carry it by value without reference counting.
+/// cursors carry it by value without reference counting
+/// ([`Env::set_comparator`](crate::Env::set_comparator)).
+///
+/// ```
+/// use mdb::CmpFn;
+/// let newest_first = CmpFn::rust(|a, b| b.cmp(a));
+/// assert!(newest_first.compare(b"2026", b"2025").is_lt());
+/// ```
 #[derive(Clone, Copy)]
 pub struct CmpFn(Kind);
 
@@ -43,11 +58,40 @@ enum Kind {
 
 impl CmpFn {
     /// Wrap a Rust function.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CmpFn, Database, Env, Txn, WriteFlags};
+    /// fn case_insensitive(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    ///     a.to_ascii_lowercase().cmp(&b.to_ascii_lowercase())
+    /// }
+    /// let env = Env::open(dir.path())?;
+    /// env.set_comparator(Database::MAIN, CmpFn::rust(case_insensitive), false)?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"Key", b"v", WriteFlags::EMPTY)?;
+    /// assert_eq!(w.get(Database::MAIN, b"KEY")?, Some(&b"v"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const fn rust(f: RustCmp) -> CmpFn {
         CmpFn(Kind::Rust(f))
     }
 
-    /// Wrap a C callback.
+    /// Wrap a C callback (what the C library's `mdb_set_compare` passes).
+    /// Its argument type `CVal` is public in `mdb::cmp` with the
+    /// `unstable` feature only, like the rest of the C-facing internals.
+    ///
+    /// ```
+    /// use mdb::cmp::CVal; // `unstable` feature
+    /// use mdb::CmpFn;
+    /// unsafe extern "C" fn by_len(a: *const CVal, b: *const CVal) -> std::ffi::c_int {
+    ///     // SAFETY: the engine passes two valid values.
+    ///     let (a, b) = unsafe { ((*a).size, (*b).size) };
+    ///     a.cmp(&b) as std::ffi::c_int
+    /// }
+    /// // SAFETY: `by_len` reads only the sizes and never unwinds.
+    /// let cmp = unsafe { CmpFn::c(by_len) };
+    /// assert!(cmp.compare(b"zz", b"aaa").is_lt());
+    /// ```
     ///
     /// # Safety
     /// `f` must be safe to call with two valid `CVal`s for as long as the
@@ -63,6 +107,12 @@ impl CmpFn {
     }
 
     /// Compare `a` with `b`.
+    ///
+    /// ```
+    /// use mdb::CmpFn;
+    /// let rev = CmpFn::rust(|a, b| b.cmp(a));
+    /// assert_eq!(rev.compare(b"a", b"b"), std::cmp::Ordering::Greater);
+    /// ```
     #[inline]
     pub fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
         match self.0 {

@@ -18,12 +18,22 @@ pub(crate) const SUPPORTED: u16 =
 /// All persistent database flags.
 pub(crate) const PERSISTENT: u16 = 0x7e;
 
-/// Flags of a database, as stored in its record.
+/// Flags of a database, as stored in its record: chosen when
+/// [`RwTxn::create_db`](crate::RwTxn::create_db) creates it, and fixed
+/// from then on.
 ///
 /// ```
-/// use mdb::DbFlags;
-/// let f = DbFlags::INTEGER_KEY | DbFlags::REVERSE_KEY;
-/// assert!(f.contains(DbFlags::INTEGER_KEY));
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+/// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let recent = w.create_db("recent", DbFlags::REVERSE_KEY)?; // keys compared from the end
+/// for k in [b"ab", b"ba", b"ca"] {
+///     w.put(recent, k, b"", WriteFlags::EMPTY)?;
+/// }
+/// assert_eq!(w.cursor(recent)?.first()?.unwrap().0, b"ba"); // ends in 'a'
+/// assert_eq!(w.db_flags(recent)?, DbFlags::REVERSE_KEY);
+/// # Ok::<(), mdb::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub struct DbFlags(pub u16);
@@ -45,10 +55,23 @@ impl DbFlags {
     pub const REVERSE_DUP: DbFlags = DbFlags(REVERSEDUP);
 
     /// Whether every flag of `other` is set.
+    ///
+    /// ```
+    /// use mdb::DbFlags;
+    /// let f = DbFlags::DUP_SORT | DbFlags::DUP_FIXED;
+    /// assert!(f.contains(DbFlags::DUP_SORT));
+    /// assert!(!f.contains(DbFlags::INTEGER_KEY));
+    /// ```
     pub fn contains(self, other: DbFlags) -> bool {
         self.0 & other.0 == other.0
     }
     /// The raw bits (LMDB's values).
+    ///
+    /// ```
+    /// use mdb::DbFlags;
+    /// assert_eq!(DbFlags::DUP_SORT.bits(), 0x04); // MDB_DUPSORT
+    /// assert_eq!(DbFlags(0x04), DbFlags::DUP_SORT);
+    /// ```
     pub fn bits(self) -> u16 {
         self.0
     }

@@ -29,7 +29,22 @@ use crate::format::meta::DbRecord;
 use crate::format::page::MAX_KEY_SIZE;
 use crate::pager::Pager;
 
-/// Flags of a put (LMDB's `MDB_*` write flags).
+/// Flags of a put (LMDB's `MDB_*` write flags), combined with `|`.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Error, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// for i in 0u32..100 {
+///     // Sorted input: append at the end of the tree, no search.
+///     w.put(Database::MAIN, &i.to_be_bytes(), b"v", WriteFlags::APPEND)?;
+/// }
+/// let r = w.put(Database::MAIN, &5u32.to_be_bytes(), b"v", WriteFlags::APPEND);
+/// assert_eq!(r, Err(Error::KeyExist)); // not after the last key
+/// assert_eq!(w.stat(Database::MAIN)?.entries, 100);
+/// # Ok::<(), mdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub struct WriteFlags(pub u32);
 
@@ -39,6 +54,19 @@ impl WriteFlags {
     /// `MDB_NOOVERWRITE`: fail with `KeyExist` if the key exists.
     pub const NO_OVERWRITE: WriteFlags = WriteFlags(0x10);
     /// `MDB_NODUPDATA`: (DUPSORT only) fail if the pair exists.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Error, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let tags = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// w.put(tags, b"k", b"a", WriteFlags::NO_DUP_DATA)?;
+    /// w.put(tags, b"k", b"b", WriteFlags::NO_DUP_DATA)?; // another value: fine
+    /// let again = w.put(tags, b"k", b"a", WriteFlags::NO_DUP_DATA);
+    /// assert_eq!(again, Err(Error::KeyExist));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const NO_DUP_DATA: WriteFlags = WriteFlags(0x20);
     /// `MDB_CURRENT`: replace the item at the cursor.
     pub const CURRENT: WriteFlags = WriteFlags(0x40);
@@ -51,6 +79,13 @@ impl WriteFlags {
     pub const APPEND_DUP: WriteFlags = WriteFlags(0x40000);
 
     /// Whether every flag of `o` is set.
+    ///
+    /// ```
+    /// use mdb::WriteFlags;
+    /// let f = WriteFlags::NO_OVERWRITE | WriteFlags::APPEND;
+    /// assert!(f.contains(WriteFlags::APPEND));
+    /// assert!(!f.contains(WriteFlags::RESERVE));
+    /// ```
     pub fn contains(self, o: WriteFlags) -> bool {
         self.0 & o.0 == o.0
     }

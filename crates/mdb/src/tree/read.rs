@@ -134,7 +134,19 @@ pub(crate) struct CursorPos {
     pub(crate) unset: bool,
 }
 
-/// A key/value pair borrowed from a transaction.
+/// A key/value pair borrowed from a transaction: what cursors and
+/// iterators yield.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Item, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+/// let first: Option<Item<'_>> = w.cursor(Database::MAIN)?.first()?;
+/// assert_eq!(first, Some((&b"k"[..], &b"v"[..])));
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub type Item<'a> = (&'a [u8], &'a [u8]);
 
 impl CursorPos {

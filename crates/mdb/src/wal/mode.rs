@@ -73,6 +73,22 @@ impl Default for WalOptions {
 
 /// What an environment's write-ahead log holds, as one handle sees it
 /// ([`crate::Env::wal_info`]).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, EnvOptions, WalOptions, WriteFlags};
+/// let env = EnvOptions::new().wal(WalOptions::default()).open(dir.path())?;
+/// for i in 0u32..3 {
+///     let mut w = env.write_txn()?;
+///     w.put(Database::MAIN, &i.to_be_bytes(), b"v", WriteFlags::EMPTY)?;
+///     w.commit()?;
+/// }
+/// let info = env.wal_info().unwrap();
+/// assert_eq!(info.records, 3);
+/// assert!(info.syncs >= 1 && info.syncs <= 3); // one sync per group of commits
+/// assert!(info.segments >= 1);
+/// # Ok::<(), mdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WalInfo {
