@@ -50,7 +50,21 @@ const MAX_NESTING: usize = 2;
 /// Output is written in pieces of this size (LMDB's `MDB_WBUF`).
 const CHUNK: usize = 1 << 20;
 
-/// How far a copy has got, passed to the progress callback.
+/// How far a copy has got, passed to the progress callback ([`ProgressFn`]).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{CopyProgress, Env};
+/// let env = Env::open(dir.path())?;
+/// let mut last = None;
+/// env.copy_to_writer_with(&mut std::io::sink(), false, &mut |p: CopyProgress| {
+///     last = Some(p);
+///     true // go on
+/// })?;
+/// let p = last.unwrap();
+/// assert_eq!(p.pages_done, p.pages_total); // called at the end too
+/// # Ok::<(), mdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CopyProgress {
     /// Pages written so far (meta pages included).
@@ -62,6 +76,19 @@ pub struct CopyProgress {
 }
 
 /// What a finished copy wrote.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+/// w.commit()?;
+/// let stats = env.copy_to_writer_with(&mut std::io::sink(), true, &mut |_| true)?;
+/// assert_eq!(stats.snapshot_txnid, 1);
+/// assert_eq!(stats.pages, 3); // two meta pages and one leaf
+/// # Ok::<(), mdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CopyStats {
     /// Transaction id of the snapshot that was copied.
@@ -76,6 +103,15 @@ pub struct CopyStats {
 
 impl CopyStats {
     /// Bytes written.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = mdb::Env::open(dir.path())?;
+    /// let mut out = Vec::new();
+    /// let stats = env.copy_to_writer_with(&mut out, false, &mut |_| true)?;
+    /// assert_eq!(stats.bytes(), out.len() as u64);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn bytes(&self) -> u64 {
         self.pages * self.page_size as u64
     }
@@ -83,6 +119,18 @@ impl CopyStats {
 
 /// A progress callback: return `false` to stop the copy, which then fails
 /// with `EINTR`.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let dst = tempfile::tempdir().unwrap();
+/// use mdb::{Env, Error};
+/// let env = Env::open(dir.path())?;
+/// let cancel = true; // e.g. the user pressed Ctrl-C
+/// let r = env.copy_to_path_with(dst.path(), false, &mut |_| !cancel);
+/// assert_eq!(r.err(), Some(Error::Os(libc::EINTR)));
+/// assert!(!dst.path().join("data.mdb").exists()); // removed
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub type ProgressFn<'a> = &'a mut dyn FnMut(CopyProgress) -> bool;
 
 fn no_progress(_: CopyProgress) -> bool {
@@ -123,6 +171,19 @@ impl Env {
 
     /// [`Env::copy_to_path`] with a progress callback. If the copy fails, the
     /// partly written file is removed.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let dst = tempfile::tempdir().unwrap();
+    /// let env = mdb::Env::open(dir.path())?;
+    /// let stats = env.copy_to_path_with(dst.path(), true, &mut |p| {
+    ///     eprintln!("{}/{} pages", p.pages_done, p.pages_total);
+    ///     true
+    /// })?;
+    /// let copied = std::fs::metadata(dst.path().join("data.mdb"))?.len();
+    /// assert_eq!(copied, stats.bytes());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn copy_to_path_with(
         &self,
         path: &Path,
@@ -156,6 +217,22 @@ impl Env {
     /// Write a copy of the environment to `w` (LMDB's `mdb_env_copyfd2`).
     /// The stream is a complete data file, usable as a NOSUBDIR environment
     /// or as `data.mdb` of a directory. See [`Env::copy_to_path`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, EnvFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// let mut bytes = Vec::new();
+    /// env.copy_to_writer(&mut bytes, false)?;
+    /// let file = dir.path().join("copy.mdb");
+    /// std::fs::write(&file, &bytes)?;
+    /// let copy = EnvOptions::new().flags(EnvFlags::NO_SUB_DIR).open(&file)?;
+    /// assert_eq!(copy.read_txn()?.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn copy_to_writer<W: Write + ?Sized>(&self, w: &mut W, compact: bool) -> Result<()> {
         self.copy_to_writer_with(w, compact, &mut no_progress)
             .map(|_| ())
@@ -165,6 +242,21 @@ impl Env {
     /// current position, with plain `write(2)` calls and no buffering of
     /// our own beyond the copy's pieces. A closed pipe gives `EPIPE` (Rust
     /// programs ignore SIGPIPE).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let dst = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// let file = std::fs::File::create(dst.path().join("data.mdb"))?;
+    /// env.copy_to_fd(&file, true)?;
+    /// let copy = Env::open(dst.path())?;
+    /// assert_eq!(copy.read_txn()?.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn copy_to_fd(&self, fd: impl AsFd, compact: bool) -> Result<()> {
         let mut w = FdWriter(fd.as_fd().as_raw_fd());
         self.copy_to_writer(&mut w, compact)
@@ -172,6 +264,26 @@ impl Env {
 
     /// [`Env::copy_to_writer`] with a progress callback, called after each
     /// piece written (about every MiB) and at the end.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// for i in 0u32..10_000 {
+    ///     w.put(Database::MAIN, &i.to_be_bytes(), &[0; 200], WriteFlags::EMPTY)?;
+    /// }
+    /// w.commit()?;
+    /// let mut calls = 0;
+    /// let mut out = std::io::sink();
+    /// let stats = env.copy_to_writer_with(&mut out, false, &mut |_| {
+    ///     calls += 1;
+    ///     true
+    /// })?;
+    /// assert!(stats.bytes() > 2 << 20);
+    /// assert!(calls >= 3); // about one per MiB, and one at the end
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn copy_to_writer_with<W: Write + ?Sized>(
         &self,
         w: &mut W,

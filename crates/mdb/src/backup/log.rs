@@ -19,7 +19,25 @@ use std::path::Path;
 const MAGIC: &[u8; 8] = b"MDBLOG01";
 const HEADER: usize = 40;
 
-/// The log records a backup archived.
+/// The log records a backup archived (write-ahead-log mode:
+/// [`BackupEntry::log`](crate::BackupEntry::log)).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let dest = tempfile::tempdir().unwrap();
+/// use mdb::{Database, EnvOptions, WalOptions, WriteFlags};
+/// let env = EnvOptions::new().wal(WalOptions::default()).open(dir.path())?;
+/// env.backup(dest.path(), false, None)?; // txn 0
+/// for i in 0u32..3 {
+///     let mut w = env.write_txn()?;
+///     w.put(Database::MAIN, &i.to_be_bytes(), b"v", WriteFlags::EMPTY)?;
+///     w.commit()?;
+/// }
+/// let log = env.archive_log(dest.path())?.unwrap().log.unwrap();
+/// assert_eq!((log.first_txnid, log.last_txnid), (1, 3));
+/// assert_eq!(log.bytes, std::fs::metadata(dest.path().join(&log.file))?.len());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct LogArchive {
     /// File name in the backup directory.

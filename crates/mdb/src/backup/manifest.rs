@@ -13,7 +13,20 @@ pub(super) const MANIFEST: &str = "manifest.json";
 /// Page hashes of the newest backup's state (little-endian u64 per page).
 pub(super) const HASHES: &str = "hashes.bin";
 
-/// What a backup directory holds.
+/// What a backup directory holds (its `manifest.json`;
+/// [`verify`](crate::verify) reads and checks it).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let dest = tempfile::tempdir().unwrap();
+/// let env = mdb::Env::open(dir.path())?;
+/// env.backup(dest.path(), false, None)?;
+/// env.backup(dest.path(), true, None)?;
+/// let m = mdb::verify(dest.path())?.manifest;
+/// assert_eq!(m.backups.len(), 2);
+/// assert_eq!(m.page_size as usize, env.page_size());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Manifest {
     /// Manifest format (1).
@@ -28,6 +41,17 @@ pub struct Manifest {
 
 /// Whether a backup holds the whole file or the pages changed since the
 /// one before.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let dest = tempfile::tempdir().unwrap();
+/// use mdb::BackupKind;
+/// let env = mdb::Env::open(dir.path())?;
+/// assert_eq!(env.backup(dest.path(), true, None)?.kind, BackupKind::Full); // the first
+/// assert_eq!(env.backup(dest.path(), true, None)?.kind, BackupKind::Incremental);
+/// assert_eq!(env.backup(dest.path(), false, None)?.kind, BackupKind::Full); // asked for
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum BackupKind {
@@ -40,7 +64,23 @@ pub enum BackupKind {
     Log,
 }
 
-/// One backup of the chain.
+/// One backup of the chain, as [`Env::backup`](crate::Env::backup) returns
+/// it and the manifest records it.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let dest = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+/// w.commit()?;
+/// let b = env.backup(dest.path(), false, None)?;
+/// assert_eq!((b.seq, b.txnid, b.file.as_str()), (0, 1, "000000-full.mdb"));
+/// assert_eq!(b.bytes, std::fs::metadata(dest.path().join(&b.file))?.len());
+/// assert_eq!(b.pages, b.pages_written);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct BackupEntry {
     /// Position in the chain (0, 1, ...).
@@ -72,11 +112,36 @@ pub struct BackupEntry {
 
 impl Manifest {
     /// Parse a manifest's JSON text (its format and chain unchecked).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let dest = tempfile::tempdir().unwrap();
+    /// use mdb::Manifest;
+    /// let env = mdb::Env::open(dir.path())?;
+    /// let entry = env.backup(dest.path(), false, None)?;
+    /// let text = std::fs::read_to_string(dest.path().join("manifest.json"))?;
+    /// let m = Manifest::from_json(&text)?;
+    /// assert_eq!(m.backups, [entry]);
+    /// assert!(Manifest::from_json("{}").is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_json(text: &str) -> Result<Manifest, String> {
         serde_json::from_str(text).map_err(|e| e.to_string())
     }
 
     /// The manifest as JSON text, as `manifest.json` holds it.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let dest = tempfile::tempdir().unwrap();
+    /// use mdb::Manifest;
+    /// let env = mdb::Env::open(dir.path())?;
+    /// env.backup(dest.path(), false, None)?;
+    /// let m = mdb::verify(dest.path())?.manifest;
+    /// assert!(m.to_json().contains("\"kind\": \"full\""));
+    /// assert_eq!(Manifest::from_json(&m.to_json())?, m);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a manifest serialises")
     }

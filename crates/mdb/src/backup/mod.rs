@@ -29,6 +29,15 @@ use std::path::{Path, PathBuf};
 
 /// A backup, restore or verification failure: the engine's error code and
 /// what failed, naming the file.
+///
+/// ```
+/// # let empty = tempfile::tempdir().unwrap();
+/// use mdb::Error;
+/// let e = mdb::verify(empty.path()).unwrap_err();
+/// assert_eq!(e.code, Error::Corrupted);
+/// assert_eq!(e.path, Some(empty.path().join("manifest.json")));
+/// assert!(e.to_string().ends_with("no backup manifest here"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackupError {
     /// The LMDB-style code (`Corrupted` for damaged backup files).
@@ -89,13 +98,57 @@ impl std::fmt::Display for BackupError {
 
 impl std::error::Error for BackupError {}
 
-/// Result of the backup functions.
+/// Result of the backup functions: `?` turns an engine [`Error`] into its
+/// [`BackupError`].
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let dest = tempfile::tempdir().unwrap();
+/// use mdb::{BackupResult, Env};
+/// use std::path::Path;
+/// fn nightly(env: &Env, dest: &Path) -> BackupResult<u64> {
+///     env.sync(true)?; // an mdb::Error
+///     Ok(env.backup(dest, true, None)?.bytes)
+/// }
+/// let env = Env::open(dir.path())?;
+/// assert!(nightly(&env, dest.path())? > 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub type BackupResult<T> = std::result::Result<T, BackupError>;
 
 /// Progress of a backup or restore: bytes done and the total expected.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let dest = tempfile::tempdir().unwrap();
+/// let env = mdb::Env::open(dir.path())?;
+/// let mut seen = (0, 0);
+/// env.backup(dest.path(), false, Some(&mut |done, total| seen = (done, total)))?;
+/// assert_eq!(seen.0, seen.1); // the last call: all done
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub type BackupProgress<'a> = &'a mut dyn FnMut(u64, u64);
 
 /// Which backup of a chain to restore.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let dest = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, RestorePoint, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// for v in [&b"one"[..], b"two"] {
+///     let mut w = env.write_txn()?;
+///     w.put(Database::MAIN, b"k", v, WriteFlags::EMPTY)?;
+///     w.commit()?;
+///     env.backup(dest.path(), true, None)?;
+/// }
+/// for (point, want) in [(RestorePoint::Txn(1), &b"one"[..]), (RestorePoint::Newest, b"two")] {
+///     let out = tempfile::tempdir()?;
+///     mdb::restore(dest.path(), out.path(), point, None)?;
+///     assert_eq!(Env::open(out.path())?.read_txn()?.get(Database::MAIN, b"k")?, Some(want));
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RestorePoint {
     /// The newest backup.
@@ -338,6 +391,31 @@ impl Env {
     /// holds no chain yet, or if the log no longer holds every record
     /// since (take a backup then). `mdb backup --continuous` calls this in
     /// a loop.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let dest = tempfile::tempdir().unwrap();
+    /// use mdb::{BackupKind, Database, Env, EnvOptions, RestorePoint, Txn, WalOptions, WriteFlags};
+    /// let env = EnvOptions::new().wal(WalOptions::default()).open(dir.path())?;
+    /// let put = |v: &[u8]| -> mdb::Result<()> {
+    ///     let mut w = env.write_txn()?;
+    ///     w.put(Database::MAIN, b"k", v, WriteFlags::EMPTY)?;
+    ///     w.commit()
+    /// };
+    /// put(b"1")?; // txn 1
+    /// env.backup(dest.path(), false, None)?;
+    /// put(b"2")?; // txn 2
+    /// put(b"3")?; // txn 3
+    /// let entry = env.archive_log(dest.path())?.unwrap();
+    /// assert_eq!((entry.kind, entry.txnid), (BackupKind::Log, 3));
+    /// assert_eq!(env.archive_log(dest.path())?, None); // nothing new
+    ///
+    /// let out = tempfile::tempdir()?;
+    /// mdb::restore(dest.path(), out.path(), RestorePoint::Txn(2), None)?;
+    /// let at2 = Env::open(out.path())?;
+    /// assert_eq!(at2.read_txn()?.get(Database::MAIN, b"k")?, Some(&b"2"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn archive_log(&self, dest: &Path) -> BackupResult<Option<BackupEntry>> {
         let man = Manifest::load(dest)?
             .filter(|m| !m.backups.is_empty())

@@ -11,6 +11,17 @@ use std::path::Path;
 
 /// What [`verify`] found: the chain, every file present and matching the
 /// manifest.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let dest = tempfile::tempdir().unwrap();
+/// let env = mdb::Env::open(dir.path())?;
+/// let b = env.backup(dest.path(), false, None)?;
+/// let report = mdb::verify(dest.path())?;
+/// assert_eq!(report.manifest.backups.len(), 1);
+/// assert_eq!(report.bytes, b.bytes);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct VerifyReport {
     /// The manifest read.
@@ -23,6 +34,23 @@ pub struct VerifyReport {
 /// manifest, the chain's order, each file's presence, size and CRC32C, and
 /// each incremental file's header. The first problem is an error naming
 /// the file.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let dest = tempfile::tempdir().unwrap();
+/// use mdb::Error;
+/// let env = mdb::Env::open(dir.path())?;
+/// let b = env.backup(dest.path(), false, None)?;
+/// mdb::verify(dest.path())?;
+/// // A damaged backup file is found, and named.
+/// let file = dest.path().join(&b.file);
+/// let mut bytes = std::fs::read(&file)?;
+/// bytes[100] ^= 1;
+/// std::fs::write(&file, bytes)?;
+/// let e = mdb::verify(dest.path()).unwrap_err();
+/// assert_eq!((e.code, e.path), (Error::Corrupted, Some(file)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn verify(dest: &Path) -> BackupResult<VerifyReport> {
     let man = Manifest::load(dest)?.ok_or_else(|| {
         BackupError::bad(&dest.join(manifest::MANIFEST), "no backup manifest here")
@@ -82,6 +110,21 @@ fn read_header(path: &Path) -> BackupResult<IncrHeader> {
 }
 
 /// What [`restore`] rebuilt.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let dest = tempfile::tempdir().unwrap();
+/// # let out = tempfile::tempdir().unwrap();
+/// use mdb::RestorePoint;
+/// let env = mdb::Env::open(dir.path())?;
+/// env.backup(dest.path(), false, None)?;
+/// let newest = env.backup(dest.path(), true, None)?;
+/// let r = mdb::restore(dest.path(), out.path(), RestorePoint::Newest, None)?;
+/// assert_eq!(r.entry, newest);
+/// assert_eq!(r.applied, 2); // the full backup, then the incremental one
+/// assert_eq!(r.bytes, std::fs::metadata(out.path().join("data.mdb"))?.len());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct RestoreReport {
     /// The backup restored (the last one applied).
@@ -101,6 +144,24 @@ pub struct RestoreReport {
 /// of a write-ahead-log environment, exactly that transaction (the next
 /// backup's archived log records replayed onto the one before). Every file used is checked against the manifest first, so a
 /// damaged chain gives an error naming the file, never a shorter restore.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let dest = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, RestorePoint, Txn, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+/// w.commit()?;
+/// env.backup(dest.path(), false, None)?;
+///
+/// let out = tempfile::tempdir()?;
+/// let report = mdb::restore(dest.path(), out.path(), RestorePoint::Newest, None)?;
+/// assert_eq!(report.txnid, 1);
+/// let restored = Env::open(out.path())?; // a plain LMDB environment
+/// assert_eq!(restored.read_txn()?.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn restore(
     dest: &Path,
     out: &Path,
