@@ -50,6 +50,21 @@ const MAX_PROBLEMS: usize = 10_000;
 const P_LEAF2_PAGE: u16 = P_LEAF | P_LEAF2;
 
 /// One structural problem found in a data file.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+/// w.commit()?;
+/// let bytes = std::fs::read(dir.path().join("data.mdb"))?;
+/// let cut = &bytes[..2 * env.page_size()]; // the meta pages only
+/// let p = &mdb::check::check_bytes(cut).problems[0];
+/// assert_eq!((p.pgno, p.db.as_str()), (Some(2), "MAIN"));
+/// assert!(p.to_string().starts_with("page 2 [MAIN]: "));
+/// # Ok::<(), mdb::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
     /// The page the problem was found on: the faulty page itself, the page
@@ -79,6 +94,24 @@ impl fmt::Display for Problem {
 }
 
 /// Recounted statistics of one database (FREE, MAIN or a named DB).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{DbFlags, EnvOptions, WriteFlags};
+/// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let tags = w.create_db("tags", DbFlags::DUP_SORT)?;
+/// for v in [b"a", b"b", b"c"] {
+///     w.put(tags, b"k", v, WriteFlags::EMPTY)?;
+/// }
+/// w.commit()?;
+/// let report = mdb::check::check_file(&dir.path().join("data.mdb"))?;
+/// let names: Vec<&str> = report.dbs.iter().map(|d| d.name.as_str()).collect();
+/// assert_eq!(names, ["FREE", "MAIN", "tags"]);
+/// let tags = &report.dbs[2];
+/// assert_eq!((tags.entries, tags.flags), (3, DbFlags::DUP_SORT.bits()));
+/// # Ok::<(), mdb::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DbReport {
     /// `"FREE"`, `"MAIN"` or the named DB's name (lossy UTF-8).
@@ -98,6 +131,21 @@ pub struct DbReport {
 }
 
 /// The outcome of checking one data file.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+/// w.commit()?;
+/// let report = mdb::check::check_file(&dir.path().join("data.mdb"))?;
+/// assert!(report.is_ok() && report.warnings.is_empty());
+/// assert_eq!(report.meta_txnid, 1);
+/// assert_eq!(report.page_size as usize, env.page_size());
+/// assert_eq!(report.dbs[1].entries, 1); // MAIN
+/// # Ok::<(), mdb::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
     /// Page size from meta page 0 (0 if it could not be read or was invalid).
@@ -120,13 +168,38 @@ pub struct Report {
 }
 
 impl Report {
-    /// True when no problem was found.
+    /// True when no problem was found (warnings do not count).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = mdb::Env::open(dir.path())?;
+    /// assert!(mdb::check::check_file(&dir.path().join("data.mdb"))?.is_ok());
+    /// assert!(!mdb::check::check_bytes(b"not a database").is_ok());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub fn is_ok(&self) -> bool {
         self.problems.is_empty()
     }
 }
 
 /// Read the file at `path` (a data file, not a directory) and check it.
+/// Check a copy ([`Env::copy_to_path`](crate::Env::copy_to_path)) rather
+/// than a file a writer is changing meanwhile.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+/// w.commit()?;
+/// let report = mdb::check::check_file(&dir.path().join("data.mdb"))?;
+/// for p in &report.problems {
+///     eprintln!("{p}");
+/// }
+/// assert!(report.is_ok());
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub fn check_file(path: &Path) -> Result<Report> {
     let bytes = std::fs::read(path)?;
     Ok(check_bytes(&bytes))
@@ -135,6 +208,23 @@ pub fn check_file(path: &Path) -> Result<Report> {
 /// Check a whole data file given as bytes (the file content). The content may
 /// be shorter than `(last_pgno + 1) * psize`: referenced pages past the end are
 /// reported, free pages past the end are fine. Never panics.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+/// w.commit()?;
+/// let mut bytes = std::fs::read(dir.path().join("data.mdb"))?;
+/// assert!(mdb::check::check_bytes(&bytes).is_ok());
+/// let ps = env.page_size();
+/// bytes[2 * ps + 10] ^= 0xff; // the flags of page 2, MAIN's leaf
+/// let report = mdb::check::check_bytes(&bytes);
+/// assert!(!report.is_ok());
+/// assert_eq!(report.problems[0].pgno, Some(2));
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub fn check_bytes(file: &[u8]) -> Report {
     let mut rep = Report {
         page_size: 0,
