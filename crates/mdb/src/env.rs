@@ -52,6 +52,19 @@ impl EnvFlags {
     /// ```
     pub const NO_SUB_DIR: EnvFlags = EnvFlags(0x4000);
     /// `MDB_NOSYNC`: never sync at commit (a system crash may lose or corrupt the tail).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, EnvFlags, EnvOptions, Txn, WriteFlags};
+    /// // A cache that can be rebuilt after a crash: commits without syncs.
+    /// let env = EnvOptions::new().flags(EnvFlags::NO_SYNC).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?; // visible now; durable after `env.sync(true)`
+    /// assert_eq!(env.read_txn()?.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+    /// env.sync(true)?;
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const NO_SYNC: EnvFlags = EnvFlags(0x10000);
     /// `MDB_RDONLY`: read-only environment: read transactions only.
     ///
@@ -68,10 +81,34 @@ impl EnvFlags {
     /// `MDB_NOMETASYNC`: do not sync the meta page (the next commit does).
     pub const NO_META_SYNC: EnvFlags = EnvFlags(0x40000);
     /// `MDB_WRITEMAP`: map the file read-write and commit through the map.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, EnvFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().flags(EnvFlags::WRITE_MAP).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// assert_eq!(env.read_txn()?.get(Database::MAIN, b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const WRITE_MAP: EnvFlags = EnvFlags(0x80000);
     /// `MDB_MAPASYNC`: with WRITEMAP, flush asynchronously.
     pub const MAP_ASYNC: EnvFlags = EnvFlags(0x100000);
     /// `MDB_NOTLS`: reader slots belong to transactions, not threads.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{EnvFlags, EnvOptions};
+    /// let env = EnvOptions::new().flags(EnvFlags::NO_TLS).open(dir.path())?;
+    /// let (a, b) = (env.read_txn()?, env.read_txn()?); // two in one thread
+    /// let moved = env.read_txn_send()?; // and one that may change threads
+    /// std::thread::scope(|s| {
+    ///     s.spawn(move || drop(moved));
+    /// });
+    /// drop((a, b));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const NO_TLS: EnvFlags = EnvFlags(0x200000);
     /// `MDB_NOLOCK`: no lock file. Only through the unsafe
     /// [`EnvOptions::no_lock`]: [`EnvOptions::open`] refuses it in

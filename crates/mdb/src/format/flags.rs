@@ -42,16 +42,100 @@ impl DbFlags {
     /// No flags: byte-wise ordered unique keys.
     pub const EMPTY: DbFlags = DbFlags(0);
     /// `MDB_REVERSEKEY`: compare keys from the last byte.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let hosts = w.create_db("hosts", DbFlags::REVERSE_KEY)?;
+    /// for h in ["mail.example.org", "example.com", "www.example.org"] {
+    ///     w.put(hosts, h.as_bytes(), b"", WriteFlags::EMPTY)?;
+    /// }
+    /// // Compared from the end ("gro.elpmaxe.liam"...): grouped by domain.
+    /// let order: Vec<&[u8]> = w.cursor(hosts)?.iter().map(|kv| kv.map(|kv| kv.0)).collect::<mdb::Result<_>>()?;
+    /// assert_eq!(order, [&b"mail.example.org"[..], b"www.example.org", b"example.com"]);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const REVERSE_KEY: DbFlags = DbFlags(REVERSEKEY);
     /// `MDB_DUPSORT`: several sorted values per key.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let tags = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// w.put(tags, b"post1", b"rust", WriteFlags::EMPTY)?;
+    /// w.put(tags, b"post1", b"db", WriteFlags::EMPTY)?; // a second value
+    /// assert_eq!(w.get(tags, b"post1")?, Some(&b"db"[..])); // the first, sorted
+    /// assert_eq!(w.stat(tags)?.entries, 2);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const DUP_SORT: DbFlags = DbFlags(DUPSORT);
     /// `MDB_INTEGERKEY`: native 4- or 8-byte unsigned integer keys.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let ids = w.create_db("ids", DbFlags::INTEGER_KEY)?;
+    /// for id in [1000u64, 7, 300] {
+    ///     w.put(ids, &id.to_ne_bytes(), b"", WriteFlags::EMPTY)?;
+    /// }
+    /// let last = w.cursor(ids)?.last()?.unwrap().0;
+    /// assert_eq!(u64::from_ne_bytes(last.try_into().unwrap()), 1000);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const INTEGER_KEY: DbFlags = DbFlags(INTEGERKEY);
     /// `MDB_DUPFIXED`: fixed-size duplicates.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// // With DUP_SORT: values of one size, packed; see `Cursor::get_multiple`.
+    /// let ids = w.create_db("ids", DbFlags::DUP_SORT | DbFlags::DUP_FIXED)?;
+    /// for id in [3u32, 1, 2] {
+    ///     w.put(ids, b"k", &id.to_be_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.cursor(ids)?;
+    /// c.set(b"k")?;
+    /// assert_eq!(c.get_multiple()?, Some(&[0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3][..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const DUP_FIXED: DbFlags = DbFlags(DUPFIXED);
     /// `MDB_INTEGERDUP`: integer duplicates.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let db = w.create_db("d", DbFlags::DUP_SORT | DbFlags::DUP_FIXED | DbFlags::INTEGER_DUP)?;
+    /// for v in [256u32, 2, 70_000] {
+    ///     w.put(db, b"k", &v.to_ne_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// assert_eq!(w.get(db, b"k")?, Some(&2u32.to_ne_bytes()[..])); // numeric order
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const INTEGER_DUP: DbFlags = DbFlags(INTEGERDUP);
     /// `MDB_REVERSEDUP`: duplicates compared from the end.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let db = w.create_db("d", DbFlags::DUP_SORT | DbFlags::REVERSE_DUP)?;
+    /// for v in [b"ab", b"ba", b"cc"] {
+    ///     w.put(db, b"k", v, WriteFlags::EMPTY)?;
+    /// }
+    /// assert_eq!(w.get(db, b"k")?, Some(&b"ba"[..])); // last byte 'a' first
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const REVERSE_DUP: DbFlags = DbFlags(REVERSEDUP);
 
     /// Whether every flag of `other` is set.

@@ -7,6 +7,17 @@
 use crate::error::{Error, Result};
 
 /// Longest key (and DB name) accepted.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Error, WriteFlags, MAX_KEY_SIZE};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let long = vec![b'k'; MAX_KEY_SIZE + 1];
+/// let r = w.put(Database::MAIN, &long, b"v", WriteFlags::EMPTY);
+/// assert_eq!(r, Err(Error::BadValSize)); // store a hash of such keys instead
+/// # Ok::<(), mdb::Error>(())
+/// ```
 pub const MAX_KEY_SIZE: usize = 511;
 
 /// Size of the page header.

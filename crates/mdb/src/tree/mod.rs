@@ -52,6 +52,18 @@ impl WriteFlags {
     /// Insert or replace.
     pub const EMPTY: WriteFlags = WriteFlags(0);
     /// `MDB_NOOVERWRITE`: fail with `KeyExist` if the key exists.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Error, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"user:1", b"ada", WriteFlags::NO_OVERWRITE)?;
+    /// let taken = w.put(Database::MAIN, b"user:1", b"bob", WriteFlags::NO_OVERWRITE);
+    /// assert_eq!(taken, Err(Error::KeyExist));
+    /// assert_eq!(w.get(Database::MAIN, b"user:1")?, Some(&b"ada"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const NO_OVERWRITE: WriteFlags = WriteFlags(0x10);
     /// `MDB_NODUPDATA`: (DUPSORT only) fail if the pair exists.
     ///
@@ -69,13 +81,69 @@ impl WriteFlags {
     /// ```
     pub const NO_DUP_DATA: WriteFlags = WriteFlags(0x20);
     /// `MDB_CURRENT`: replace the item at the cursor.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Error, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"old", WriteFlags::EMPTY)?;
+    /// let mut c = w.write_cursor(Database::MAIN)?;
+    /// c.first()?;
+    /// c.put(b"k", b"new", WriteFlags::CURRENT)?;
+    /// drop(c);
+    /// assert_eq!(w.get(Database::MAIN, b"k")?, Some(&b"new"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const CURRENT: WriteFlags = WriteFlags(0x40);
     /// `MDB_RESERVE`: reserve space for the value (see [`RwTxn::reserve`](crate::RwTxn::reserve)).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Error, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// // `put` with RESERVE is `reserve` filled with the given bytes.
+    /// w.put(Database::MAIN, b"k", b"value", WriteFlags::RESERVE)?;
+    /// assert_eq!(w.get(Database::MAIN, b"k")?, Some(&b"value"[..]));
+    /// w.reserve(Database::MAIN, b"k2", 3, WriteFlags::EMPTY)?.copy_from_slice(b"abc");
+    /// assert_eq!(w.get(Database::MAIN, b"k2")?, Some(&b"abc"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const RESERVE: WriteFlags = WriteFlags(0x10000);
     /// `MDB_APPEND`: the key is greater than every key (fast path, no split copying);
     /// `KeyExist` otherwise.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, Error, Txn, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// for id in 1u64..=1000 {
+    ///     // Keys in ascending order, as from a sequence or a sorted dump.
+    ///     w.put(Database::MAIN, &id.to_be_bytes(), b"row", WriteFlags::APPEND)?;
+    /// }
+    /// let r = w.put(Database::MAIN, &1u64.to_be_bytes(), b"row", WriteFlags::APPEND);
+    /// assert_eq!(r, Err(Error::KeyExist));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const APPEND: WriteFlags = WriteFlags(0x20000);
     /// `MDB_APPENDDUP`: (DUPSORT only) append a duplicate.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Error, WriteFlags};
+    /// use mdb::{DbFlags, EnvOptions};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let log = w.create_db("log", DbFlags::DUP_SORT)?;
+    /// for v in [b"1", b"2", b"3"] {
+    ///     w.put(log, b"k", v, WriteFlags::APPEND_DUP)?; // each after the last
+    /// }
+    /// let r = w.put(log, b"k", b"0", WriteFlags::APPEND_DUP);
+    /// assert_eq!(r, Err(Error::KeyExist));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
     pub const APPEND_DUP: WriteFlags = WriteFlags(0x40000);
 
     /// Whether every flag of `o` is set.
