@@ -37,7 +37,10 @@ use std::ops::{Bound, RangeBounds};
 /// ```
 pub struct Entries<'t, T: Snapshot> {
     front: Cursor<'t, T>,
-    back: Cursor<'t, T>,
+    /// Made on the first step from the back: most ranges only go forward.
+    back: Option<Cursor<'t, T>>,
+    txn: &'t T,
+    db: Database,
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
     /// The last item each end gave (`None`: not started).
@@ -58,7 +61,9 @@ impl<'t, T: Snapshot> Entries<'t, T> {
         let (kcmp, dcmp) = txn.env().comparators(db, rec.flags);
         Ok(Entries {
             front: Cursor::new(txn, db)?,
-            back: Cursor::new(txn, db)?,
+            back: None,
+            txn,
+            db,
             start: range.start_bound().map(|k| k.to_vec()),
             end: range.end_bound().map(|k| k.to_vec()),
             front_at: None,
@@ -136,22 +141,32 @@ impl<'t, T: Snapshot> Entries<'t, T> {
 
     /// The last item of the range (the back's first step).
     fn last(&mut self) -> Result<Option<Item<'t>>> {
-        let (k, inclusive) = match &self.end {
-            Bound::Unbounded => return self.back.last(),
-            Bound::Included(k) | Bound::Excluded(k) if k.is_empty() => return Ok(None),
-            Bound::Included(k) => (k.clone(), true),
-            Bound::Excluded(k) => (k.clone(), false),
+        let mut back = match self.back.take() {
+            Some(c) => c,
+            None => Cursor::new(self.txn, self.db)?,
         };
-        match self.back.set_range(&k)? {
-            None => self.back.last(),
-            Some((fk, _)) if inclusive && self.kcmp.compare(fk, &k).is_eq() => {
+        let r = self.last_with(&mut back);
+        self.back = Some(back);
+        r
+    }
+
+    fn last_with(&self, back: &mut Cursor<'t, T>) -> Result<Option<Item<'t>>> {
+        let (k, inclusive) = match &self.end {
+            Bound::Unbounded => return back.last(),
+            Bound::Included(k) | Bound::Excluded(k) if k.is_empty() => return Ok(None),
+            Bound::Included(k) => (k.as_slice(), true),
+            Bound::Excluded(k) => (k.as_slice(), false),
+        };
+        match back.set_range(k)? {
+            None => back.last(),
+            Some((fk, _)) if inclusive && self.kcmp.compare(fk, k).is_eq() => {
                 if self.dcmp.is_some() {
-                    self.back.last_dup()
+                    back.last_dup()
                 } else {
-                    self.back.get_current()
+                    back.get_current()
                 }
             }
-            Some(_) => self.back.prev(),
+            Some(_) => back.prev(),
         }
     }
 
@@ -163,7 +178,10 @@ impl<'t, T: Snapshot> Entries<'t, T> {
             (true, false, _) => self.first(),
             (true, true, _) => self.front.next(),
             (false, _, false) => self.last(),
-            (false, _, true) => self.back.prev(),
+            (false, _, true) => match self.back.as_mut() {
+                Some(b) => b.prev(),
+                None => self.last(),
+            },
         };
         let item = match r {
             Ok(Some(i)) => i,

@@ -2,7 +2,7 @@
 //! block cache, every write batch committed with `PersistMode::SyncData`
 //! (journal synced before the commit returns), reads through a snapshot.
 
-use super::store::{Batch, Handle, Store};
+use super::store::{touch, Batch, Handle, Store};
 use crate::workloads::{key, Res};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable};
 use std::path::{Path, PathBuf};
@@ -62,7 +62,7 @@ impl Handle for H<'_> {
         let mut n = 0;
         for &i in ids {
             if let Some(v) = s.get(&self.0.ks, key(i))? {
-                n += v.len() as u64;
+                n += touch(&v);
             }
         }
         Ok(n)

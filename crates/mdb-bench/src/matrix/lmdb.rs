@@ -1,7 +1,7 @@
 //! LMDB 0.9 (Debian's C library, linked): default flags, so every commit
 //! syncs the data file and then the meta page.
 
-use super::store::{Batch, Handle, Store};
+use super::store::{touch, Batch, Handle, Store};
 use crate::lmdb;
 use crate::workloads::{key, Res, MAP_SIZE};
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ impl Handle for H<'_> {
         let mut n = 0;
         for &i in ids {
             if let Some(v) = t.get(&key(i))? {
-                n += v.len() as u64;
+                n += touch(v);
             }
         }
         Ok(n)

@@ -2,7 +2,7 @@
 //! every commit syncs like LMDB's), or in write-ahead-log mode (a commit is
 //! one synced log append; checkpoints copy pages to the data file later).
 
-use super::store::{Batch, Handle, Store};
+use super::store::{touch, Batch, Handle, Store};
 use crate::workloads::{key, Res};
 use mdb::{Database, Env, EnvOptions, Txn, WalOptions, WriteFlags};
 use std::path::{Path, PathBuf};
@@ -54,7 +54,7 @@ impl Handle for H<'_> {
         let mut n = 0;
         for &i in ids {
             if let Some(v) = t.get(DB, &key(i))? {
-                n += v.len() as u64;
+                n += touch(v);
             }
         }
         Ok(n)

@@ -2,7 +2,7 @@
 //! `Durability::Immediate` (each commit is durable when it returns), and a
 //! 1 GiB page cache (redb's own cache: its reads do not go through a map).
 
-use super::store::{Batch, Handle, Store};
+use super::store::{touch, Batch, Handle, Store};
 use crate::workloads::{key, Res};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use std::path::{Path, PathBuf};
@@ -66,7 +66,7 @@ impl Handle for H<'_> {
         let mut n = 0;
         for &i in ids {
             if let Some(v) = t.get(&key(i)[..])? {
-                n += v.value().len() as u64;
+                n += touch(v.value());
             }
         }
         Ok(n)

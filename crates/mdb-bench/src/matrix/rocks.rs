@@ -3,7 +3,7 @@
 //! `set_sync(true)` (durable once its WAL record is synced); reads through a
 //! snapshot with pinned values (no copy).
 
-use super::store::{Batch, Handle, Store};
+use super::store::{touch, Batch, Handle, Store};
 use crate::workloads::{key, Res};
 use rocksdb::{BlockBasedOptions, Cache, Options, WriteBatch, WriteOptions, DB};
 use std::path::{Path, PathBuf};
@@ -62,7 +62,7 @@ impl Handle for H<'_> {
         let mut n = 0;
         for &i in ids {
             if let Some(v) = s.get_pinned(key(i))? {
-                n += v.len() as u64;
+                n += touch(&v);
             }
         }
         Ok(n)

@@ -3,7 +3,7 @@
 //! way to make writes durable). sled has no snapshots: each read sees the
 //! latest writes, so a batch of reads is not one consistent view.
 
-use super::store::{Batch, Handle, Store};
+use super::store::{touch, Batch, Handle, Store};
 use crate::workloads::{key, Res};
 use std::path::{Path, PathBuf};
 
@@ -57,7 +57,7 @@ impl Handle for H<'_> {
         let mut n = 0;
         for &i in ids {
             if let Some(v) = self.0.get(key(i))? {
-                n += v.len() as u64;
+                n += touch(&v);
             }
         }
         Ok(n)

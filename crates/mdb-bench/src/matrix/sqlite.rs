@@ -4,7 +4,7 @@
 //! page cache, prepared statements; one connection per thread (a
 //! connection is not shared between threads).
 
-use super::store::{Batch, Handle, Store};
+use super::store::{touch, Batch, Handle, Store};
 use crate::workloads::{key, Res};
 use rusqlite::{params, Connection};
 use std::path::{Path, PathBuf};
@@ -97,7 +97,7 @@ impl Handle for H {
             for &i in ids {
                 let mut rows = st.query(params![&key(i)[..]])?;
                 if let Some(r) = rows.next()? {
-                    n += r.get_ref(0)?.as_blob()?.len() as u64;
+                    n += touch(r.get_ref(0)?.as_blob()?);
                 }
             }
         }

@@ -30,8 +30,8 @@ pub trait Handle {
     fn write(&mut self, b: &Batch<'_>) -> Res<()>;
     /// Remove the keys of `ids` (all present) in one durable transaction.
     fn remove(&mut self, ids: &[u64]) -> Res<()>;
-    /// Look every key of `ids` up in one snapshot; the total length of the
-    /// values found.
+    /// Look every key of `ids` up in one snapshot, reading each value
+    /// ([`touch`]); the total length of the values found.
     fn get(&mut self, ids: &[u64]) -> Res<u64>;
     /// From each key of `ids`, read `len` items in key order (fewer at the
     /// end), in one snapshot; the number of items read.
@@ -82,6 +82,20 @@ pub fn filler(len: usize) -> Vec<u8> {
 fn stamp(v: &mut [u8], x: u64) {
     let n = v.len().min(8);
     v[..n].copy_from_slice(&x.to_le_bytes()[..n]);
+}
+
+/// Read a value as its reader would: one byte of every 4 KiB page it spans
+/// (and its last byte), so that engines that hand out a pointer into their
+/// map pay the page faults that engines that copy the value pay. Returns
+/// its length.
+#[inline]
+pub fn touch(v: &[u8]) -> u64 {
+    let mut x = v.last().copied().unwrap_or(0);
+    for i in (0..v.len()).step_by(4096) {
+        x ^= v[i];
+    }
+    std::hint::black_box(x);
+    v.len() as u64
 }
 
 /// Bytes a directory's files take on disk (allocated blocks, as `du`).
