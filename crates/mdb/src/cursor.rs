@@ -663,7 +663,11 @@ impl<'t, T: Snapshot> Iterator for Range<'_, 't, T> {
 ///     w.put(Database::MAIN, k, b"", WriteFlags::EMPTY)?;
 /// }
 /// let backwards = true;
-/// let (start, step) = if backwards { (CursorOp::Last, CursorOp::Prev) } else { (CursorOp::First, CursorOp::Next) };
+/// let (start, step) = if backwards {
+///     (CursorOp::Last, CursorOp::Prev)
+/// } else {
+///     (CursorOp::First, CursorOp::Next)
+/// };
 /// let mut c = w.cursor(Database::MAIN)?;
 /// let mut keys = Vec::new();
 /// let mut item = c.op(start)?;

@@ -130,8 +130,8 @@ impl Codec for Bytes {
 /// for (k, v) in [("b", "beta"), ("Z", "zeta"), ("a", "alpha")] {
 ///     words.put(&mut w, k, v)?;
 /// }
-/// let keys: Vec<&str> = words.iter(&w)?.map(|kv| kv.map(|kv| kv.0)).collect::<mdb::Result<_>>()?;
-/// assert_eq!(keys, ["Z", "a", "b"]); // upper case first
+/// let all: Vec<(&str, &str)> = words.iter(&w)?.collect::<mdb::Result<_>>()?;
+/// assert_eq!(all, [("Z", "zeta"), ("a", "alpha"), ("b", "beta")]); // upper case first
 /// # Ok::<(), mdb::Error>(())
 /// ```
 pub struct Str;
@@ -179,8 +179,8 @@ big_endian! {
     /// for (port, name) in [(443, "https"), (22, "ssh"), (8080, "http-alt")] {
     ///     ports.put(&mut w, &port, name)?;
     /// }
-    /// let below_1024: Vec<u32> = ports.range(&w, ..1024)?.map(|kv| kv.map(|kv| kv.0)).collect::<mdb::Result<_>>()?;
-    /// assert_eq!(below_1024, [22, 443]);
+    /// let low: Vec<(u32, &str)> = ports.range(&w, ..1024)?.collect::<mdb::Result<_>>()?;
+    /// assert_eq!(low, [(22, "ssh"), (443, "https")]); // numeric order
     /// # Ok::<(), mdb::Error>(())
     /// ```
     U32 u32, 0;
@@ -212,8 +212,8 @@ big_endian! {
     /// for (t, what) in [(5, "cool"), (-40, "frozen"), (0, "freezing")] {
     ///     temps.put(&mut w, &t, what)?;
     /// }
-    /// let order: Vec<i64> = temps.iter(&w)?.map(|kv| kv.map(|kv| kv.0)).collect::<mdb::Result<_>>()?;
-    /// assert_eq!(order, [-40, 0, 5]);
+    /// let all: Vec<(i64, &str)> = temps.iter(&w)?.collect::<mdb::Result<_>>()?;
+    /// assert_eq!(all, [(-40, "frozen"), (0, "freezing"), (5, "cool")]);
     /// # Ok::<(), mdb::Error>(())
     /// ```
     I64 i64, i64::MIN;
@@ -295,8 +295,8 @@ impl<K, V> Copy for TypedDb<K, V> {}
 /// for (s, who) in [(70, "ann"), (95, "bob"), (88, "cy")] {
 ///     scores.put(&mut w, &s, who)?;
 /// }
-/// let top2: Vec<&str> = scores.iter(&w)?.rev().take(2).map(|kv| kv.map(|kv| kv.1)).collect::<mdb::Result<_>>()?;
-/// assert_eq!(top2, ["bob", "cy"]);
+/// let top2: Vec<(u32, &str)> = scores.iter(&w)?.rev().take(2).collect::<mdb::Result<_>>()?;
+/// assert_eq!(top2, [(95, "bob"), (88, "cy")]);
 /// # Ok::<(), mdb::Error>(())
 /// ```
 pub struct TypedEntries<'t, T: Snapshot, K, V> {
@@ -567,10 +567,10 @@ impl<K: Codec, V: Codec> TypedDb<K, V> {
     /// for (n, name) in [(10, "a"), (20, "b"), (30, "c"), (40, "d")] {
     ///     sizes.put(&mut w, &n, name)?;
     /// }
-    /// let mid: Vec<&str> = sizes.range(&w, 20..=30)?.map(|kv| kv.map(|kv| kv.1)).collect::<mdb::Result<_>>()?;
-    /// assert_eq!(mid, ["b", "c"]);
-    /// let desc: Vec<u64> = sizes.range(&w, 25..)?.rev().map(|kv| kv.map(|kv| kv.0)).collect::<mdb::Result<_>>()?;
-    /// assert_eq!(desc, [40, 30]);
+    /// let mid: Vec<(u64, &str)> = sizes.range(&w, 20..=30)?.collect::<mdb::Result<_>>()?;
+    /// assert_eq!(mid, [(20, "b"), (30, "c")]);
+    /// let desc: Vec<(u64, &str)> = sizes.range(&w, 25..)?.rev().collect::<mdb::Result<_>>()?;
+    /// assert_eq!(desc, [(40, "d"), (30, "c")]);
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn range<'t, T: Txn, B: Borrow<K::In>, R: RangeBounds<B>>(
@@ -600,8 +600,12 @@ impl<K: Codec, V: Codec> TypedDb<K, V> {
     /// for (path, size) in [("src/lib.rs", 10), ("src/main.rs", 20), ("README", 5)] {
     ///     files.put(&mut w, path, &size)?;
     /// }
-    /// let src: u64 = files.prefix(&w, "src/")?.map(|kv| kv.map(|kv| kv.1)).sum::<mdb::Result<u64>>()?;
-    /// assert_eq!(src, 30);
+    /// let mut total = 0;
+    /// for item in files.prefix(&w, "src/")? {
+    ///     let (_path, size) = item?;
+    ///     total += size;
+    /// }
+    /// assert_eq!(total, 30);
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn prefix<'t, T: Txn>(

@@ -53,8 +53,10 @@ impl DbFlags {
     ///     w.put(hosts, h.as_bytes(), b"", WriteFlags::EMPTY)?;
     /// }
     /// // Compared from the end ("gro.elpmaxe.liam"...): grouped by domain.
-    /// let order: Vec<&[u8]> = w.cursor(hosts)?.iter().map(|kv| kv.map(|kv| kv.0)).collect::<mdb::Result<_>>()?;
-    /// assert_eq!(order, [&b"mail.example.org"[..], b"www.example.org", b"example.com"]);
+    /// let mut c = w.cursor(hosts)?;
+    /// assert_eq!(c.first()?.unwrap().0, b"mail.example.org");
+    /// assert_eq!(c.next()?.unwrap().0, b"www.example.org");
+    /// assert_eq!(c.next()?.unwrap().0, b"example.com");
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub const REVERSE_KEY: DbFlags = DbFlags(REVERSEKEY);

@@ -200,8 +200,9 @@ impl<'env> RwTxn<'env> {
     /// let r = w.put(Database::MAIN, b"k", b"v", WriteFlags::NO_OVERWRITE);
     /// assert_eq!(r, Err(Error::KeyExist));
     /// assert!(!w.is_broken()); // an expected outcome, not a failure
-    /// let full = (0u32..20_000)
-    ///     .try_for_each(|i| w.put(Database::MAIN, &i.to_be_bytes(), &[0; 100], WriteFlags::EMPTY));
+    /// let full = (0u32..20_000).try_for_each(|i| {
+    ///     w.put(Database::MAIN, &i.to_be_bytes(), &[0; 100], WriteFlags::EMPTY)
+    /// });
     /// assert_eq!(full, Err(Error::MapFull));
     /// assert!(w.is_broken());
     /// assert_eq!(w.commit(), Err(Error::BadTxn));
