@@ -500,8 +500,8 @@ pub(crate) struct DbiInfo {
 
 /// An open environment. `Send + Sync`: share it between threads by reference or `Arc`.
 ///
-/// Open one `Env` per environment and process, and keep it for the
-/// program's life: transactions borrow it.
+/// Usually opened once and kept for the program's life: transactions
+/// borrow it, threads share it.
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
