@@ -57,7 +57,19 @@ mod sealed {
 }
 
 /// The reader slot is its thread's (LMDB's default): the transaction
-/// stays on that thread (not `Send`).
+/// stays on that thread (not `Send`), which holds one at a time.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, Error, RoTxn, ThreadSlot, Txn};
+/// let env = Env::open(dir.path())?;
+/// let r: RoTxn<'_, ThreadSlot> = env.read_txn()?; // the default mode
+/// assert_eq!(r.get(Database::MAIN, b"k")?, None);
+/// assert_eq!(env.read_txn().err(), Some(Error::BadRslot)); // one per thread
+/// # Ok::<(), mdb::Error>(())
+/// ```
+///
+/// Moving one to another thread does not compile:
 ///
 /// ```compile_fail
 /// # let dir = tempfile::tempdir().unwrap();
