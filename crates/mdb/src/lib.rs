@@ -73,7 +73,7 @@ pub use env::{
     MAX_KEY_SIZE,
 };
 pub use error::{Error, Misuse, Result};
-pub use format::cmp::{CmpFn, RustCmp};
+pub use format::cmp::{CCmp, CVal, CmpFn, RustCmp};
 pub use format::flags::DbFlags;
 /// Former paths of the format modules (with the `unstable` feature).
 #[cfg(feature = "unstable")]

@@ -77,12 +77,9 @@ impl CmpFn {
     }
 
     /// Wrap a C callback (what the C library's `mdb_set_compare` passes).
-    /// Its argument type `CVal` is public in `mdb::cmp` with the
-    /// `unstable` feature only, like the rest of the C-facing internals.
     ///
     /// ```
-    /// use mdb::cmp::CVal; // `unstable` feature
-    /// use mdb::CmpFn;
+    /// use mdb::{CVal, CmpFn};
     /// unsafe extern "C" fn by_len(a: *const CVal, b: *const CVal) -> std::ffi::c_int {
     ///     // SAFETY: the engine passes two valid values.
     ///     let (a, b) = unsafe { ((*a).size, (*b).size) };

@@ -26,6 +26,9 @@ pub(crate) struct FreeState {
     pub(crate) exhausted: bool,
     /// Saving the free list: allocation must not consume further records.
     pub(crate) saving: bool,
+    /// Keys of the records this commit filed its unused reclaimed pages
+    /// under: consuming steps over them.
+    pub(crate) kept: Vec<u64>,
 }
 
 impl FreeState {
@@ -38,6 +41,7 @@ impl FreeState {
             oldest,
             exhausted: false,
             saving: false,
+            kept: Vec::new(),
         }
     }
 

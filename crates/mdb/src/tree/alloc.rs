@@ -101,7 +101,8 @@ pub(crate) fn commit_need(pager: &Pager<'_>) -> Result<usize> {
     Ok(copies + 1 + rec_pages(nf) + rec_pages(f.reclaimed.len() + f.loose.len()))
 }
 
-/// Move the next free record old enough into the reclaimed list.
+/// Move the next free record old enough into the reclaimed list (records
+/// this commit filed its leftovers under are stepped over).
 pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
     if pager.free.exhausted {
         return Ok(false);
@@ -110,27 +111,35 @@ pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
     let mut pos = CursorPos::new();
     let cmp = crate::format::cmp::for_flags(rec.flags);
     pos.seek(&*pager, &rec, cmp, &(pager.free.consumed + 1).to_le_bytes())?;
-    let (key, pages) = match pos.current(&*pager)? {
-        None => {
+    let (key, pages) = loop {
+        let Some((k, v)) = pos.current(&*pager)? else {
+            pager.free.exhausted = true;
+            return Ok(false);
+        };
+        if k.len() != 8 || v.len() < 8 {
+            return Err(Error::Corrupted);
+        }
+        let key = rd64(k, 0);
+        if key >= pager.free.oldest {
             pager.free.exhausted = true;
             return Ok(false);
         }
-        Some((k, v)) => {
-            if k.len() != 8 || v.len() < 8 {
-                return Err(Error::Corrupted);
-            }
-            let key = rd64(k, 0);
-            if key >= pager.free.oldest {
+        if pager.free.kept.contains(&key) {
+            pager.free.consumed = key;
+            if !pos.move_next(&*pager, &rec)? {
                 pager.free.exhausted = true;
                 return Ok(false);
             }
-            let n = rd64(v, 0) as usize;
-            if n > (v.len() - 8) / 8 {
-                return Err(Error::Corrupted);
-            }
-            let pages: Vec<u64> = (0..n).map(|i| rd64(v, 8 + 8 * i)).collect();
-            (key, pages)
+            continue;
         }
+        let n = rd64(v, 0) as usize;
+        if n > (v.len() - 8) / 8 {
+            return Err(Error::Corrupted);
+        }
+        break (
+            key,
+            (0..n).map(|i| rd64(v, 8 + 8 * i)).collect::<Vec<u64>>(),
+        );
     };
     if pages.iter().any(|&p| p < 2 || p >= pager.next_pgno) {
         return Err(Error::Corrupted);

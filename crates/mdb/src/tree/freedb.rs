@@ -57,6 +57,70 @@ pub(crate) fn save_need(pager: &Pager<'_>) -> Result<usize> {
     Ok(2 * (pager.free_db.depth as usize + 1))
 }
 
+/// Page ids one free record holds when it takes a single overflow page.
+fn one_page_ids(pager: &Pager<'_>) -> usize {
+    ((pager.psize() - crate::format::page::HDR) / 8)
+        .saturating_sub(1)
+        .max(1)
+}
+
+/// Where the reclaimed pages this transaction did not use are filed, as
+/// (key, capacity) pairs: records of at most one page each, so rewriting
+/// them never needs a run of consecutive pages (scattered free pages seldom
+/// hold one, and the file would grow at every commit). Keys come from
+/// `consumed` down (every record at or below it was consumed by this
+/// transaction), then from the unused keys below `oldest` (a record there
+/// is as reusable as the ones it came from); with too few keys, records
+/// of equal size, as short as the keys allow.
+fn leftover_plan(pager: &Pager<'_>, n: usize) -> Result<Vec<(u64, usize)>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let total = n + n / 8 + SLACK;
+    let per = one_page_ids(pager);
+    let want = total.div_ceil(per);
+    let (consumed, oldest) = (pager.free.consumed, pager.free.oldest);
+    let mut keys: Vec<u64> = (1..=consumed).rev().take(want).collect();
+    if keys.len() < want && consumed + 1 < oldest {
+        let rec = pager.free_db;
+        let mut pos = CursorPos::new();
+        let cmp = crate::format::cmp::for_flags(rec.flags);
+        pos.seek(&*pager, &rec, cmp, &(consumed + 1).to_le_bytes())?;
+        let mut next = match pos.current(&*pager)? {
+            Some((k, _)) if k.len() == 8 => Some(rd64(k, 0)),
+            Some(_) => return Err(Error::Corrupted),
+            None => None,
+        };
+        let mut k = consumed + 1;
+        while k < oldest && keys.len() < want {
+            if next == Some(k) {
+                if pager.free.kept.contains(&k) {
+                    keys.push(k);
+                }
+                next = if pos.move_next(&*pager, &rec)? {
+                    match pos.current(&*pager)? {
+                        Some((k, _)) if k.len() == 8 => Some(rd64(k, 0)),
+                        Some(_) => return Err(Error::Corrupted),
+                        None => None,
+                    }
+                } else {
+                    None
+                };
+            } else {
+                keys.push(k);
+            }
+            k += 1;
+        }
+    }
+    // Spread evenly, each record filling whole pages: with fewer keys than
+    // pages, runs as short as the keys allow.
+    let each = total.div_ceil(keys.len().max(1));
+    let ps = pager.psize();
+    let pages = crate::format::page::ov_pages(ps, 8 * (each + 1));
+    let cap = ((pages * ps - crate::format::page::HDR) / 8 - 1).max(each);
+    Ok(keys.into_iter().map(|key| (key, cap)).collect())
+}
+
 /// Write the free list into the free database (commit step). Writing it
 /// allocates and frees pages itself, so space is reserved until the
 /// sizes stop changing and only then filled in place.
@@ -68,14 +132,14 @@ pub(crate) fn save_need(pager: &Pager<'_>) -> Result<usize> {
 pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
     pager.free.saving = true;
     let txnid = pager.txnid;
-    // Key of the record reserved for unused reclaimed pages, once reserved.
-    let mut left_key: Option<u64> = None;
+    // Keys of the records reserved for unused reclaimed pages: `kept`.
+    pager.free.kept.clear();
     for _ in 0..10_000 {
         let need = save_need(pager)?;
         top_up(pager, need)?;
         let consumed = pager.free.consumed;
         // Records consumed by this transaction go away (all but our own
-        // leftover record, filed under the newest consumed key).
+        // leftover records, filed under consumed keys).
         if consumed > 0 {
             let rec = pager.free_db;
             let mut pos = CursorPos::new();
@@ -89,7 +153,7 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
                 if key > consumed {
                     break;
                 }
-                if left_key != Some(key) {
+                if !pager.free.kept.contains(&key) {
                     stale = Some(key);
                     break;
                 }
@@ -104,9 +168,6 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
                 let r = tree_del(pager, &mut t, &key.to_le_bytes());
                 pager.free_db = t.rec;
                 r?;
-                if left_key == Some(key) {
-                    left_key = None;
-                }
                 continue;
             }
         }
@@ -121,12 +182,37 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
             continue;
         }
         let nl = pager.free.reclaimed.len() + pager.free.loose.len();
-        if nl > 0
-            && (left_key != Some(consumed) || record_cap(pager, consumed)?.is_none_or(|c| c < nl))
-        {
-            reserve_record(pager, consumed, nl + nl / 8 + SLACK)?;
-            left_key = Some(consumed);
+        // Every planned record exists, and together with any reserved
+        // earlier (under a smaller `consumed`) they hold `nl` ids.
+        let plan = leftover_plan(pager, nl)?;
+        let mut have = 0;
+        for &k in &pager.free.kept {
+            have += record_cap(pager, k)?.unwrap_or(0);
+        }
+        let mut grow = None;
+        for &(key, cap) in &plan {
+            match record_cap(pager, key)? {
+                None => {
+                    grow = Some((key, cap));
+                    break;
+                }
+                Some(c) if c < cap && have < nl => {
+                    grow = Some((key, cap));
+                    break;
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some((key, cap)) = grow {
+            if !pager.free.kept.contains(&key) {
+                pager.free.kept.push(key);
+            }
+            reserve_record(pager, key, cap)?;
             continue;
+        }
+        if have < nl {
+            // Fewer keys than records: only possible with no plan at all.
+            return Err(Error::PageFull);
         }
         if consumed == 0 && !pager.free.loose.is_empty() {
             continue;
@@ -140,10 +226,21 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
         }
         let mut left = std::mem::take(&mut pager.free.reclaimed);
         left.append(&mut pager.free.loose);
-        if !left.is_empty() || left_key == Some(consumed) {
-            // A record reserved and emptied since keeps a count of zero.
-            left.sort_unstable_by(|a, b| b.cmp(a));
-            fill_record(pager, consumed, &left)?;
+        left.sort_unstable_by(|a, b| b.cmp(a));
+        // Every record reserved for leftovers is filled, the ones no
+        // longer needed with a count of zero (they stay, at or below
+        // `consumed`, for a later transaction to consume and delete).
+        let mut kept = std::mem::take(&mut pager.free.kept);
+        kept.sort_unstable_by(|a, b| b.cmp(a));
+        let mut rest = &left[..];
+        for &key in &kept {
+            let cap = record_cap(pager, key)?.ok_or(Error::PageFull)?;
+            let take = rest.len().min(cap);
+            fill_record(pager, key, &rest[..take])?;
+            rest = &rest[take..];
+        }
+        if !rest.is_empty() {
+            return Err(Error::PageFull);
         }
         return Ok(());
     }
