@@ -154,6 +154,7 @@ impl Env {
 
     /// Write a compacted copy of the environment into directory `dir`
     /// (`mdb_env_copy2` with `MDB_CP_COMPACT`, as `mdb_copy -c`).
+    #[cfg(feature = "matrix")]
     pub fn copy_compact(&self, dir: &Path) -> Result<()> {
         let path = CString::new(dir.as_os_str().as_bytes()).map_err(|_| Error(libc_einval()))?;
         // SAFETY: env is open; path is NUL-terminated.
@@ -213,6 +214,7 @@ impl<'e> Txn<'e> {
     }
 
     /// Delete `key` from the main database; whether it was there.
+    #[cfg(feature = "matrix")]
     pub fn del(&mut self, key: &[u8]) -> Result<bool> {
         let mut k = val(key);
         // SAFETY: LMDB reads the key during the call only.
@@ -317,6 +319,7 @@ impl<'t> Cursor<'t> {
 
     /// Position at the first key >= `key` (`MDB_SET_RANGE`); that item.
     /// Later `next` calls continue from it.
+    #[cfg(feature = "matrix")]
     pub fn set_range(&mut self, key: &[u8]) -> Result<Option<(&'t [u8], &'t [u8])>> {
         // SAFETY: MDB_SET_RANGE sets both outputs from the map on success.
         Ok(self

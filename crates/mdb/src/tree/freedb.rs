@@ -85,24 +85,23 @@ fn leftover_plan(pager: &Pager<'_>, n: usize) -> Result<Vec<(u64, usize)>> {
         let rec = pager.free_db;
         let mut pos = CursorPos::new();
         let cmp = crate::format::cmp::for_flags(rec.flags);
-        pos.seek(&*pager, &rec, cmp, &(consumed + 1).to_le_bytes())?;
-        let mut next = match pos.current(&*pager)? {
-            Some((k, _)) if k.len() == 8 => Some(rd64(k, 0)),
-            Some(_) => return Err(Error::Corrupted),
-            None => None,
+        pos.seek(pager, &rec, cmp, &(consumed + 1).to_le_bytes())?;
+        let key_at = |pos: &CursorPos| -> Result<Option<u64>> {
+            match pos.current(pager)? {
+                Some((k, _)) if k.len() == 8 => Ok(Some(rd64(k, 0))),
+                Some(_) => Err(Error::Corrupted),
+                None => Ok(None),
+            }
         };
+        let mut next = key_at(&pos)?;
         let mut k = consumed + 1;
         while k < oldest && keys.len() < want {
             if next == Some(k) {
                 if pager.free.kept.contains(&k) {
                     keys.push(k);
                 }
-                next = if pos.move_next(&*pager, &rec)? {
-                    match pos.current(&*pager)? {
-                        Some((k, _)) if k.len() == 8 => Some(rd64(k, 0)),
-                        Some(_) => return Err(Error::Corrupted),
-                        None => None,
-                    }
+                next = if pos.move_next(pager, &rec)? {
+                    key_at(&pos)?
                 } else {
                     None
                 };
