@@ -45,6 +45,14 @@ impl FreeState {
         }
     }
 
+    /// Whether `n` consecutive reclaimed pages are at hand.
+    pub(crate) fn has_run(&self, n: usize) -> bool {
+        let r = &self.reclaimed;
+        n <= 1 && n <= r.len() + self.loose.len()
+            || r.windows(n.max(1))
+                .any(|w| w[0] == w[n - 1] + (n as u64 - 1))
+    }
+
     /// Take `n` consecutive reclaimed pages, preferring the lowest numbers.
     pub(crate) fn take_run(&mut self, n: usize) -> Option<u64> {
         let r = &mut self.reclaimed;

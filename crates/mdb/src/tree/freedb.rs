@@ -15,6 +15,17 @@ pub(crate) fn record_cap(pager: &Pager<'_>, key: u64) -> Result<Option<usize>> {
 }
 
 pub(crate) fn reserve_record(pager: &mut Pager<'_>, key: u64, ids: usize) -> Result<()> {
+    // A record past a node's room takes a run of overflow pages: consume
+    // free records (never during an update of the tree: here, before
+    // one) until the run is at hand, as the end of the file is the last
+    // resort (growing it at every commit also makes every sync commit
+    // file-system metadata).
+    let len = 8 * (ids + 1);
+    let ps = pager.psize();
+    if len + 16 > crate::format::page::node_max(ps) {
+        let run = crate::format::page::ov_pages(ps, len);
+        while !pager.free.has_run(run) && consume_record(pager)? {}
+    }
     let mut t = free_tree(pager);
     let r = put_in_tree(
         pager,
