@@ -2,22 +2,28 @@
 //! in transactions of 100 keep the file within 2x of its size after the load;
 //! after a load in large transactions, small commits do not grow the file.
 
-use mdb::{Database, EnvFlags, EnvOptions, WriteFlags};
+use mdb::{Database, Env, EnvFlags, EnvOptions, WriteFlags};
 
-#[test]
-fn overwrites_reuse_freed_pages() {
+/// An environment in a fresh directory (in memory where /dev/shm is),
+/// NO_SYNC: these tests are about page accounting, not durability.
+fn scratch_env() -> (tempfile::TempDir, Env) {
     let base = if std::path::Path::new("/dev/shm").is_dir() {
         tempfile::tempdir_in("/dev/shm").unwrap()
     } else {
         tempfile::tempdir().unwrap()
     };
-    let dir = base.path();
-    // NO_SYNC: this test is about page accounting, not durability.
     let env = EnvOptions::new()
         .map_size(1 << 30)
         .flags(EnvFlags::NO_SYNC)
-        .open(dir)
+        .open(base.path())
         .unwrap();
+    (base, env)
+}
+
+#[test]
+fn overwrites_reuse_freed_pages() {
+    let (base, env) = scratch_env();
+    let dir = base.path();
     const N: u64 = 100_000;
     let key = |i: u64| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % (N * 16)).to_be_bytes();
     let mut w = env.write_txn().unwrap();
@@ -69,17 +75,8 @@ fn overwrites_reuse_freed_pages() {
 /// reuse what is free: the file does not grow.
 #[test]
 fn leftovers_of_a_large_load_need_no_new_pages() {
-    let base = if std::path::Path::new("/dev/shm").is_dir() {
-        tempfile::tempdir_in("/dev/shm").unwrap()
-    } else {
-        tempfile::tempdir().unwrap()
-    };
+    let (base, env) = scratch_env();
     let dir = base.path();
-    let env = EnvOptions::new()
-        .map_size(1 << 30)
-        .flags(EnvFlags::NO_SYNC)
-        .open(dir)
-        .unwrap();
     // Well-mixed keys: each load transaction rewrites most leaves, so
     // the next frees most of the tree in one record.
     let mix = |mut x: u64| {
