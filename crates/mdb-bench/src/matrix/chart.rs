@@ -44,6 +44,64 @@ fn err<E: std::fmt::Debug>(e: E) -> Box<dyn std::error::Error> {
     format!("chart: {e:?}").into()
 }
 
+/// The label under group `x` of a grouped bar chart (groups at 0, 1, ...).
+fn group_label(names: &[&str], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() < 1e-6 && i >= 0.0 {
+        names
+            .get(i as usize)
+            .map(|s| s.to_string())
+            .unwrap_or_default()
+    } else {
+        String::new()
+    }
+}
+
+/// Engine `e`'s bars, the `j`th of `n` in each group, from `base` to its
+/// value in each group (none where it has no value), with its legend entry.
+fn engine_bars<'a, DB, CT>(
+    ch: &mut ChartContext<'a, DB, CT>,
+    e: Eng,
+    j: usize,
+    n: usize,
+    base: f64,
+    vals: impl Iterator<Item = Option<f64>>,
+) -> Res<()>
+where
+    DB: DrawingBackend + 'a,
+    CT: plotters::coord::CoordTranslate<From = (f64, f64)>,
+{
+    let c = color(e);
+    let w = 0.84 / n as f64;
+    let bars: Vec<_> = vals
+        .enumerate()
+        .filter_map(|(i, v)| {
+            let x0 = i as f64 - 0.42 + j as f64 * w;
+            Some(Rectangle::new([(x0, base), (x0 + w * 0.9, v?)], c.filled()))
+        })
+        .collect();
+    ch.draw_series(bars)
+        .map_err(err)?
+        .label(e.name())
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+    Ok(())
+}
+
+/// The series legend, in one style for every chart.
+fn draw_legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    ch: &mut ChartContext<'a, DB, CT>,
+    pos: SeriesLabelPosition,
+) -> Res<()> {
+    ch.configure_series_labels()
+        .position(pos)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    Ok(())
+}
+
 pub fn write_all(cfg: &Config, r: &Results) -> Res<()> {
     load_font()?;
     speed(cfg, r)?;
@@ -91,48 +149,21 @@ fn speed(cfg: &Config, r: &Results) -> Res<()> {
     ch.configure_mesh()
         .disable_x_mesh()
         .x_labels(k)
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                names
-                    .get(i as usize)
-                    .map(|s| s.to_string())
-                    .unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&|x| group_label(&names, *x))
         .y_desc("x LMDB")
         .y_label_formatter(&|y| format!("{y}"))
         .label_style(("sans-serif", 13))
         .draw()
         .map_err(err)?;
-    let w = 0.84 / others.len() as f64;
     for (j, &e) in others.iter().enumerate() {
-        let c = color(e);
-        let bars: Vec<_> = metrics
+        let vals = metrics
             .iter()
-            .enumerate()
-            .filter_map(|(i, &m)| {
-                let x = vs_lmdb(r, e, m)?.clamp(lo, hi);
-                let x0 = i as f64 - 0.42 + j as f64 * w;
-                Some(Rectangle::new([(x0, 1.0), (x0 + w * 0.9, x)], c.filled()))
-            })
-            .collect();
-        ch.draw_series(bars)
-            .map_err(err)?
-            .label(e.name())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+            .map(|&m| vs_lmdb(r, e, m).map(|x| x.clamp(lo, hi)));
+        engine_bars(&mut ch, e, j, others.len(), 1.0, vals)?;
     }
     ch.draw_series(LineSeries::new([(-0.5, 1.0), (k as f64 - 0.5, 1.0)], BLACK))
         .map_err(err)?;
-    ch.configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    draw_legend(&mut ch, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(err)?;
     Ok(())
 }
@@ -172,45 +203,16 @@ fn sizes(cfg: &Config, r: &Results) -> Res<()> {
     ch.configure_mesh()
         .disable_x_mesh()
         .x_labels(k)
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                names
-                    .get(i as usize)
-                    .map(|s| s.to_string())
-                    .unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&|x| group_label(&names, *x))
         .y_desc("MB")
         .label_style(("sans-serif", 13))
         .draw()
         .map_err(err)?;
-    let w = 0.84 / r.engines.len() as f64;
     for (j, &e) in r.engines.iter().enumerate() {
-        let c = color(e);
-        let bars: Vec<_> = metrics
-            .iter()
-            .enumerate()
-            .filter_map(|(i, &m)| {
-                let v = median(r, e, m)?.median / 1e6;
-                let x0 = i as f64 - 0.42 + j as f64 * w;
-                Some(Rectangle::new([(x0, 0.0), (x0 + w * 0.9, v)], c.filled()))
-            })
-            .collect();
-        ch.draw_series(bars)
-            .map_err(err)?
-            .label(e.name())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+        let vals = metrics.iter().map(|&m| Some(median(r, e, m)?.median / 1e6));
+        engine_bars(&mut ch, e, j, r.engines.len(), 0.0, vals)?;
     }
-    ch.configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    draw_legend(&mut ch, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(err)?;
     Ok(())
 }
@@ -276,13 +278,7 @@ fn scale(cfg: &Config, r: &Results) -> Res<()> {
         ch.draw_series(pts.into_iter().map(|p| Circle::new(p, 4, c.filled())))
             .map_err(err)?;
     }
-    ch.configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
+    draw_legend(&mut ch, SeriesLabelPosition::UpperLeft)?;
     root.present().map_err(err)?;
     Ok(())
 }

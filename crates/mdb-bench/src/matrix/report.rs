@@ -137,6 +137,19 @@ pub fn human(m: Metric, v: f64) -> String {
     format!("{t}{per}")
 }
 
+/// A table's header row (a column per engine) and its alignment row.
+fn table_head(s: &mut String, first: &str, align: &str, engines: &[Eng]) {
+    let _ = write!(s, "| {first} |");
+    for e in engines {
+        let _ = write!(s, " {} |", e.name());
+    }
+    let _ = write!(s, "\n|{align}|");
+    for _ in engines {
+        s.push_str("---:|");
+    }
+    s.push('\n');
+}
+
 fn to_markdown(cfg: &Config, r: &Results, machine: &Value, argv: &[String]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "Command: `mdb-bench matrix {}`  ", argv.join(" "));
@@ -156,15 +169,7 @@ fn to_markdown(cfg: &Config, r: &Results, machine: &Value, argv: &[String]) -> S
          LMDB's (> 1: faster) or, for sizes, its size as a multiple of LMDB's.\n",
         cfg.n, cfg.val_len, cfg.reps
     );
-    let _ = write!(s, "| workload |");
-    for e in &r.engines {
-        let _ = write!(s, " {} |", e.name());
-    }
-    let _ = write!(s, "\n|---|");
-    for _ in &r.engines {
-        let _ = write!(s, "---:|");
-    }
-    s.push('\n');
+    table_head(&mut s, "workload", "---", &r.engines);
     for m in Metric::ALL {
         if r.engines.iter().all(|&e| median(r, e, m).is_none()) {
             continue;
@@ -185,15 +190,7 @@ fn to_markdown(cfg: &Config, r: &Results, machine: &Value, argv: &[String]) -> S
         s.push('\n');
     }
     let _ = writeln!(s, "\nSpread, (max - min) / median of the repetitions:\n");
-    let _ = write!(s, "| workload |");
-    for e in &r.engines {
-        let _ = write!(s, " {} |", e.name());
-    }
-    let _ = write!(s, "\n|---|");
-    for _ in &r.engines {
-        let _ = write!(s, "---:|");
-    }
-    s.push('\n');
+    table_head(&mut s, "workload", "---", &r.engines);
     for m in Metric::ALL.iter().filter(|m| !m.is_size()) {
         if r.engines.iter().all(|&e| median(r, e, *m).is_none()) {
             continue;
@@ -210,15 +207,7 @@ fn to_markdown(cfg: &Config, r: &Results, machine: &Value, argv: &[String]) -> S
         s.push('\n');
     }
     let _ = writeln!(s, "\nRandom load, ns per key by number of keys:\n");
-    let _ = write!(s, "| keys |");
-    for e in &r.engines {
-        let _ = write!(s, " {} |", e.name());
-    }
-    let _ = write!(s, "\n|---:|");
-    for _ in &r.engines {
-        let _ = write!(s, "---:|");
-    }
-    s.push('\n');
+    table_head(&mut s, "keys", "---:", &r.engines);
     let mut sizes: Vec<usize> = cfg.scale.clone();
     sizes.push(cfg.n);
     for n in sizes {
