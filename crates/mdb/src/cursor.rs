@@ -39,6 +39,17 @@ pub struct Cursor<'t, T: Snapshot> {
 }
 
 impl<'t, T: Snapshot> Cursor<'t, T> {
+    /// An unpositioned cursor over the same database and snapshot (no
+    /// lookup: the record and comparators are this one's).
+    pub(crate) fn sibling(&self) -> Self {
+        Cursor {
+            txn: self.txn,
+            rec: self.rec,
+            pos: Position::new(self.pos.kcmp, self.pos.dcmp),
+            leaf: None,
+        }
+    }
+
     pub(crate) fn new(txn: &'t T, db: Database) -> Result<Self> {
         db.check_env(txn.env().tag())?;
         let rec = txn.db(db)?;

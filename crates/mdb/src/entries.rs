@@ -39,8 +39,6 @@ pub struct Entries<'t, T: Snapshot> {
     front: Cursor<'t, T>,
     /// Made on the first step from the back: most ranges only go forward.
     back: Option<Cursor<'t, T>>,
-    txn: &'t T,
-    db: Database,
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
     /// The last item each end gave (`None`: not started).
@@ -62,8 +60,6 @@ impl<'t, T: Snapshot> Entries<'t, T> {
         Ok(Entries {
             front: Cursor::new(txn, db)?,
             back: None,
-            txn,
-            db,
             start: range.start_bound().map(|k| k.to_vec()),
             end: range.end_bound().map(|k| k.to_vec()),
             front_at: None,
@@ -141,10 +137,7 @@ impl<'t, T: Snapshot> Entries<'t, T> {
 
     /// The last item of the range (the back's first step).
     fn last(&mut self) -> Result<Option<Item<'t>>> {
-        let mut back = match self.back.take() {
-            Some(c) => c,
-            None => Cursor::new(self.txn, self.db)?,
-        };
+        let mut back = self.back.take().unwrap_or_else(|| self.front.sibling());
         let r = self.last_with(&mut back);
         self.back = Some(back);
         r
