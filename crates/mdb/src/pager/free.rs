@@ -45,35 +45,32 @@ impl FreeState {
         }
     }
 
-    /// Whether `n` consecutive reclaimed pages are at hand.
+    /// Whether `n` consecutive free pages are at hand (one: any loose or
+    /// reclaimed page).
     pub(crate) fn has_run(&self, n: usize) -> bool {
+        (n == 1 && !self.loose.is_empty()) || self.find_run(n).is_some()
+    }
+
+    /// Where `n` consecutive reclaimed pages lie, preferring the lowest
+    /// numbers: the index of the run's highest page.
+    fn find_run(&self, n: usize) -> Option<usize> {
         let r = &self.reclaimed;
-        n <= 1 && n <= r.len() + self.loose.len()
-            || r.windows(n.max(1))
-                .any(|w| w[0] == w[n - 1] + (n as u64 - 1))
+        if n == 0 || r.len() < n {
+            return None;
+        }
+        // Descending list: a run is r[i-n+1..=i] with r[j] == r[j+1] + 1.
+        (n - 1..r.len())
+            .rev()
+            .map(|i| i + 1 - n)
+            .find(|&lo| r[lo] == r[lo + n - 1] + (n as u64 - 1))
     }
 
     /// Take `n` consecutive reclaimed pages, preferring the lowest numbers.
     pub(crate) fn take_run(&mut self, n: usize) -> Option<u64> {
-        let r = &mut self.reclaimed;
-        if r.len() < n {
-            return None;
-        }
-        if n == 1 {
-            return r.pop();
-        }
-        // Descending list: a run is r[i-n+1..=i] with r[j] == r[j+1] + 1.
-        let mut i = r.len() - 1;
-        while i + 1 >= n {
-            let lo = i + 1 - n;
-            if r[lo] == r[i] + (n as u64 - 1) {
-                let first = r[i];
-                r.drain(lo..=i);
-                return Some(first);
-            }
-            i -= 1;
-        }
-        None
+        let lo = self.find_run(n)?;
+        let first = self.reclaimed[lo + n - 1];
+        self.reclaimed.drain(lo..lo + n);
+        Some(first)
     }
 }
 
