@@ -12,7 +12,7 @@ use super::pages::Crc;
 use super::BackupError;
 use crate::wal::archive::records_between;
 use serde::{Deserialize, Serialize};
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -67,13 +67,7 @@ pub(super) fn archive(
         return Ok(None);
     }
     let path = dest.join(name);
-    let tmp = dest.join(format!(".{name}.tmp"));
-    let file = std::fs::File::create(&tmp).map_err(|e| BackupError::io(&tmp, e))?;
-    let mut out = Crc {
-        inner: BufWriter::with_capacity(1 << 20, file),
-        crc: 0,
-        len: 0,
-    };
+    let (mut out, tmp) = Crc::create_tmp(dest, name)?;
     let io = |e: std::io::Error| BackupError::io(&tmp, e);
     let mut header = [0u8; HEADER];
     header[..8].copy_from_slice(MAGIC);

@@ -258,13 +258,7 @@ impl Env {
             format!("{seq:06}-full.mdb")
         };
         let path = dest.join(&name);
-        let tmp = dest.join(format!(".{name}.tmp"));
-        let file = std::fs::File::create(&tmp).map_err(|e| BackupError::io(&tmp, e))?;
-        let mut out = Crc {
-            inner: BufWriter::with_capacity(1 << 20, file),
-            crc: 0,
-            len: 0,
-        };
+        let (mut out, tmp) = Crc::create_tmp(dest, &name)?;
         let mut hashes = Vec::with_capacity(pages as usize);
         hashes.extend([page_hash(&snap.metas[..ps]), page_hash(&snap.metas[ps..])]);
         let total = pages * ps as u64;

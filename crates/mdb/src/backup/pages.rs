@@ -45,6 +45,24 @@ pub(super) struct Crc<W> {
     pub(super) len: u64,
 }
 
+impl Crc<std::io::BufWriter<std::fs::File>> {
+    /// Create `.NAME.tmp` in `dest`, written through a CRC; returns it
+    /// with the temporary path (renamed to `NAME` once complete).
+    pub(super) fn create_tmp(
+        dest: &std::path::Path,
+        name: &str,
+    ) -> Result<(Self, std::path::PathBuf), super::BackupError> {
+        let tmp = dest.join(format!(".{name}.tmp"));
+        let file = std::fs::File::create(&tmp).map_err(|e| super::BackupError::io(&tmp, e))?;
+        let out = Crc {
+            inner: std::io::BufWriter::with_capacity(1 << 20, file),
+            crc: 0,
+            len: 0,
+        };
+        Ok((out, tmp))
+    }
+}
+
 impl<W: Write> Write for Crc<W> {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(b)?;
