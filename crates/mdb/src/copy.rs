@@ -514,7 +514,7 @@ struct Frame {
 
 /// Child page of branch node `i` of a page image.
 fn child(img: &[u8], i: usize) -> Result<u64> {
-    Ok(Page::new(img)?.node(i)?.child())
+    Page::new(img)?.child(i)
 }
 
 /// Point branch node `i` of a page image at `pgno`.
@@ -663,7 +663,7 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
             let p = Page::new(self.src(pg, 1)?)?;
             if p.is_branch() {
                 for i in (0..p.len()).rev() {
-                    stack.push((p.node(i)?.child(), depth + 1));
+                    stack.push((p.child(i)?, depth + 1));
                 }
             } else {
                 for i in 0..p.len() {
@@ -697,7 +697,7 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
                 if stack.len() >= MAX_DEPTH || p.is_empty() {
                     return Err(Error::Corrupted);
                 }
-                pg = p.node(0)?.child();
+                pg = p.child(0)?;
                 stack.push(Frame { img, next: 0 });
                 continue;
             } else {

@@ -337,6 +337,27 @@ impl<'a> Page<'a> {
         let ks = rd16(self.b, off + 6) as usize;
         self.b.get(k..k + ks).ok_or(Error::Corrupted)
     }
+    /// Child page number of node `i` of a branch page: all a descent reads
+    /// of a branch node, without building the node (its key is not needed).
+    /// Bounds-checked as [`Page::node_key`] checks.
+    #[inline]
+    pub fn child(&self, i: usize) -> Result<u64> {
+        debug_assert!(self.is_branch());
+        let lower = self.lower() as usize;
+        let at = HDR + 2 * i;
+        let off = match self.b.get(at..at + 2) {
+            Some(p) if at + 2 <= lower => u16::from_le_bytes([p[0], p[1]]) as usize,
+            _ => return Err(Error::Corrupted),
+        };
+        match self.b.get(off..off + 6) {
+            Some(h) if off >= lower && off + NODE_HDR <= self.b.len() => {
+                Ok(u64::from(u16::from_le_bytes([h[0], h[1]]))
+                    | u64::from(u16::from_le_bytes([h[2], h[3]])) << 16
+                    | u64::from(u16::from_le_bytes([h[4], h[5]])) << 32)
+            }
+            _ => Err(Error::Corrupted),
+        }
+    }
     /// The bytes of entry `i` as stored: a node, or a LEAF2 key.
     pub fn raw_entry(&self, i: usize) -> Result<&'a [u8]> {
         if self.is_leaf2() {
@@ -747,9 +768,16 @@ pub mod edit {
         if !same {
             return false;
         }
-        let Some(at) = (HDR..lo).step_by(2).find(|&at| rd16(b, at) as usize == up) else {
+        // From the end: the lowest node is most often the last one put
+        // (appended, or the last to fill a hole).
+        let up16 = up as u16;
+        let Some(j) = b[HDR..lo]
+            .chunks_exact(2)
+            .rposition(|c| u16::from_le_bytes([c[0], c[1]]) == up16)
+        else {
             return false;
         };
+        let at = HDR + 2 * j;
         b.copy_within(up..up + fp, off);
         wr16(b, at, off as u16);
         true

@@ -102,10 +102,6 @@ impl DirtyPages {
         self.map.is_empty()
     }
 
-    pub(crate) fn keys(&self) -> impl Iterator<Item = &u64> {
-        self.map.keys()
-    }
-
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&u64, &[u8])> {
         self.map.iter().map(|(k, b)| (k, &b[..]))
     }

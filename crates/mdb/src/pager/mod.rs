@@ -10,11 +10,13 @@
 mod dirty;
 mod free;
 mod path;
+mod sort;
 mod spill;
 
 pub(crate) use dirty::DirtyPages;
 pub(crate) use free::FreeState;
 pub(crate) use path::{Path, MAX_DEPTH};
+pub(crate) use sort::{sort_by_pgno, sort_pgnos};
 
 use crate::env::Env;
 use crate::error::{Error, Result};

@@ -84,7 +84,7 @@ impl Pager<'_> {
                 }
             }
         }
-        pgs.sort_unstable();
+        super::sort_pgnos(&mut pgs, false);
         let ps = self.env.psize;
         {
             let runs: Vec<(u64, &[u8])> = pgs

@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::page::rd64;
-use crate::pager::Pager;
+use crate::pager::{sort_pgnos, Pager};
 use crate::tree::*;
 
 /// Largest number of page ids in one free record we reserve at once, beyond need.
@@ -145,7 +145,7 @@ pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
         return Err(Error::Corrupted);
     }
     pager.free.reclaimed.extend_from_slice(&pages);
-    pager.free.reclaimed.sort_unstable_by(|a, b| b.cmp(a));
+    sort_pgnos(&mut pager.free.reclaimed, true);
     pager.free.consumed = key;
     Ok(true)
 }

@@ -143,7 +143,7 @@ pub(crate) fn rebalance(
             t.rec.depth = 0;
             t.rec.leaf_pages = 0;
         } else if branch && len == 1 {
-            let child = pager.page(pg)?.node(0)?.child();
+            let child = pager.page(pg)?.child(0)?;
             pager.free_pages(pg, 1);
             t.rec.root = child;
             t.rec.depth -= 1;
@@ -165,8 +165,8 @@ pub(crate) fn rebalance(
     // Pair the page with a sibling: (left index, right index) in the parent.
     let (li, ri) = if pi > 0 { (pi - 1, pi) } else { (0, 1) };
     touch_child(pager, parent, if pi > 0 { pi - 1 } else { 1 })?;
-    let lpg = pager.page(parent)?.node(li)?.child();
-    let rpg = pager.page(parent)?.node(ri)?.child();
+    let lpg = pager.page(parent)?.child(li)?;
+    let rpg = pager.page(parent)?.child(ri)?;
     let sep = pager.page(parent)?.key(ri)?.to_vec();
     let mut copy = pager.take_buf();
     let done = leaves_in_place(pager, t, path, lvl, (lpg, rpg, ri), &sep, &mut copy);
@@ -277,8 +277,8 @@ pub(crate) fn merge_or_share(
     copies: (&[u8], &[u8]),
 ) -> Result<()> {
     let parent = path.pg[lvl - 1];
-    let lpg = pager.page(parent)?.node(li)?.child();
-    let rpg = pager.page(parent)?.node(ri)?.child();
+    let lpg = pager.page(parent)?.child(li)?;
+    let rpg = pager.page(parent)?.child(ri)?;
     let (l, r) = (Page::new(copies.0)?, Page::new(copies.1)?);
     let (flags, branch, leaf2) = (l.flags(), l.is_branch(), l.is_leaf2());
     let mut nodes: Vec<&[u8]> = Vec::with_capacity(l.len() + r.len());
@@ -341,7 +341,7 @@ pub(crate) fn merge_or_share(
 
 /// Copy-on-write the child `i` of dirty branch `parent`.
 pub(crate) fn touch_child(pager: &mut Pager<'_>, parent: u64, i: usize) -> Result<u64> {
-    let old = pager.page(parent)?.node(i)?.child();
+    let old = pager.page(parent)?.child(i)?;
     if pager.dirty.contains_key(&old) || pager.unspill(old)? {
         return Ok(old);
     }

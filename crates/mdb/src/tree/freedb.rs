@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::page::{rd64, wr64};
-use crate::pager::Pager;
+use crate::pager::{sort_pgnos, Pager};
 use crate::tree::alloc::{consume_record, SLACK};
 use crate::tree::*;
 
@@ -230,18 +230,18 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
         // Stable: fill in place (no allocation from here on).
         let mut freed = std::mem::take(&mut pager.free.freed);
         if !freed.is_empty() {
-            freed.sort_unstable_by(|a, b| b.cmp(a));
+            sort_pgnos(&mut freed, true);
             freed.dedup();
             fill_record(pager, txnid, &freed)?;
         }
         let mut left = std::mem::take(&mut pager.free.reclaimed);
         left.append(&mut pager.free.loose);
-        left.sort_unstable_by(|a, b| b.cmp(a));
+        sort_pgnos(&mut left, true);
         // Every record reserved for leftovers is filled, the ones no
         // longer needed with a count of zero (they stay, at or below
         // `consumed`, for a later transaction to consume and delete).
         let mut kept = std::mem::take(&mut pager.free.kept);
-        kept.sort_unstable_by(|a, b| b.cmp(a));
+        sort_pgnos(&mut kept, true);
         let mut rest = &left[..];
         for &key in &kept {
             let cap = record_cap(pager, key)?.ok_or(Error::PageFull)?;

@@ -312,7 +312,7 @@ pub(crate) fn descend_last(
             return Err(Error::Corrupted);
         }
         path.ix[path.len - 1] = n - 1;
-        pgno = p.node(n - 1)?.child();
+        pgno = p.child(n - 1)?;
     }
 }
 

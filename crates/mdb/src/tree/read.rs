@@ -44,7 +44,7 @@ pub(crate) fn descend<S: PageRead>(
         if p.is_empty() {
             return Err(Error::Corrupted);
         }
-        pgno = p.node(i)?.child();
+        pgno = p.child(i)?;
     }
 }
 
@@ -83,7 +83,7 @@ pub(crate) fn get_node<'a, S: PageRead>(
                 Ok(None)
             };
         }
-        pgno = p.node(i)?.child();
+        pgno = p.child(i)?;
     }
     Err(Error::CursorFull)
 }
@@ -212,7 +212,7 @@ impl CursorPos {
                 }
                 return Ok(());
             }
-            let child = p.node(self.path.ix[lvl])?.child();
+            let child = p.child(self.path.ix[lvl])?;
             if self.path.len >= MAX_DEPTH {
                 return Err(Error::CursorFull);
             }
@@ -272,56 +272,54 @@ impl CursorPos {
         self.current(s)
     }
 
-    /// Move to the next leaf's first item; false (position kept) at the end.
-    /// On an error the position is kept too.
+    /// Move to the next leaf's first item (the previous leaf's last);
+    /// false (position kept) at the end. On an error the position is kept
+    /// too.
     fn step_leaf<S: PageRead>(&mut self, s: &S, rec: &DbRecord, fwd: bool) -> Result<bool> {
-        let save = self.path;
-        let r = self.try_step_leaf(s, rec, fwd);
-        if !matches!(r, Ok(true)) {
-            self.path = save;
-        }
-        r
-    }
-
-    fn try_step_leaf<S: PageRead>(&mut self, s: &S, rec: &DbRecord, fwd: bool) -> Result<bool> {
-        let mut lvl = self.path.leaf();
-        loop {
+        // The deepest branch with a child beyond the path's, found without
+        // moving.
+        let leaf = self.path.leaf();
+        let mut lvl = leaf;
+        let (up, p, j) = loop {
             if lvl == 0 {
                 return Ok(false);
             }
             lvl -= 1;
             let p = s.page(self.path.pg[lvl])?;
             let i = self.path.ix[lvl];
-            let ok = if fwd { i + 1 < p.len() } else { i > 0 };
-            if ok {
-                self.path.ix[lvl] = if fwd { i + 1 } else { i - 1 };
-                self.path.len = lvl + 1;
-                self.descend_edge(s, rec, !fwd)?;
-                self.prefetch_ahead(s, fwd);
-                return Ok(true);
+            if fwd && i + 1 < p.len() {
+                break (lvl, p, i + 1);
             }
-        }
-    }
-
-    /// A scan reads leaves in key order, rarely file order: have the two
-    /// leaves after this one start loading while it reads this one. Each
-    /// is asked for at two steps: asking once (one leaf or two ahead)
-    /// measured no faster than not at all, as if most of a burst of
-    /// prefetches into a page not yet in the TLB were dropped.
-    fn prefetch_ahead<S: PageRead>(&self, s: &S, fwd: bool) {
-        let Some(up) = self.path.len.checked_sub(2) else {
-            return;
-        };
-        let Ok(p) = s.page(self.path.pg[up]) else {
-            return;
-        };
-        let j = self.path.ix[up];
-        for d in 1..3 {
-            let k = if fwd { j + d } else { j.wrapping_sub(d) };
-            if let Some(n) = (k < p.len()).then(|| p.node(k).ok()).flatten() {
-                s.prefetch(n.child());
+            if !fwd && i > 0 {
+                break (lvl, p, i - 1);
             }
+        };
+        if up + 1 == leaf {
+            // A sibling under the same parent (all but one crossing in a
+            // branch's fan-out): read it, then move.
+            let child = p.child(j)?;
+            let c = s.page(child)?;
+            if !c.is_leaf() {
+                return Err(Error::Corrupted);
+            }
+            self.path.ix[up] = j;
+            self.path.pg[leaf] = child;
+            self.path.ix[leaf] = if fwd { 0 } else { c.len().saturating_sub(1) };
+            prefetch_ahead(s, &p, j, fwd);
+            return Ok(true);
         }
+        let save = self.path;
+        self.path.ix[up] = j;
+        self.path.len = up + 1;
+        if let Err(e) = self.descend_edge(s, rec, !fwd) {
+            self.path = save;
+            return Err(e);
+        }
+        let parent = self.path.len - 2;
+        if let Ok(p) = s.page(self.path.pg[parent]) {
+            prefetch_ahead(s, &p, self.path.ix[parent], fwd);
+        }
+        Ok(true)
     }
 
     /// Move to the next item (the first if unset); false, position kept, at the end.
@@ -396,5 +394,21 @@ impl CursorPos {
             }
         }
         Ok(exact)
+    }
+}
+
+/// A scan reads leaves in key order, rarely file order: have the two
+/// leaves after child `j` of branch `p` start loading while the cursor
+/// reads that one. Each is asked for at two steps: asking once (one leaf or
+/// two ahead) measured no faster than not at all, as if most of a burst of
+/// prefetches into a page not yet in the TLB were dropped.
+fn prefetch_ahead<S: PageRead>(s: &S, p: &Page<'_>, j: usize, fwd: bool) {
+    for d in 1..3 {
+        let k = if fwd { j + d } else { j.wrapping_sub(d) };
+        if k < p.len() {
+            if let Ok(c) = p.child(k) {
+                s.prefetch(c);
+            }
+        }
     }
 }

@@ -52,7 +52,7 @@ fn relocate_page(
         let mut refs = Vec::new();
         if p.is_branch() {
             for i in 0..p.len() {
-                refs.push((i, 0, p.node(i)?.child()));
+                refs.push((i, 0, p.child(i)?));
             }
         } else if !p.is_leaf2() {
             for i in 0..p.len() {

@@ -96,16 +96,16 @@ impl RwTxn<'_> {
             last_pgno: self.pg.next_pgno - 1,
             txnid: self.pg.txnid,
         };
-        let mut pgs: Vec<u64> = self.pg.dirty.keys().copied().collect();
-        pgs.sort_unstable();
         let flags = env.flags();
         if flags.contains(EnvFlags::WRITE_MAP) && meta.mapsize > self.pg.base.mapsize {
             env.writemap_room(meta.mapsize, (meta.last_pgno + 1) * ps as u64)?;
         }
-        let runs: Vec<(u64, &[u8])> = pgs
-            .iter()
-            .map(|pg| (*pg * ps as u64, &self.pg.dirty[pg][..]))
-            .collect();
+        // (page number, bytes) in file order, then file offsets.
+        let mut runs: Vec<(u64, &[u8])> = self.pg.dirty.iter().map(|(&pg, b)| (pg, b)).collect();
+        crate::pager::sort_by_pgno(&mut runs, |r| r.0, false);
+        for r in &mut runs {
+            r.0 *= ps as u64;
+        }
         let upd = meta.encode_update();
         let no_sync = flags.contains(EnvFlags::NO_SYNC);
         let c = Commit {

@@ -410,7 +410,7 @@ impl RwTxn<'_> {
             // Delete at the position itself, no search from the root. The
             // key is kept (in the cursor's buffer) only to find the next
             // item if the tree changes shape.
-            match self.del_at(db, rec, &mut st.pos.main.path, &mut st.key) {
+            match self.del_at(db, (rec, st.pos.kcmp), &mut st.pos.main.path, &mut st.key) {
                 Ok(true) => {
                     st.pos.just_deleted = true;
                     st.val.clear();

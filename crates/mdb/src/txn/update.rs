@@ -4,6 +4,8 @@
 
 use crate::db::Database;
 use crate::error::{Error, Misuse, Result};
+use crate::format::cmp::CmpFn;
+use crate::format::flags::DUPSORT;
 use crate::format::meta::DbRecord;
 use crate::format::page::F_SUBDATA;
 use crate::tree::check_key;
@@ -11,12 +13,14 @@ use crate::tree::{self, Path, Tree, Value, WriteFlags};
 use crate::txn::RwTxn;
 
 impl<'env> RwTxn<'env> {
+    #[inline]
     fn check_usable(&mut self, db: Database) -> Result<DbRecord> {
         self.start_change(db)?;
         self.rec(db)
     }
 
     /// The checks every change of `db` starts with.
+    #[inline]
     pub(crate) fn start_change(&mut self, db: Database) -> Result<()> {
         if self.broken.get() {
             return Err(Error::BadTxn);
@@ -39,6 +43,7 @@ impl<'env> RwTxn<'env> {
     }
 
     /// The tree of `db` whose record is `rec`.
+    #[inline]
     fn tree_of(&self, db: Database, rec: DbRecord) -> Tree {
         let (cmp, dups) = self.env.comparators(db, rec.flags);
         Tree {
@@ -286,17 +291,23 @@ impl<'env> RwTxn<'env> {
     /// database's record. Returns whether it now stands on the following
     /// item, on the same leaf, with the tree in the same shape; `key` then
     /// holds that item's key, else the deleted one, to search from
-    /// (`tree::remove_at`).
+    /// (`tree::remove_at`). `cmp` is the cursor's key order (the cursor
+    /// was made for this database).
     pub(crate) fn del_at(
         &mut self,
         db: Database,
-        rec: DbRecord,
+        (rec, cmp): (DbRecord, CmpFn),
         path: &mut Path,
         key: &mut Vec<u8>,
     ) -> Result<bool> {
         self.start_change(db)?;
-        let mut t = self.tree_of(db, rec);
-        if t.dups.is_some() || path.len == 0 || path.len != t.rec.depth as usize {
+        let mut t = Tree {
+            rec,
+            cmp,
+            dups: None,
+            fixed: 0,
+        };
+        if rec.flags & DUPSORT != 0 || path.len == 0 || path.len != rec.depth as usize {
             return Err(Error::Os(libc::EINVAL));
         }
         let i = path.ix[path.leaf()];
