@@ -83,3 +83,47 @@ fn commits_and_syncs_pass_the_seam_with_and_without_writemap() {
         assert_eq!(r.get(Database::MAIN, b"b").unwrap(), None);
     }
 }
+
+/// A commit of many consecutive new pages reaches the file in writes of at
+/// most 64 pages each (as LMDB writes): after a load written in longer
+/// writes, later one-page commits measured twice as slow (`io.rs`).
+#[test]
+fn long_runs_of_pages_are_written_64_pages_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recorder::default());
+    let env = EnvOptions::new()
+        .map_size(64 << 20)
+        .fault_injector(rec.clone())
+        .open(dir.path())
+        .unwrap();
+    let ps = env.page_size();
+    rec.ops.lock().unwrap().clear();
+    let mut w = env.write_txn().unwrap();
+    for i in 0u32..20_000 {
+        w.put(
+            Database::MAIN,
+            &i.to_be_bytes(),
+            &[7; 100],
+            WriteFlags::APPEND,
+        )
+        .unwrap();
+    }
+    w.commit().unwrap();
+    let writes: Vec<usize> = rec
+        .ops
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|op| match op {
+            IoOp::WritePages { len, .. } => Some(*len / ps),
+            _ => None,
+        })
+        .collect();
+    let pages: usize = writes.iter().sum();
+    assert!(pages > 500, "{pages} pages written");
+    assert!(writes.iter().all(|&n| n <= 64), "{writes:?}");
+    assert!(
+        writes.iter().filter(|&&n| n == 64).count() >= pages / 64 - 1,
+        "{writes:?}"
+    );
+}
