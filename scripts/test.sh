@@ -18,6 +18,8 @@ for e in quick_start typed_tables bulk_load secondary_index multi_process_reader
 done
 # Docs build without warnings (broken or private links).
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+# The public API against the newest release tag (nothing before the first).
+scripts/semver.sh
 # The fuzz crate (a workspace of its own): the fixed fuzz-found bugs, and a
 # bounded smoke run of each target with the fixed default seed. libFuzzer
 # itself is not built (--no-default-features).
