@@ -4,7 +4,6 @@
 //! Text is drawn with DejaVu Sans (Debian's fonts-dejavu-core, which
 //! scripts/setup.sh installs), loaded at run time.
 
-use super::report::{median, vs_lmdb};
 use super::{Config, Eng, Metric, Results, Stat};
 use crate::workloads::Res;
 use plotters::prelude::*;
@@ -116,7 +115,7 @@ fn speed(cfg: &Config, r: &Results) -> Res<()> {
         .iter()
         .copied()
         .filter(|m| !m.is_size() && *m != Metric::Compact)
-        .filter(|m| median(r, Eng::Lmdb, *m).is_some())
+        .filter(|m| r.median(Eng::Lmdb, *m).is_some())
         .collect();
     let others: Vec<Eng> = r
         .engines
@@ -158,7 +157,7 @@ fn speed(cfg: &Config, r: &Results) -> Res<()> {
     for (j, &e) in others.iter().enumerate() {
         let vals = metrics
             .iter()
-            .map(|&m| vs_lmdb(r, e, m).map(|x| x.clamp(lo, hi)));
+            .map(|&m| r.vs_lmdb(e, m).map(|x| x.clamp(lo, hi)));
         engine_bars(&mut ch, e, j, others.len(), 1.0, vals)?;
     }
     ch.draw_series(LineSeries::new([(-0.5, 1.0), (k as f64 - 0.5, 1.0)], BLACK))
@@ -179,7 +178,7 @@ fn sizes(cfg: &Config, r: &Results) -> Res<()> {
     let top = r
         .engines
         .iter()
-        .flat_map(|&e| metrics.iter().filter_map(move |&m| median(r, e, m)))
+        .flat_map(|&e| metrics.iter().filter_map(move |&m| r.median(e, m)))
         .map(|s| s.median / 1e6)
         .fold(0.0f64, f64::max);
     if top <= 0.0 {
@@ -209,7 +208,7 @@ fn sizes(cfg: &Config, r: &Results) -> Res<()> {
         .draw()
         .map_err(err)?;
     for (j, &e) in r.engines.iter().enumerate() {
-        let vals = metrics.iter().map(|&m| Some(median(r, e, m)?.median / 1e6));
+        let vals = metrics.iter().map(|&m| Some(r.median(e, m)?.median / 1e6));
         engine_bars(&mut ch, e, j, r.engines.len(), 0.0, vals)?;
     }
     draw_legend(&mut ch, SeriesLabelPosition::UpperRight)?;

@@ -397,6 +397,25 @@ pub struct Results {
     pub samples: BTreeMap<Eng, Samples>,
 }
 
+impl Results {
+    /// Median (and spread) of `e`'s samples of `m`, if it has any.
+    pub fn median(&self, e: Eng, m: Metric) -> Option<Stat> {
+        self.samples.get(&e)?.m.get(&m).and_then(|v| Stat::of(v))
+    }
+
+    /// How `e` compares with LMDB on `m`: its speed as a multiple of
+    /// LMDB's for times (> 1: faster), its size as a multiple of LMDB's for
+    /// sizes.
+    pub fn vs_lmdb(&self, e: Eng, m: Metric) -> Option<f64> {
+        let a = self.median(e, m)?.median;
+        let l = self.median(Eng::Lmdb, m)?.median;
+        if a <= 0.0 || l <= 0.0 {
+            return None;
+        }
+        Some(if m.is_size() { a / l } else { l / a })
+    }
+}
+
 pub fn run(cfg: &Config) -> Res<Results> {
     std::fs::create_dir_all(&cfg.dir)?;
     let mut samples: BTreeMap<Eng, Samples> = BTreeMap::new();

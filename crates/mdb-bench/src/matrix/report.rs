@@ -7,22 +7,6 @@ use crate::workloads::Res;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 
-/// The median of `e`'s samples of `m`.
-pub fn median(r: &Results, e: Eng, m: Metric) -> Option<Stat> {
-    r.samples.get(&e)?.m.get(&m).and_then(|v| Stat::of(v))
-}
-
-/// How `e` compares with LMDB on `m`: its speed as a multiple of LMDB's
-/// for times (> 1: faster), its size as a multiple of LMDB's for sizes.
-pub fn vs_lmdb(r: &Results, e: Eng, m: Metric) -> Option<f64> {
-    let a = median(r, e, m)?.median;
-    let l = median(r, Eng::Lmdb, m)?.median;
-    if a <= 0.0 || l <= 0.0 {
-        return None;
-    }
-    Some(if m.is_size() { a / l } else { l / a })
-}
-
 fn read(path: &str) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
@@ -75,7 +59,7 @@ fn to_json(cfg: &Config, r: &Results, argv: &[String]) -> Value {
                 if let Some(st) = Stat::of(v) {
                     let mut o = stat_json(st, v);
                     o["unit"] = json!(m.unit());
-                    if let Some(x) = vs_lmdb(r, e, m) {
+                    if let Some(x) = r.vs_lmdb(e, m) {
                         o["vs_lmdb"] = json!(x);
                     }
                     metrics.insert(m.key().into(), o);
@@ -171,14 +155,15 @@ fn to_markdown(cfg: &Config, r: &Results, machine: &Value, argv: &[String]) -> S
     );
     table_head(&mut s, "workload", "---", &r.engines);
     for m in Metric::ALL {
-        if r.engines.iter().all(|&e| median(r, e, m).is_none()) {
+        if r.engines.iter().all(|&e| r.median(e, m).is_none()) {
             continue;
         }
         let _ = write!(s, "| {} |", m.key());
         for &e in &r.engines {
-            match median(r, e, m) {
+            match r.median(e, m) {
                 Some(st) => {
-                    let x = vs_lmdb(r, e, m)
+                    let x = r
+                        .vs_lmdb(e, m)
                         .filter(|_| e != Eng::Lmdb)
                         .map(|x| format!(" ({x:.2}x)"))
                         .unwrap_or_default();
@@ -192,12 +177,12 @@ fn to_markdown(cfg: &Config, r: &Results, machine: &Value, argv: &[String]) -> S
     let _ = writeln!(s, "\nSpread, (max - min) / median of the repetitions:\n");
     table_head(&mut s, "workload", "---", &r.engines);
     for m in Metric::ALL.iter().filter(|m| !m.is_size()) {
-        if r.engines.iter().all(|&e| median(r, e, *m).is_none()) {
+        if r.engines.iter().all(|&e| r.median(e, *m).is_none()) {
             continue;
         }
         let _ = write!(s, "| {} |", m.key());
         for &e in &r.engines {
-            match median(r, e, *m) {
+            match r.median(e, *m) {
                 Some(st) if st.median > 0.0 => {
                     let _ = write!(s, " {:.0}% |", (st.max - st.min) / st.median * 100.0);
                 }
