@@ -339,7 +339,7 @@ impl<'a> Page<'a> {
     }
     /// Child page number of node `i` of a branch page: all a descent reads
     /// of a branch node, without building the node (its key is not needed).
-    /// Bounds-checked as [`Page::node_key`] checks.
+    /// Bounds-checked as the key lookup of the search path checks.
     #[inline]
     pub fn child(&self, i: usize) -> Result<u64> {
         debug_assert!(self.is_branch());
