@@ -324,39 +324,37 @@ impl<'a> Page<'a> {
     /// key needs: the search path.
     #[inline]
     pub(crate) fn node_key(&self, i: usize) -> Result<&'a [u8]> {
-        let lower = self.lower() as usize;
-        let at = HDR + 2 * i;
-        let off = match self.b.get(at..at + 2) {
-            Some(p) if at + 2 <= lower => u16::from_le_bytes([p[0], p[1]]) as usize,
-            _ => return Err(Error::Corrupted),
-        };
+        let off = self.node_header(i)?;
         let k = off + NODE_HDR;
-        if off < lower || k > self.b.len() {
-            return Err(Error::Corrupted);
-        }
         let ks = rd16(self.b, off + 6) as usize;
         self.b.get(k..k + ks).ok_or(Error::Corrupted)
     }
-    /// Child page number of node `i` of a branch page: all a descent reads
-    /// of a branch node, without building the node (its key is not needed).
-    /// Bounds-checked as the key lookup of the search path checks.
+    /// Offset of node `i`'s header: its pointer lies in the pointer array
+    /// and the whole header in the node area (what the search path and
+    /// a descent read, without judging the rest of the node).
     #[inline]
-    pub fn child(&self, i: usize) -> Result<u64> {
-        debug_assert!(self.is_branch());
+    fn node_header(&self, i: usize) -> Result<usize> {
         let lower = self.lower() as usize;
         let at = HDR + 2 * i;
         let off = match self.b.get(at..at + 2) {
             Some(p) if at + 2 <= lower => u16::from_le_bytes([p[0], p[1]]) as usize,
             _ => return Err(Error::Corrupted),
         };
-        match self.b.get(off..off + 6) {
-            Some(h) if off >= lower && off + NODE_HDR <= self.b.len() => {
-                Ok(u64::from(u16::from_le_bytes([h[0], h[1]]))
-                    | u64::from(u16::from_le_bytes([h[2], h[3]])) << 16
-                    | u64::from(u16::from_le_bytes([h[4], h[5]])) << 32)
-            }
-            _ => Err(Error::Corrupted),
+        if off < lower || off + NODE_HDR > self.b.len() {
+            return Err(Error::Corrupted);
         }
+        Ok(off)
+    }
+    /// Child page number of node `i` of a branch page: all a descent reads
+    /// of a branch node, without building the node (its key is not needed).
+    #[inline]
+    pub fn child(&self, i: usize) -> Result<u64> {
+        debug_assert!(self.is_branch());
+        let off = self.node_header(i)?;
+        let h = &self.b[off..off + 6];
+        Ok(u64::from(u16::from_le_bytes([h[0], h[1]]))
+            | u64::from(u16::from_le_bytes([h[2], h[3]])) << 16
+            | u64::from(u16::from_le_bytes([h[4], h[5]])) << 32)
     }
     /// The bytes of entry `i` as stored: a node, or a LEAF2 key.
     pub fn raw_entry(&self, i: usize) -> Result<&'a [u8]> {

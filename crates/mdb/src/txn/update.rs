@@ -13,14 +13,12 @@ use crate::tree::{self, Path, Tree, Value, WriteFlags};
 use crate::txn::RwTxn;
 
 impl<'env> RwTxn<'env> {
-    #[inline]
     fn check_usable(&mut self, db: Database) -> Result<DbRecord> {
         self.start_change(db)?;
         self.rec(db)
     }
 
     /// The checks every change of `db` starts with.
-    #[inline]
     pub(crate) fn start_change(&mut self, db: Database) -> Result<()> {
         if self.broken.get() {
             return Err(Error::BadTxn);
@@ -43,7 +41,6 @@ impl<'env> RwTxn<'env> {
     }
 
     /// The tree of `db` whose record is `rec`.
-    #[inline]
     fn tree_of(&self, db: Database, rec: DbRecord) -> Tree {
         let (cmp, dups) = self.env.comparators(db, rec.flags);
         Tree {

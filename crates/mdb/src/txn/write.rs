@@ -230,7 +230,6 @@ impl<'env> RwTxn<'env> {
     }
 
     /// Record of `db`, loading named records on first use.
-    #[inline]
     pub(crate) fn rec(&self, db: Database) -> Result<DbRecord> {
         if db == Database::FREE {
             return Ok(self.pg.free_db);
