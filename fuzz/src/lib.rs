@@ -187,7 +187,11 @@ pub fn walk_env(env: &Env) -> mdb::Result<()> {
     for name in names {
         match r.open_db(&name) {
             Ok(db) => note(walk_db(&r, db)),
-            Err(mdb::Error::Incompatible) | Err(mdb::Error::NotFound) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    mdb::ErrorKind::Incompatible | mdb::ErrorKind::NotFound
+                ) => {}
             Err(e) => note(Err(e)),
         }
     }

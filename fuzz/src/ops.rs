@@ -4,7 +4,7 @@
 
 use crate::ScratchDir;
 use arbitrary::Arbitrary;
-use mdb::{check, Database, DbFlags, Env, EnvFlags, EnvOptions, Error, RwTxn, Txn, WriteFlags};
+use mdb::{check, Database, DbFlags, Env, EnvFlags, EnvOptions, ErrorKind, RwTxn, Txn, WriteFlags};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most operations run per input (the rest are ignored).
@@ -579,7 +579,7 @@ fn cursor_moves<T: Txn>(t: &T, db: Database, which: Which, flat: &[Pair], moves:
                 }
                 // After a miss the cursor may be unpositioned.
                 Pos::Unknown => match c.get_current() {
-                    Err(Error::Misuse(mdb::Misuse::UnpositionedCursor)) => {
+                    Err(e) if e == ErrorKind::Misuse(mdb::Misuse::UnpositionedCursor) => {
                         pos = Pos::Unknown;
                         continue;
                     }
@@ -693,7 +693,11 @@ fn step(w: &mut RwTxn<'_>, dups: Database, cur: &mut Model, op: &Op) {
                     let r = w.put(Database::MAIN, &k, &v, WriteFlags::NO_OVERWRITE);
                     match cur.main.get(&k) {
                         Some(old) => {
-                            assert_eq!(r, Err(Error::KeyExist), "NO_OVERWRITE on existing key");
+                            assert_eq!(
+                                r.map_err(|e| e.kind()),
+                                Err(ErrorKind::KeyExist),
+                                "NO_OVERWRITE on existing key"
+                            );
                             assert_eq!(w.get(Database::MAIN, &k).unwrap(), Some(&old[..]));
                         }
                         None => {
@@ -706,7 +710,11 @@ fn step(w: &mut RwTxn<'_>, dups: Database, cur: &mut Model, op: &Op) {
                     let v = dv.bytes();
                     let r = w.put(dups, &k, &v, WriteFlags::NO_OVERWRITE);
                     if cur.dups.contains_key(&k) {
-                        assert_eq!(r, Err(Error::KeyExist), "NO_OVERWRITE on existing dup key");
+                        assert_eq!(
+                            r.map_err(|e| e.kind()),
+                            Err(ErrorKind::KeyExist),
+                            "NO_OVERWRITE on existing dup key"
+                        );
                     } else {
                         r.unwrap();
                         cur.dup_insert(k, v);
@@ -718,7 +726,11 @@ fn step(w: &mut RwTxn<'_>, dups: Database, cur: &mut Model, op: &Op) {
             let (k, v) = (k.bytes(), v.bytes());
             let r = w.put(dups, &k, &v, WriteFlags::NO_DUP_DATA);
             if cur.dups.get(&k).is_some_and(|s| s.contains(&v)) {
-                assert_eq!(r, Err(Error::KeyExist), "NO_DUP_DATA on existing pair");
+                assert_eq!(
+                    r.map_err(|e| e.kind()),
+                    Err(ErrorKind::KeyExist),
+                    "NO_DUP_DATA on existing pair"
+                );
             } else {
                 r.unwrap();
                 cur.dup_insert(k, v);

@@ -82,7 +82,7 @@ fn failed(prog: &[u8], action: &str, e: mdb::Error) {
         b" failed, error ",
         e.code().to_string().as_bytes(),
         b" (",
-        e.to_string().as_bytes(),
+        e.kind().to_string().as_bytes(),
         b")",
     ]);
 }

@@ -4,7 +4,7 @@ use crate::dumpfmt::{decode_hex, decode_print};
 use crate::getopt::{Getopt, Opt};
 use crate::progress::{Progress, Unit};
 use crate::{errln, lib_err, usage, Invocation};
-use mdb::{Database, DbFlags, Env, EnvFlags, EnvOptions, Error, RwTxn, Txn, WriteFlags};
+use mdb::{Database, DbFlags, Env, EnvFlags, EnvOptions, ErrorKind, RwTxn, Txn, WriteFlags};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -540,7 +540,11 @@ fn section(prog: &[u8], o: &Opts, env: &Env, hdr: &Header, inp: &mut Input) -> R
         }
         match txn.put(db, &key, &val, put_flags) {
             Ok(()) => {}
-            Err(Error::KeyExist) if o.no_overwrite && (!o.append || key_exists(&txn, db, &key)) => {
+            Err(e)
+                if e == ErrorKind::KeyExist
+                    && o.no_overwrite
+                    && (!o.append || key_exists(&txn, db, &key)) =>
+            {
                 continue;
             }
             Err(e) => {
@@ -550,7 +554,7 @@ fn section(prog: &[u8], o: &Opts, env: &Env, hdr: &Header, inp: &mut Input) -> R
                         b"mdb_cursor_put failed, error ",
                         e.code().to_string().as_bytes(),
                         b" ",
-                        e.to_string().as_bytes(),
+                        e.kind().to_string().as_bytes(),
                     ],
                 );
                 return Err(());
@@ -574,7 +578,7 @@ fn key_exists(txn: &RwTxn<'_>, db: Database, key: &[u8]) -> bool {
 
 fn commit(prog: &[u8], inp: &Input, txn: RwTxn<'_>) -> Result<(), ()> {
     txn.commit().map_err(|e| {
-        inp.msg(prog, &[b"txn_commit: ", e.to_string().as_bytes()]);
+        inp.msg(prog, &[b"txn_commit: ", e.kind().to_string().as_bytes()]);
     })
 }
 

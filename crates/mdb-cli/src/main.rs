@@ -179,14 +179,15 @@ pub(crate) fn errln(parts: &[&[u8]]) {
     let _ = std::io::stderr().write_all(&m);
 }
 
-/// LMDB's library-failure message: `<func> failed, error <code> <mdb_strerror>`.
+/// LMDB's library-failure message: `<func> failed, error <code> <mdb_strerror>`
+/// (the kind's text: LMDB's tools print no context).
 pub(crate) fn lib_err(func: &str, e: mdb::Error) {
     errln(&[
         func.as_bytes(),
         b" failed, error ",
         e.code().to_string().as_bytes(),
         b" ",
-        e.to_string().as_bytes(),
+        e.kind().to_string().as_bytes(),
     ]);
 }
 

@@ -7,7 +7,7 @@
 
 use crate::data::{check_sizes, db_flags, stash};
 use crate::env::MDB_env;
-use crate::guard::{code, guard, guard_inline, guard_or};
+use crate::guard::{code, failed_with, guard, guard_inline, guard_or};
 use crate::txn::{txn_ref, Kind, MDB_txn, View};
 use crate::types::*;
 use mdb::{CursorOp, CursorState, WriteFlags};
@@ -578,7 +578,8 @@ pub unsafe extern "C" fn mdb_cursor_put(
                 // SAFETY: the caller's data.
                 let (k, v) = stash(&mut scratch, k, unsafe { bytes(d) });
                 let r = w.cursor_put(st, k, v, wf);
-                if r == Err(mdb::Error::KeyExist) && flags & put_flags::NOOVERWRITE != 0 {
+                if failed_with(&r, mdb::ErrorKind::KeyExist) && flags & put_flags::NOOVERWRITE != 0
+                {
                     if let Ok(Some((_, old))) = st.get(&*w, CursorOp::GetCurrent) {
                         // SAFETY: data checked non-NULL.
                         unsafe { set_val(data, old) };
@@ -602,7 +603,7 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
             let st = cur.st.as_mut().ok_or(EINVAL)?;
             let w = t.write()?;
             let r = w.cursor_del(st, flags & put_flags::NODUPDATA != 0);
-            if r == Err(mdb::Error::Incompatible) {
+            if failed_with(&r, mdb::ErrorKind::Incompatible) {
                 // A named database's record: LMDB fails the txn, as `mdb_del`.
                 t.broken = true;
             }

@@ -1,6 +1,6 @@
 //! `mdb_get`, `mdb_put`, `mdb_del` (c-api.md §9, §11).
 
-use crate::guard::{code, guard};
+use crate::guard::{code, failed_with, guard};
 use crate::txn::{txn_ref, MDB_txn, View};
 use crate::types::*;
 use mdb::{Txn, WriteFlags};
@@ -133,7 +133,8 @@ pub unsafe extern "C" fn mdb_put(
                 None => (k, v),
             };
             let r = w.put(db, k, v, wf);
-            let answered = r == Err(mdb::Error::KeyExist) && flags & put_flags::NOOVERWRITE != 0;
+            let answered =
+                failed_with(&r, mdb::ErrorKind::KeyExist) && flags & put_flags::NOOVERWRITE != 0;
             if answered {
                 if let Ok(Some(old)) = w.get(db, k) {
                     // SAFETY: data checked non-NULL.
@@ -188,7 +189,7 @@ pub unsafe extern "C" fn mdb_del(
                 };
                 w.del(db, k)
             };
-            if r == Err(mdb::Error::Incompatible) {
+            if failed_with(&r, mdb::ErrorKind::Incompatible) {
                 // A named database's record, which only `mdb_drop` may
                 // delete: the engine refuses, and LMDB fails the txn too.
                 t.broken = true;

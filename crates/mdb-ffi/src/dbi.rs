@@ -218,13 +218,15 @@ pub unsafe extern "C" fn mdb_dbi_open(
             }
             let r = match view {
                 View::Ro(r) => match r.open_db(name) {
-                    Err(mdb::Error::NotFound) if create => Err(mdb::Error::Os(EACCES)),
+                    Err(e) if e == mdb::ErrorKind::NotFound && create => {
+                        Err(mdb::ErrorKind::Os(EACCES).into())
+                    }
                     r => r,
                 },
                 View::Rw(w) if create => w.create_db(name, DbFlags(pflags as u16)),
                 View::Rw(w) => w.open_db(name),
             };
-            if let Err(e) = r {
+            if let Err(e) = &r {
                 if is_fatal(e) && !t.rdonly {
                     t.broken = true;
                 }
@@ -348,7 +350,7 @@ pub unsafe extern "C" fn mdb_drop(
                 w.clear_db(db)
             };
             if let Err(e) = r {
-                if is_fatal(e) {
+                if is_fatal(&e) {
                     t.broken = true;
                 }
                 return Err(e.code());

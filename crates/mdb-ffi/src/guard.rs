@@ -31,17 +31,22 @@ pub fn rc(r: mdb::Result<()>) -> c_int {
 
 /// Whether an error of a write operation leaves the transaction only fit
 /// to abort (c-api.md §7.1): everything but lookup misses and argument checks.
-pub fn is_fatal(e: mdb::Error) -> bool {
+pub fn is_fatal(e: &mdb::Error) -> bool {
     !matches!(
-        e,
-        mdb::Error::KeyExist
-            | mdb::Error::NotFound
-            | mdb::Error::BadValSize
-            | mdb::Error::Incompatible
-            | mdb::Error::Os(libc::EINVAL)
-            | mdb::Error::Misuse(_)
-            | mdb::Error::Os(libc::EACCES)
+        e.kind(),
+        mdb::ErrorKind::KeyExist
+            | mdb::ErrorKind::NotFound
+            | mdb::ErrorKind::BadValSize
+            | mdb::ErrorKind::Incompatible
+            | mdb::ErrorKind::Os(libc::EINVAL)
+            | mdb::ErrorKind::Misuse(_)
+            | mdb::ErrorKind::Os(libc::EACCES)
     )
+}
+
+/// Whether `r` failed with `kind`.
+pub fn failed_with<T>(r: &mdb::Result<T>, kind: mdb::ErrorKind) -> bool {
+    r.as_ref().is_err_and(|e| *e == kind)
 }
 
 /// `Result<T, c_int>` folded into a return code.

@@ -76,7 +76,7 @@ impl WriteRoot {
                 n.abort();
                 Ok(())
             }
-            None => Err(mdb::Error::BadTxn),
+            None => Err(mdb::ErrorKind::BadTxn.into()),
         }
     }
 
@@ -256,7 +256,7 @@ impl MDB_txn {
     /// Record the outcome of a write operation (§7.1).
     pub(crate) fn note<T>(&mut self, r: mdb::Result<T>) -> Result<T, c_int> {
         r.map_err(|e| {
-            if crate::guard::is_fatal(e) {
+            if crate::guard::is_fatal(&e) {
                 self.broken = true;
             }
             e.code()

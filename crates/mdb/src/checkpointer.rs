@@ -9,7 +9,7 @@
 //! were written; `Env::checkpoint` takes one on demand and closing the
 //! environment takes a last one.
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::meta::Meta;
 use crate::group::Group;
 use crate::io::DataFile;
@@ -81,7 +81,7 @@ impl WalEnv {
     pub(crate) fn checkpoint(&self, plain: bool) -> Result<u64> {
         if self.group.is_mine() {
             // Its write transaction holds the lock the checkpoint needs.
-            return Err(Error::BadTxn);
+            return Err(ErrorKind::BadTxn.into());
         }
         let m = self.newest_meta()?;
         let behind = m.txnid > self.wal.checkpointed();

@@ -18,7 +18,7 @@
 //!   sub-databases come before the leaf, each branch after all its children,
 //!   and the main root last. Sub-pages travel inside their leaf unchanged.
 //!   A source whose page accounting does not add up (leaked pages) is refused
-//!   with [`Error::Incompatible`].
+//!   with [`ErrorKind::Incompatible`].
 //!
 //!   The unused middle of a page (between its pointer array and its nodes)
 //!   has no meaning. LMDB's copy does not write it: it builds pages in two
@@ -31,7 +31,7 @@
 //! a corrupt source gives an error, never a crash or an endless walk.
 
 use crate::env::{Env, EnvFlags};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::format::bytes::get64;
 use crate::format::meta::{DbRecord, Meta, META_LEN, VERSION, VERSION_OFF};
 use crate::format::page::{
@@ -123,11 +123,11 @@ impl CopyStats {
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
 /// # let dst = tempfile::tempdir().unwrap();
-/// use mdb::{Env, Error};
+/// use mdb::{Env, ErrorKind};
 /// let env = Env::open(dir.path())?;
 /// let cancel = true; // e.g. the user pressed Ctrl-C
 /// let r = env.copy_to_path_with(dst.path(), false, &mut |_| !cancel);
-/// assert_eq!(r.err(), Some(Error::Os(libc::EINTR)));
+/// assert_eq!(r.err().map(|e| e.kind()), Some(ErrorKind::Os(libc::EINTR)));
 /// assert!(!dst.path().join("data.mdb").exists()); // removed
 /// # Ok::<(), mdb::Error>(())
 /// ```
@@ -146,15 +146,15 @@ impl Env {
     /// pages are copied, renumbered (`MDB_CP_COMPACT`).
     ///
     /// The copy reads one snapshot; writers may keep committing meanwhile. It
-    /// needs a free reader slot, fails with [`Error::BadRslot`] in a thread
+    /// needs a free reader slot, fails with [`ErrorKind::BadRslot`] in a thread
     /// that already holds a read transaction of this environment, and with
-    /// [`Error::BadTxn`] in one holding its write transaction (it takes the
+    /// [`ErrorKind::BadTxn`] in one holding its write transaction (it takes the
     /// writer lock briefly, and would wait for itself).
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let dst = tempfile::tempdir().unwrap();
-    /// use mdb::{Database, Env, Txn, WriteFlags};
+    /// use mdb::{Database, Env, ErrorKind, Txn, WriteFlags};
     /// let env = Env::open(dir.path())?;
     /// let mut w = env.write_txn()?;
     /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
@@ -340,7 +340,7 @@ impl Env {
             .into_iter()
             .flatten()
             .find(|m| m.txnid == t)
-            .ok_or(Error::Corrupted)?;
+            .ok_or(ErrorKind::Corrupted)?;
         Ok(CopySnapshot {
             _txn: txn,
             metas,
@@ -372,7 +372,7 @@ impl Env {
             if progress(p) {
                 Ok(())
             } else {
-                Err(Error::Os(libc::EINTR))
+                Err(Error::from(ErrorKind::Os(libc::EINTR)))
             }
         };
         w.write_all(&snap.metas)?;
@@ -433,7 +433,7 @@ impl Env {
                 .last_pgno
                 .checked_sub(free)
                 .filter(|&l| l >= 2)
-                .ok_or(Error::Incompatible)?;
+                .ok_or(ErrorKind::Incompatible)?;
             m1.last_pgno = live_last;
             m1.main = src.main;
             m1.main.root = live_last;
@@ -453,7 +453,7 @@ impl Env {
         let root = c.walk(src.main.root, true, 0)?;
         if root != m1.main.root {
             // Page leak or corrupt source: the live pages did not add up.
-            return Err(Error::Incompatible);
+            return Err(ErrorKind::Incompatible.into());
         }
         c.switch(0)?;
         c.out.flush()?;
@@ -585,10 +585,11 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
                 && pgno <= self.snap_last
                 && pages - 1 <= self.snap_last - pgno;
             return Err(if in_snapshot {
-                Error::Corrupted
+                ErrorKind::Corrupted
             } else {
-                Error::PageNotFound
-            });
+                ErrorKind::PageNotFound
+            }
+            .into());
         }
         self.map
             .slice(pgno as usize * self.ps, pages as usize * self.ps)
@@ -599,7 +600,7 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
         let pg = self.next;
         if n == 0 || pg > self.limit || n - 1 > self.limit - pg {
             // More live pages than the free list leaves room for.
-            return Err(Error::Incompatible);
+            return Err(ErrorKind::Incompatible.into());
         }
         self.next += n;
         Ok(pg)
@@ -632,7 +633,7 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
         if (self.progress)(p) {
             Ok(())
         } else {
-            Err(Error::Os(libc::EINTR))
+            Err(ErrorKind::Os(libc::EINTR).into())
         }
     }
 
@@ -658,7 +659,7 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
         while let Some((pg, depth)) = stack.pop() {
             visited += 1;
             if depth > MAX_DEPTH || visited > self.last {
-                return Err(Error::Corrupted);
+                return Err(ErrorKind::Corrupted.into());
             }
             let p = Page::new(self.src(pg, 1)?)?;
             if p.is_branch() {
@@ -673,7 +674,7 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
                     } else {
                         nd.data()
                     };
-                    n = n.saturating_add(get64(ids, 0).ok_or(Error::Corrupted)?);
+                    n = n.saturating_add(get64(ids, 0).ok_or(ErrorKind::Corrupted)?);
                 }
             }
         }
@@ -695,7 +696,7 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
             let p = Page::new(&img)?;
             let mut done = if p.is_branch() {
                 if stack.len() >= MAX_DEPTH || p.is_empty() {
-                    return Err(Error::Corrupted);
+                    return Err(ErrorKind::Corrupted.into());
                 }
                 pg = p.child(0)?;
                 stack.push(Frame { img, next: 0 });
@@ -734,7 +735,7 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
             } else if nf & F_SUBDATA != 0 {
                 let mut r = DbRecord::read(nd.data())?;
                 if nesting >= MAX_NESTING {
-                    return Err(Error::Corrupted);
+                    return Err(ErrorKind::Corrupted.into());
                 }
                 r.root = self.walk(r.root, nf & F_DUPDATA == 0, nesting + 1)?;
                 r.encode().to_vec()
@@ -761,10 +762,10 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
     /// Copy the overflow run starting at source page `ov`; returns its new number.
     fn copy_overflow(&mut self, ov: u64) -> Result<u64> {
         let first = self.src(ov, 1)?;
-        let h = Header::read(first).ok_or(Error::Corrupted)?;
+        let h = Header::read(first).ok_or(ErrorKind::Corrupted)?;
         let n = u64::from(h.overflow_pages());
         if h.flags & P_OVERFLOW == 0 || n == 0 {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         // Check the whole run before writing any of it.
         self.src(ov, n)?;

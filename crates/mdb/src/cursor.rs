@@ -1,7 +1,7 @@
 //! Cursors: ordered navigation over one database, and iterators over ranges.
 
 use crate::db::Database;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::format::meta::DbRecord;
 use crate::pager::PageRead;
 use crate::position::Position;
@@ -30,6 +30,7 @@ use std::ops::{Bound, RangeBounds};
 /// ```
 pub struct Cursor<'t, T: Snapshot> {
     txn: &'t T,
+    db: Database,
     rec: DbRecord,
     pos: Position,
     /// The leaf under the position (plain databases): `next` steps along it
@@ -44,6 +45,7 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
     pub(crate) fn sibling(&self) -> Self {
         Cursor {
             txn: self.txn,
+            db: self.db,
             rec: self.rec,
             pos: Position::new(self.pos.kcmp, self.pos.dcmp),
             leaf: None,
@@ -57,6 +59,7 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
         Ok(Cursor {
             rec,
             txn,
+            db,
             pos: Position::new(k, d),
             leaf: None,
         })
@@ -94,6 +97,10 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
             }
         }
         let r = apply(&mut self.pos, self.txn, &self.rec, self.rec.flags, op);
+        let r = r.map_err(|e| {
+            let (name, key, val) = op.described();
+            self.txn.env().failed(e, name, self.db, key, val)
+        });
         self.leaf = None;
         if r.is_ok() && self.pos.dcmp.is_none() && !self.pos.unset() && !self.pos.just_deleted {
             let path = &self.pos.main.path;
@@ -304,7 +311,7 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// # use mdb::{Database, Env, Txn, WriteFlags};
+    /// # use mdb::{Database, Env, ErrorKind, Txn, WriteFlags};
     /// # let env = Env::open(dir.path())?;
     /// # let mut w = env.write_txn()?;
     /// # for k in [b"a", b"b", b"c"] { w.put(Database::MAIN, k, b"v", WriteFlags::EMPTY)?; }
@@ -312,7 +319,7 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
     /// use mdb::{Error, Misuse};
     /// let r = env.read_txn()?;
     /// let mut c = r.cursor(Database::MAIN)?;
-    /// assert_eq!(c.get_current(), Err(Error::Misuse(Misuse::UnpositionedCursor)));
+    /// assert_eq!(c.get_current().map_err(|e| e.kind()), Err(ErrorKind::Misuse(Misuse::UnpositionedCursor)));
     /// c.set(b"b")?;
     /// assert_eq!(c.get_current()?, Some((&b"b"[..], &b"v"[..])));
     /// # Ok::<(), mdb::Error>(())
@@ -731,6 +738,41 @@ pub enum CursorOp<'k> {
     PrevMultiple,
 }
 
+impl CursorOp<'_> {
+    /// What an error says was being done, and the sizes of the key and
+    /// value the operation was given.
+    fn described(&self) -> (&'static str, Option<usize>, Option<usize>) {
+        use CursorOp::*;
+        let (k, v) = match *self {
+            Set(k) | SetKey(k) | SetRange(k) => (Some(k.len()), None),
+            GetBoth(k, v) | GetBothRange(k, v) => (Some(k.len()), Some(v.len())),
+            _ => (None, None),
+        };
+        let name = match self {
+            First => "cursor first",
+            Last => "cursor last",
+            Next => "cursor next",
+            Prev => "cursor prev",
+            NextDup => "cursor next dup",
+            PrevDup => "cursor prev dup",
+            NextNodup => "cursor next nodup",
+            PrevNodup => "cursor prev nodup",
+            FirstDup => "cursor first dup",
+            LastDup => "cursor last dup",
+            GetCurrent => "cursor get current",
+            Set(_) => "cursor set",
+            SetKey(_) => "cursor set key",
+            SetRange(_) => "cursor set range",
+            GetBoth(_, _) => "cursor get both",
+            GetBothRange(_, _) => "cursor get both range",
+            GetMultiple => "cursor get multiple",
+            NextMultiple => "cursor next multiple",
+            PrevMultiple => "cursor prev multiple",
+        };
+        (name, k, v)
+    }
+}
+
 /// A cursor that owns its position instead of borrowing its transaction,
 /// for bindings (the C ABI) that mix several cursors with puts and deletes in
 /// one write transaction. Each call takes the transaction; after any other
@@ -929,7 +971,10 @@ impl CursorState {
                 }
             }
         }
-        self.get_general(txn, op)
+        self.get_general(txn, op).map_err(|e| {
+            let (name, key, val) = op.described();
+            txn.env().failed(e, name, self.db, key, val)
+        })
     }
 
     #[inline(never)]
@@ -1064,12 +1109,18 @@ fn apply<'t, T: Snapshot>(
     let fixed = dups && flags & crate::format::flags::DUPFIXED != 0;
     let need_pos = |p: &Position| {
         if p.unset() {
-            Err(Error::Misuse(crate::error::Misuse::UnpositionedCursor))
+            Err(Error::from(crate::error::Misuse::UnpositionedCursor))
         } else {
             Ok(())
         }
     };
-    let need = |ok: bool| if ok { Ok(()) } else { Err(Error::Incompatible) };
+    let need = |ok: bool| {
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::from(ErrorKind::Incompatible))
+        }
+    };
     Ok(match op {
         CursorOp::First => pos.first(txn, rec)?,
         CursorOp::Last => pos.last(txn, rec)?,
@@ -1151,10 +1202,10 @@ fn apply<'t, T: Snapshot>(
 /// `mdb_cursor_count`: values of the current key.
 fn count<T: Snapshot>(pos: &Position, txn: &T) -> Result<u64> {
     if pos.dcmp.is_none() {
-        return Err(Error::Incompatible);
+        return Err(ErrorKind::Incompatible.into());
     }
     if pos.unset() {
-        return Err(Error::Misuse(crate::error::Misuse::UnpositionedCursor));
+        return Err(ErrorKind::Misuse(crate::error::Misuse::UnpositionedCursor).into());
     }
     pos.count(txn)
 }

@@ -13,7 +13,7 @@
 ///
 /// ```
 /// # let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-/// use mdb::{DbFlags, EnvOptions, Error, Txn};
+/// use mdb::{DbFlags, EnvOptions, ErrorKind, Txn};
 /// let one = EnvOptions::new().max_dbs(1).open(a.path())?;
 /// let two = EnvOptions::new().max_dbs(1).open(b.path())?;
 /// let mut w = one.write_txn()?;
@@ -21,7 +21,7 @@
 /// w.commit()?;
 /// let mut w2 = two.write_txn()?;
 /// w2.create_db("t", DbFlags::EMPTY)?;
-/// assert_eq!(w2.get(db, b"k").err(), Some(Error::BadDbi));
+/// assert_eq!(w2.get(db, b"k").err().map(|e| e.kind()), Some(ErrorKind::BadDbi));
 /// # Ok::<(), mdb::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
@@ -98,7 +98,7 @@ impl Database {
     #[inline]
     pub(crate) fn check_env(self, env: u32) -> crate::error::Result<()> {
         if self.1 != 0 && self.1 != env {
-            return Err(crate::error::Error::BadDbi);
+            return Err(crate::error::ErrorKind::BadDbi.into());
         }
         Ok(())
     }

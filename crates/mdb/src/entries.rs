@@ -3,7 +3,7 @@
 
 use crate::cursor::Cursor;
 use crate::db::Database;
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::cmp::CmpFn;
 use crate::snapshot::Snapshot;
 use crate::tree::Item;
@@ -78,7 +78,7 @@ impl<'t, T: Snapshot> Entries<'t, T> {
         // (The database's own order: a user comparator or another flag
         // order makes byte prefixes meaningless.)
         if !e.kcmp.is_lexical() {
-            return Err(Error::Incompatible);
+            return Err(ErrorKind::Incompatible.into());
         }
         // The first key past every key with the prefix: the prefix with
         // its last byte below 0xff raised, what follows dropped.

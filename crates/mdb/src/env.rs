@@ -2,7 +2,7 @@
 
 use crate::checkpointer::{WalEnv, Worker};
 use crate::db::{Database, Stat};
-use crate::error::{Error, Misuse, Result};
+use crate::error::{DbLabel, Error, ErrorKind, Misuse, Result};
 pub(crate) use crate::format::meta::pick_meta;
 use crate::format::meta::{Meta, META_LEN};
 use crate::io::{CommitSink, DataFile, FaultInjector, FileSink, MapSink};
@@ -70,11 +70,11 @@ impl EnvFlags {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use mdb::{Env, EnvFlags, EnvOptions, Error};
+    /// use mdb::{Env, EnvFlags, EnvOptions, ErrorKind};
     /// drop(Env::open(dir.path())?); // create it
     /// let env = EnvOptions::new().flags(EnvFlags::READ_ONLY).open(dir.path())?;
     /// assert!(env.read_txn().is_ok());
-    /// assert_eq!(env.write_txn().err(), Some(Error::Os(libc::EACCES)));
+    /// assert_eq!(env.write_txn().err().map(|e| e.kind()), Some(ErrorKind::Os(libc::EACCES)));
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub const READ_ONLY: EnvFlags = EnvFlags(0x20000);
@@ -288,11 +288,11 @@ impl EnvOptions {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use mdb::{DbFlags, EnvOptions, Error};
+    /// use mdb::{DbFlags, EnvOptions, ErrorKind};
     /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
     /// let mut w = env.write_txn()?;
     /// w.create_db("one", DbFlags::EMPTY)?;
-    /// assert_eq!(w.create_db("two", DbFlags::EMPTY), Err(Error::DbsFull));
+    /// assert_eq!(w.create_db("two", DbFlags::EMPTY).map_err(|e| e.kind()), Err(ErrorKind::DbsFull));
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn max_dbs(&mut self, n: u32) -> &mut Self {
@@ -386,7 +386,7 @@ impl EnvOptions {
     /// let mut w = env.write_txn()?;
     /// let full = (0u32..20_000)
     ///     .try_for_each(|i| w.put(Database::MAIN, &i.to_be_bytes(), &[7; 100], WriteFlags::EMPTY));
-    /// assert_eq!(full, Err(mdb::Error::MapFull));
+    /// assert_eq!(full.map_err(|e| e.kind()), Err(mdb::ErrorKind::MapFull));
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn auto_grow(&mut self, on: bool) -> &mut Self {
@@ -476,6 +476,7 @@ impl EnvOptions {
     /// ```
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Env> {
         Env::open_with(self, path.as_ref())
+            .map_err(|e| e.during("open environment", || DbLabel::None, None, None))
     }
 }
 
@@ -573,7 +574,7 @@ fn reserve(
     let mut len = want;
     loop {
         match Map::new(file, len, writable, at) {
-            Err(Error::Os(libc::ENOMEM)) if len / 2 >= need && at.is_none() => {
+            Err(e) if e == ErrorKind::Os(libc::ENOMEM) && len / 2 >= need && at.is_none() => {
                 len = (len / 2).next_multiple_of(psize);
             }
             r => return r,
@@ -610,7 +611,7 @@ impl Env {
     fn open_with(o: &EnvOptions, path: &Path) -> Result<Env> {
         let mut flags = o.flags;
         if flags.0 & !EnvFlags::VALID != 0 || (flags.contains(EnvFlags::NO_LOCK) && !o.no_lock) {
-            return Err(Error::Misuse(Misuse::BadEnvFlags));
+            return Err(ErrorKind::Misuse(Misuse::BadEnvFlags).into());
         }
         if o.no_lock {
             flags = flags | EnvFlags::NO_LOCK;
@@ -624,7 +625,7 @@ impl Env {
             let md = std::fs::metadata(path);
             if let Ok(m) = md {
                 if m.is_dir() {
-                    return Err(Error::Os(libc::EISDIR));
+                    return Err(ErrorKind::Os(libc::EISDIR).into());
                 }
             }
             let mut l = path.as_os_str().to_owned();
@@ -633,7 +634,7 @@ impl Env {
         } else {
             let m = std::fs::metadata(path)?;
             if !m.is_dir() {
-                return Err(Error::Os(libc::ENOTDIR));
+                return Err(ErrorKind::Os(libc::ENOTDIR).into());
             }
             (path.join("data.mdb"), path.join("lock.mdb"))
         };
@@ -673,7 +674,7 @@ impl Env {
         let created = flen == 0;
         let mut meta = if flen == 0 {
             if rdonly {
-                return Err(Error::Os(libc::ENOENT));
+                return Err(ErrorKind::Os(libc::ENOENT).into());
             }
             let psize = page_size_os();
             let mapsize = match (o.map_size, o.auto_grow) {
@@ -694,7 +695,7 @@ impl Env {
             df.read_exact_at(&mut b1, m0.psize() as u64)?;
             let m1 = Meta::decode(&b1)?;
             if m1.psize() != m0.psize() {
-                return Err(Error::Invalid);
+                return Err(ErrorKind::Invalid.into());
             }
             pick_meta(Ok(m0), Ok(m1))?.1
         };
@@ -707,11 +708,11 @@ impl Env {
         let used = (meta.last_pgno as usize)
             .checked_add(1)
             .and_then(|n| n.checked_mul(psize))
-            .ok_or(Error::Invalid)?;
+            .ok_or(ErrorKind::Invalid)?;
         let round = |n: usize| {
             n.checked_next_multiple_of(psize)
                 .filter(|&m| m <= isize::MAX as usize)
-                .ok_or(Error::Os(libc::ENOMEM))
+                .ok_or(ErrorKind::Os(libc::ENOMEM))
         };
         let mapsize = round(mapsize.max(used))?;
         let writemap = flags.contains(EnvFlags::WRITE_MAP);
@@ -833,7 +834,7 @@ impl Env {
     pub fn checkpoint(&self) -> Result<u64> {
         match &self.wal {
             Some(w) => w.checkpoint(true),
-            None => Err(Error::Incompatible),
+            None => Err(ErrorKind::Incompatible.into()),
         }
     }
 
@@ -888,7 +889,7 @@ impl Env {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use mdb::{Env, EnvFlags, Error, Misuse};
+    /// use mdb::{Env, EnvFlags, ErrorKind, Misuse};
     /// let env = Env::open(dir.path())?;
     /// env.set_flags(EnvFlags::NO_SYNC, true)?;
     /// assert!(env.flags().contains(EnvFlags::NO_SYNC));
@@ -896,12 +897,12 @@ impl Env {
     /// env.set_flags(EnvFlags::NO_SYNC, false)?;
     /// env.sync(true)?;
     /// let fixed = env.set_flags(EnvFlags::READ_ONLY, true);
-    /// assert_eq!(fixed, Err(Error::Misuse(Misuse::BadEnvFlags)));
+    /// assert_eq!(fixed.map_err(|e| e.kind()), Err(ErrorKind::Misuse(Misuse::BadEnvFlags)));
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn set_flags(&self, f: EnvFlags, on: bool) -> Result<()> {
         if f.0 & !EnvFlags::CHANGEABLE != 0 {
-            return Err(Error::Misuse(Misuse::BadEnvFlags));
+            return Err(ErrorKind::Misuse(Misuse::BadEnvFlags).into());
         }
         if on {
             self.flags.fetch_or(f.0, Ordering::Relaxed);
@@ -936,12 +937,12 @@ impl Env {
         let used = (m.last_pgno as usize)
             .checked_add(1)
             .and_then(|n| n.checked_mul(self.psize))
-            .ok_or(Error::Os(libc::ENOMEM))?;
+            .ok_or(ErrorKind::Os(libc::ENOMEM))?;
         let len = want
             .max(used)
             .checked_next_multiple_of(self.psize)
             .filter(|&l| l <= isize::MAX as usize)
-            .ok_or(Error::Os(libc::ENOMEM))?;
+            .ok_or(ErrorKind::Os(libc::ENOMEM))?;
         let writemap = self.flags().contains(EnvFlags::WRITE_MAP);
         if writemap {
             self.file.extend_to(len as u64)?;
@@ -961,7 +962,7 @@ impl Env {
         }
         if fixed {
             // A fixed map cannot move; growing in place is not attempted.
-            return Err(Error::Misuse(Misuse::FixedMapResize));
+            return Err(ErrorKind::Misuse(Misuse::FixedMapResize).into());
         }
         self.maps
             .install(Map::new(&self.file.file, len, writemap, None)?);
@@ -983,14 +984,14 @@ impl Env {
             .checked_add(1)
             .and_then(|n| n.checked_mul(self.psize as u64))
             .filter(|&e| e <= isize::MAX as u64)
-            .ok_or(Error::MapResized)? as usize;
+            .ok_or(ErrorKind::MapResized)? as usize;
         let cur = self.map();
         if end <= cur.len() {
             return Ok(cur);
         }
         let fixed = self.flags().contains(EnvFlags::FIXED_MAP);
         if !self.auto_grows() || fixed {
-            return Err(Error::MapResized);
+            return Err(ErrorKind::MapResized.into());
         }
         let want = end
             .max(m.mapsize.min(isize::MAX as u64 / 2) as usize)
@@ -1075,7 +1076,7 @@ impl Env {
     /// generation covering them.
     pub(crate) fn writemap_room(&self, mapsize: u64, used: u64) -> Result<()> {
         self.file.extend_to(mapsize.max(used))?;
-        let len = usize::try_from(used).map_err(|_| Error::MapFull)?;
+        let len = usize::try_from(used).map_err(|_| ErrorKind::MapFull)?;
         self.maps.covering(&self.file.file, len, true)?;
         Ok(())
     }
@@ -1129,13 +1130,13 @@ impl Env {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use mdb::{Database, Env, Error, WriteFlags};
+    /// use mdb::{Database, Env, ErrorKind, WriteFlags};
     /// let env = Env::open(dir.path())?;
     /// let mut w = env.write_txn()?;
     /// let key = vec![b'k'; env.max_key_size()];
     /// w.put(Database::MAIN, &key, b"v", WriteFlags::EMPTY)?;
     /// let longer = vec![b'k'; env.max_key_size() + 1];
-    /// assert_eq!(w.put(Database::MAIN, &longer, b"v", WriteFlags::EMPTY), Err(Error::BadValSize));
+    /// assert_eq!(w.put(Database::MAIN, &longer, b"v", WriteFlags::EMPTY).map_err(|e| e.kind()), Err(ErrorKind::BadValSize));
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn max_key_size(&self) -> usize {
@@ -1205,7 +1206,7 @@ impl Env {
         self.map().copy_out(n * self.psize, &mut copy)?;
         let m = Meta::fields(&copy);
         if m.psize() as usize != self.psize || m.last_pgno < 1 {
-            return Err(Error::Invalid);
+            return Err(ErrorKind::Invalid.into());
         }
         Ok(m)
     }
@@ -1274,7 +1275,7 @@ impl Env {
     pub fn sync(&self, force: bool) -> Result<()> {
         let f = self.flags();
         if f.contains(EnvFlags::READ_ONLY) {
-            return Err(Error::Os(libc::EACCES));
+            return Err(ErrorKind::Os(libc::EACCES).into());
         }
         if let Some(w) = &self.wal {
             // Commits of relaxed durability become durable (and visible to
@@ -1483,7 +1484,7 @@ impl Env {
         let info = t
             .get_mut(db.0 as usize)
             .filter(|_| db.0 >= 1)
-            .ok_or(Error::Misuse(Misuse::UnknownHandle))?;
+            .ok_or(ErrorKind::Misuse(Misuse::UnknownHandle))?;
         if cmp.is_some() {
             info.cmp = cmp;
         }
@@ -1495,11 +1496,37 @@ impl Env {
     }
 
     /// Flags of an open database handle (from the registry).
+    /// `e`, saying that `op` on `db`, given a key and a value of these
+    /// sizes, is what failed.
+    #[cold]
+    pub(crate) fn failed(
+        &self,
+        e: Error,
+        op: &'static str,
+        db: Database,
+        key: Option<usize>,
+        val: Option<usize>,
+    ) -> Error {
+        e.during(op, || self.db_label(db), key, val)
+    }
+
+    /// How an error names database `db`.
+    fn db_label(&self, db: Database) -> DbLabel {
+        match db.0 {
+            0 => DbLabel::Free,
+            1 => DbLabel::Main,
+            _ => match self.dbis.read().unwrap().get(db.0 as usize) {
+                Some(DbiInfo { name: Some(n), .. }) => DbLabel::Named(n.clone()),
+                _ => DbLabel::Handle(db.0),
+            },
+        }
+    }
+
     pub(crate) fn dbi_info(&self, db: Database) -> Result<DbiInfo> {
         let t = self.dbis.read().unwrap();
         t.get(db.0 as usize)
             .cloned()
-            .ok_or(Error::Misuse(Misuse::UnknownHandle))
+            .ok_or(Misuse::UnknownHandle.into())
     }
 
     /// Find or register the handle for a named database, opened by the write
@@ -1534,7 +1561,7 @@ impl Env {
             return Ok(Database((i + 2) as u32, self.tag()));
         }
         if t.len() >= 2 + self.max_dbs as usize {
-            return Err(Error::DbsFull);
+            return Err(ErrorKind::DbsFull.into());
         }
         t.push(info);
         Ok(Database((t.len() - 1) as u32, self.tag()))
@@ -1638,7 +1665,7 @@ fn open_wal(
     if !dir.is_dir() {
         if marked {
             // The log this file waits for is gone.
-            return Err(Error::VersionMismatch);
+            return Err(ErrorKind::VersionMismatch.into());
         }
         if o.wal.is_none() {
             return Ok(None);
@@ -1652,7 +1679,7 @@ fn open_wal(
                 .write(true)
                 .custom_flags(libc::O_CLOEXEC)
                 .open(data_path)
-                .map_err(|_| Error::VersionMismatch)?;
+                .map_err(|_| ErrorKind::VersionMismatch)?;
             let own = DataFile::new(file, None, o.fault.clone());
             let w = Wal::open(&dir, replay_options(), o.fault.clone())?;
             roll_forward(&w, &own, true)?;

@@ -2,6 +2,9 @@
 //!
 //! Every failure maps to an LMDB 0.9 code (`MDB_NOTFOUND`, `MDB_MAP_FULL`...)
 //! or to an OS `errno`, so the C ABI can hand back exactly what LMDB would.
+//! [`Error`] is that [`ErrorKind`] plus, for a failed record or database
+//! operation, what was being done (operation, database, key and value
+//! sizes), for Rust callers and their logs.
 
 use std::fmt;
 
@@ -9,8 +12,8 @@ use std::fmt;
 ///
 /// ```
 /// use mdb::error::code;
-/// assert_eq!(mdb::Error::NotFound.code(), code::NOTFOUND);
-/// assert_eq!(mdb::Error::from_code(code::MAP_FULL), mdb::Error::MapFull);
+/// assert_eq!(mdb::ErrorKind::NotFound.code(), code::NOTFOUND);
+/// assert_eq!(mdb::ErrorKind::from_code(code::MAP_FULL), mdb::ErrorKind::MapFull);
 /// ```
 pub mod code {
     /// Key/data pair already exists.
@@ -55,26 +58,26 @@ pub mod code {
     pub const BAD_DBI: i32 = -30780;
 }
 
-/// An engine error: an LMDB code or an OS error number.
+/// What failed: an LMDB code, an OS error number or a misuse of the API.
 ///
-/// Match on it to tell expected outcomes (a key already there) from
-/// failures; it prints as `mdb_strerror` does.
+/// [`Error::kind`] gives it; match on it to tell expected outcomes (a key
+/// already there) from failures. It prints as `mdb_strerror` does.
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
-/// use mdb::{Database, Env, Error, WriteFlags};
+/// use mdb::{Database, Env, ErrorKind, WriteFlags};
 /// let env = Env::open(dir.path())?;
 /// let mut w = env.write_txn()?;
 /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
 /// match w.put(Database::MAIN, b"k", b"w", WriteFlags::NO_OVERWRITE) {
-///     Err(Error::KeyExist) => {} // kept the old value
+///     Err(e) if e.kind() == ErrorKind::KeyExist => {} // kept the old value
 ///     other => panic!("{other:?}"),
 /// }
-/// assert_eq!(Error::KeyExist.to_string(), "MDB_KEYEXIST: Key/data pair already exists");
+/// assert_eq!(ErrorKind::KeyExist.to_string(), "MDB_KEYEXIST: Key/data pair already exists");
 /// # Ok::<(), mdb::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Error {
+pub enum ErrorKind {
     /// `MDB_KEYEXIST`: the key (or key/value pair) already exists.
     KeyExist,
     /// `MDB_NOTFOUND`: no matching key/data pair (or named database) found.
@@ -116,20 +119,79 @@ pub enum Error {
     /// An operating-system error number (`errno`), e.g. `EINVAL`, `ENOSPC`.
     Os(i32),
     /// A call the engine refused as a misuse of the API: what LMDB reports
-    /// as `EINVAL` (its [`Error::code`]), saying which.
+    /// as `EINVAL` (its [`ErrorKind::code`]), saying which.
     Misuse(Misuse),
 }
 
-/// The misuses [`Error::Misuse`] names.
+/// An engine error: what failed ([`Error::kind`], an LMDB code for the C
+/// ABI) and, for failures of a record or database operation, what was
+/// being done: the operation, the database and the sizes of the key and
+/// value ([`Error::operation`], [`Error::database`], [`Error::key_len`],
+/// [`Error::value_len`]).
+///
+/// The two outcomes a caller tests for in loops, [`ErrorKind::KeyExist`]
+/// and [`ErrorKind::NotFound`], carry no context: they cost no allocation.
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
-/// use mdb::{Database, Env, Error, Misuse, WriteFlags};
+/// use mdb::{DbFlags, EnvOptions, ErrorKind, WriteFlags};
+/// let env = EnvOptions::new().max_dbs(2).open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let users = w.create_db("users", DbFlags::EMPTY)?;
+/// let e = w.put(users, &[7; 600], b"v", WriteFlags::EMPTY).unwrap_err();
+/// assert_eq!(e.kind(), ErrorKind::BadValSize);
+/// assert_eq!(e.operation(), Some("put"));
+/// assert_eq!(e.database(), Some(&b"users"[..]));
+/// assert_eq!(e.key_len(), Some(600));
+/// assert_eq!(
+///     e.to_string(),
+///     "MDB_BAD_VALSIZE: Unsupported size of key/DB name/data, or wrong DUPFIXED size \
+///      (put into database \"users\", key of 600 bytes, value of 1 byte)"
+/// );
+/// assert_eq!(e.code(), mdb::error::code::BAD_VALSIZE); // what the C ABI returns
+/// # Ok::<(), mdb::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Error {
+    kind: ErrorKind,
+    // Boxed: the common errors stay two words, and only failures pay.
+    context: Option<Box<Context>>,
+}
+
+/// What an operation that failed was doing.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Context {
+    op: &'static str,
+    db: DbLabel,
+    key_len: Option<usize>,
+    value_len: Option<usize>,
+}
+
+/// The database an operation named, as the error reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum DbLabel {
+    /// No database (an environment or transaction operation).
+    None,
+    /// The unnamed main database.
+    Main,
+    /// The free-page database.
+    Free,
+    /// A named database.
+    Named(Vec<u8>),
+    /// A handle that names no open database.
+    Handle(u32),
+}
+
+/// The misuses [`ErrorKind::Misuse`] names.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{Database, Env, ErrorKind, Misuse, WriteFlags};
 /// let env = Env::open(dir.path())?;
 /// let mut w = env.write_txn()?;
-/// let r = w.put(Database::FREE, b"k", b"v", WriteFlags::EMPTY);
-/// assert_eq!(r, Err(Error::Misuse(Misuse::FreeDbWrite)));
-/// assert_eq!(r.unwrap_err().code(), libc::EINVAL); // what LMDB returns
+/// let e = w.put(Database::FREE, b"k", b"v", WriteFlags::EMPTY).unwrap_err();
+/// assert_eq!(e.kind(), ErrorKind::Misuse(Misuse::FreeDbWrite));
+/// assert_eq!(e.code(), libc::EINVAL); // what LMDB returns
 /// # Ok::<(), mdb::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -187,88 +249,254 @@ impl Misuse {
 /// ```
 pub type Result<T> = std::result::Result<T, Error>;
 
-impl Error {
+impl ErrorKind {
     /// The numeric code LMDB would return for this error.
     ///
     /// ```
-    /// use mdb::Error;
-    /// assert_eq!(Error::NotFound.code(), -30798); // MDB_NOTFOUND
-    /// assert_eq!(Error::Os(libc::ENOSPC).code(), libc::ENOSPC);
+    /// use mdb::ErrorKind;
+    /// assert_eq!(ErrorKind::NotFound.code(), -30798); // MDB_NOTFOUND
+    /// assert_eq!(ErrorKind::Os(libc::ENOSPC).code(), libc::ENOSPC);
     /// ```
     pub fn code(self) -> i32 {
         use code::*;
         match self {
-            Error::KeyExist => KEYEXIST,
-            Error::NotFound => NOTFOUND,
-            Error::PageNotFound => PAGE_NOTFOUND,
-            Error::Corrupted => CORRUPTED,
-            Error::Panic => PANIC,
-            Error::VersionMismatch => VERSION_MISMATCH,
-            Error::Invalid => INVALID,
-            Error::MapFull => MAP_FULL,
-            Error::DbsFull => DBS_FULL,
-            Error::ReadersFull => READERS_FULL,
-            Error::TxnFull => TXN_FULL,
-            Error::CursorFull => CURSOR_FULL,
-            Error::PageFull => PAGE_FULL,
-            Error::MapResized => MAP_RESIZED,
-            Error::Incompatible => INCOMPATIBLE,
-            Error::BadRslot => BAD_RSLOT,
-            Error::BadTxn => BAD_TXN,
-            Error::BadValSize => BAD_VALSIZE,
-            Error::BadDbi => BAD_DBI,
-            Error::Os(e) => e,
-            Error::Misuse(_) => libc::EINVAL,
+            ErrorKind::KeyExist => KEYEXIST,
+            ErrorKind::NotFound => NOTFOUND,
+            ErrorKind::PageNotFound => PAGE_NOTFOUND,
+            ErrorKind::Corrupted => CORRUPTED,
+            ErrorKind::Panic => PANIC,
+            ErrorKind::VersionMismatch => VERSION_MISMATCH,
+            ErrorKind::Invalid => INVALID,
+            ErrorKind::MapFull => MAP_FULL,
+            ErrorKind::DbsFull => DBS_FULL,
+            ErrorKind::ReadersFull => READERS_FULL,
+            ErrorKind::TxnFull => TXN_FULL,
+            ErrorKind::CursorFull => CURSOR_FULL,
+            ErrorKind::PageFull => PAGE_FULL,
+            ErrorKind::MapResized => MAP_RESIZED,
+            ErrorKind::Incompatible => INCOMPATIBLE,
+            ErrorKind::BadRslot => BAD_RSLOT,
+            ErrorKind::BadTxn => BAD_TXN,
+            ErrorKind::BadValSize => BAD_VALSIZE,
+            ErrorKind::BadDbi => BAD_DBI,
+            ErrorKind::Os(e) => e,
+            ErrorKind::Misuse(_) => libc::EINVAL,
         }
     }
 
-    /// Build an error from an LMDB code or errno (inverse of [`Error::code`]).
+    /// Build an error from an LMDB code or errno (inverse of [`ErrorKind::code`]).
     ///
     /// ```
-    /// use mdb::Error;
-    /// assert_eq!(Error::from_code(-30799), Error::KeyExist);
-    /// assert_eq!(Error::from_code(libc::EACCES), Error::Os(libc::EACCES));
+    /// use mdb::ErrorKind;
+    /// assert_eq!(ErrorKind::from_code(-30799), ErrorKind::KeyExist);
+    /// assert_eq!(ErrorKind::from_code(libc::EACCES), ErrorKind::Os(libc::EACCES));
     /// ```
-    pub fn from_code(c: i32) -> Error {
+    pub fn from_code(c: i32) -> ErrorKind {
         use code::*;
         match c {
-            KEYEXIST => Error::KeyExist,
-            NOTFOUND => Error::NotFound,
-            PAGE_NOTFOUND => Error::PageNotFound,
-            CORRUPTED => Error::Corrupted,
-            PANIC => Error::Panic,
-            VERSION_MISMATCH => Error::VersionMismatch,
-            INVALID => Error::Invalid,
-            MAP_FULL => Error::MapFull,
-            DBS_FULL => Error::DbsFull,
-            READERS_FULL => Error::ReadersFull,
-            TXN_FULL => Error::TxnFull,
-            CURSOR_FULL => Error::CursorFull,
-            PAGE_FULL => Error::PageFull,
-            MAP_RESIZED => Error::MapResized,
-            INCOMPATIBLE => Error::Incompatible,
-            BAD_RSLOT => Error::BadRslot,
-            BAD_TXN => Error::BadTxn,
-            BAD_VALSIZE => Error::BadValSize,
-            BAD_DBI => Error::BadDbi,
-            e => Error::Os(e),
+            KEYEXIST => ErrorKind::KeyExist,
+            NOTFOUND => ErrorKind::NotFound,
+            PAGE_NOTFOUND => ErrorKind::PageNotFound,
+            CORRUPTED => ErrorKind::Corrupted,
+            PANIC => ErrorKind::Panic,
+            VERSION_MISMATCH => ErrorKind::VersionMismatch,
+            INVALID => ErrorKind::Invalid,
+            MAP_FULL => ErrorKind::MapFull,
+            DBS_FULL => ErrorKind::DbsFull,
+            READERS_FULL => ErrorKind::ReadersFull,
+            TXN_FULL => ErrorKind::TxnFull,
+            CURSOR_FULL => ErrorKind::CursorFull,
+            PAGE_FULL => ErrorKind::PageFull,
+            MAP_RESIZED => ErrorKind::MapResized,
+            INCOMPATIBLE => ErrorKind::Incompatible,
+            BAD_RSLOT => ErrorKind::BadRslot,
+            BAD_TXN => ErrorKind::BadTxn,
+            BAD_VALSIZE => ErrorKind::BadValSize,
+            BAD_DBI => ErrorKind::BadDbi,
+            e => ErrorKind::Os(e),
         }
     }
 
-    /// The last OS error (`errno`) as an [`Error`], for code that calls
+    /// The last OS error (`errno`) as an [`ErrorKind`], for code that calls
     /// `libc` itself.
     ///
     /// ```
     /// // close(-1) fails with EBADF.
     /// assert_eq!(unsafe { libc::close(-1) }, -1);
-    /// assert_eq!(mdb::Error::last_os(), mdb::Error::Os(libc::EBADF));
+    /// assert_eq!(mdb::ErrorKind::last_os(), mdb::ErrorKind::Os(libc::EBADF));
     /// ```
-    pub fn last_os() -> Error {
-        Error::Os(
+    pub fn last_os() -> ErrorKind {
+        ErrorKind::Os(
             std::io::Error::last_os_error()
                 .raw_os_error()
                 .unwrap_or(libc::EIO),
         )
+    }
+}
+
+impl Error {
+    /// What failed.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, ErrorKind, Misuse, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let e = w.put(Database::FREE, b"k", b"v", WriteFlags::EMPTY).unwrap_err();
+    /// assert_eq!(e.kind(), ErrorKind::Misuse(Misuse::FreeDbWrite));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    #[inline]
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The numeric code LMDB would return for this error (the C ABI's).
+    ///
+    /// ```
+    /// use mdb::{Error, ErrorKind};
+    /// assert_eq!(Error::from(ErrorKind::NotFound).code(), -30798); // MDB_NOTFOUND
+    /// ```
+    pub fn code(&self) -> i32 {
+        self.kind.code()
+    }
+
+    /// Build an error from an LMDB code or errno (inverse of [`Error::code`]).
+    ///
+    /// ```
+    /// use mdb::{Error, ErrorKind};
+    /// assert_eq!(Error::from_code(-30799).kind(), ErrorKind::KeyExist);
+    /// ```
+    pub fn from_code(c: i32) -> Error {
+        ErrorKind::from_code(c).into()
+    }
+
+    /// The last OS error (`errno`), for code that calls `libc` itself.
+    ///
+    /// ```
+    /// // close(-1) fails with EBADF.
+    /// assert_eq!(unsafe { libc::close(-1) }, -1);
+    /// assert_eq!(mdb::Error::last_os().kind(), mdb::ErrorKind::Os(libc::EBADF));
+    /// ```
+    pub fn last_os() -> Error {
+        ErrorKind::last_os().into()
+    }
+
+    /// The operation that failed (`"put"`, `"get"`, `"del"`, `"commit"`,
+    /// `"open database"`...), when the error came from one that records it.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, ErrorKind, Misuse, Txn};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let db = w.create_db("new", DbFlags::EMPTY)?;
+    /// let r = env.read_txn()?;
+    /// let e = r.get(db, b"k").unwrap_err(); // the handle is not committed yet
+    /// assert_eq!(e.kind(), ErrorKind::Misuse(Misuse::UncommittedHandle));
+    /// assert_eq!(e.operation(), Some("get"));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn operation(&self) -> Option<&'static str> {
+        self.context.as_ref().map(|c| c.op)
+    }
+
+    /// The name of the named database the failed operation used (`None`
+    /// for the main database, or when no database was involved).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, Txn};
+    /// let env = EnvOptions::new().max_dbs(2).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let db = w.create_db("ids", DbFlags::EMPTY)?;
+    /// let e = w.del(db, b"").unwrap_err(); // empty key
+    /// assert_eq!(e.database(), Some(&b"ids"[..]));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn database(&self) -> Option<&[u8]> {
+        match self.context.as_deref().map(|c| &c.db) {
+            Some(DbLabel::Named(n)) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The length of the key the failed operation was given.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let e = w.put(Database::MAIN, &[0; 512], b"v", WriteFlags::EMPTY).unwrap_err();
+    /// assert_eq!(e.key_len(), Some(512));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn key_len(&self) -> Option<usize> {
+        self.context.as_ref().and_then(|c| c.key_len)
+    }
+
+    /// The length of the value the failed operation was given.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{DbFlags, EnvOptions, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(2).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let tags = w.create_db("tags", DbFlags::DUP_SORT)?;
+    /// let e = w.put(tags, b"k", &[0; 600], WriteFlags::EMPTY).unwrap_err();
+    /// assert_eq!(e.value_len(), Some(600)); // too long for a sorted duplicate
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn value_len(&self) -> Option<usize> {
+        self.context.as_ref().and_then(|c| c.value_len)
+    }
+
+    /// Record what the failing operation was doing, unless the error is an
+    /// expected outcome (`KeyExist`, `NotFound`). An operation the caller
+    /// called replaces what one it called in turn recorded (a cursor put
+    /// that failed in a put is reported as the cursor put).
+    #[cold]
+    pub(crate) fn during(
+        mut self,
+        op: &'static str,
+        db: impl FnOnce() -> DbLabel,
+        key_len: Option<usize>,
+        value_len: Option<usize>,
+    ) -> Error {
+        if !matches!(self.kind, ErrorKind::KeyExist | ErrorKind::NotFound) {
+            self.context = Some(Box::new(Context {
+                op,
+                db: db(),
+                key_len,
+                value_len,
+            }));
+        }
+        self
+    }
+}
+
+impl From<ErrorKind> for Error {
+    #[inline]
+    fn from(kind: ErrorKind) -> Error {
+        Error {
+            kind,
+            context: None,
+        }
+    }
+}
+
+impl From<Misuse> for Error {
+    fn from(m: Misuse) -> Error {
+        ErrorKind::Misuse(m).into()
+    }
+}
+
+/// An error compares equal to its kind, whatever its context:
+/// `assert_eq!(e, ErrorKind::NotFound)`.
+impl PartialEq<ErrorKind> for Error {
+    fn eq(&self, k: &ErrorKind) -> bool {
+        self.kind == *k
     }
 }
 
@@ -331,12 +559,44 @@ impl BareStrerror for std::io::Error {
     }
 }
 
-impl fmt::Display for Error {
+impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Misuse(m) => write!(f, "{}: {}", strerror(libc::EINVAL), m.text()),
+            ErrorKind::Misuse(m) => write!(f, "{}: {}", strerror(libc::EINVAL), m.text()),
             e => f.write_str(&strerror(e.code())),
         }
+    }
+}
+
+/// The kind's text, then what was being done: `MDB_MAP_FULL: ... (put into
+/// database "users", key of 16 bytes, value of 100 bytes)`.
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.kind)?;
+        let Some(c) = &self.context else {
+            return Ok(());
+        };
+        let prep = if c.op.starts_with("put") {
+            "into"
+        } else {
+            "on"
+        };
+        write!(f, " ({}", c.op)?;
+        match &c.db {
+            DbLabel::None => {}
+            DbLabel::Main => write!(f, " {prep} the main database")?,
+            DbLabel::Free => write!(f, " {prep} the free-page database")?,
+            DbLabel::Named(n) => write!(f, " {prep} database {:?}", String::from_utf8_lossy(n))?,
+            DbLabel::Handle(h) => write!(f, " {prep} database handle {h}")?,
+        }
+        let bytes = |n: usize| if n == 1 { "byte" } else { "bytes" };
+        if let Some(k) = c.key_len {
+            write!(f, ", key of {k} {}", bytes(k))?;
+        }
+        if let Some(v) = c.value_len {
+            write!(f, ", value of {v} {}", bytes(v))?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -344,13 +604,43 @@ impl std::error::Error for Error {}
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
-        Error::Os(e.raw_os_error().unwrap_or(libc::EIO))
+        ErrorKind::Os(e.raw_os_error().unwrap_or(libc::EIO)).into()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_is_recorded_once_and_never_on_outcomes() {
+        let label = || DbLabel::Named(b"users".to_vec());
+        let e = Error::from(ErrorKind::MapFull).during("put", label, Some(16), Some(100));
+        let outer = e
+            .clone()
+            .during("cursor put", || DbLabel::Main, Some(2), None);
+        assert_eq!(
+            outer.operation(),
+            Some("cursor put"),
+            "the outermost one wins"
+        );
+        assert_eq!((outer.database(), outer.value_len()), (None, None));
+        assert_eq!(
+            e.to_string(),
+            "MDB_MAP_FULL: Environment mapsize limit reached \
+             (put into database \"users\", key of 16 bytes, value of 100 bytes)"
+        );
+        let main = Error::from(ErrorKind::BadTxn).during("del", || DbLabel::Main, Some(1), None);
+        assert!(main
+            .to_string()
+            .ends_with("(del on the main database, key of 1 byte)"));
+        assert_eq!(main.database(), None);
+        for k in [ErrorKind::KeyExist, ErrorKind::NotFound] {
+            let e = Error::from(k).during("put", label, Some(1), Some(1));
+            assert_eq!(e.operation(), None);
+            assert_eq!(e.to_string(), k.to_string());
+        }
+    }
 
     #[test]
     fn codes_round_trip() {
@@ -360,7 +650,7 @@ mod tests {
             }
             assert_eq!(Error::from_code(c).code(), c);
         }
-        assert_eq!(Error::from_code(libc::ENOSPC), Error::Os(libc::ENOSPC));
+        assert_eq!(Error::from_code(libc::ENOSPC), ErrorKind::Os(libc::ENOSPC));
     }
 
     #[test]
@@ -369,7 +659,7 @@ mod tests {
         assert_eq!(strerror(2), "No such file or directory");
         assert_eq!(strerror(-1), "Invalid error code");
         assert_eq!(
-            Error::NotFound.to_string(),
+            Error::from(ErrorKind::NotFound).to_string(),
             "MDB_NOTFOUND: No matching key/data pair found"
         );
     }

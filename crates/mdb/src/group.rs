@@ -21,7 +21,7 @@
 //! is published. A writer that finds the mutex newly taken (`Entry::fresh`)
 //! reconciles the log with what other processes did meanwhile.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::format::meta::{Meta, META_WRITE_LEN};
 use crate::io::DataFile;
 use crate::lock::LockFile;
@@ -156,16 +156,16 @@ impl Group {
         let sh = &*self.shared;
         let mut g = sh.state();
         if g.owner == Some(me) {
-            return Err(Error::BadTxn);
+            return Err(ErrorKind::BadTxn.into());
         }
         g.waiting += 1;
         while g.owner.is_some() {
             g = sh.wait(&sh.token_cv, g);
         }
         g.waiting -= 1;
-        if let Some(e) = g.failed {
+        if let Some(e) = &g.failed {
             sh.token_cv.notify_one();
-            return Err(e);
+            return Err(e.clone());
         }
         g.owner = Some(me);
         g.entries += 1;
@@ -249,8 +249,8 @@ impl Group {
                 // Published (a failure leaves the commits it lost pending).
                 return Ok(());
             }
-            if let Some(e) = g.failed {
-                return Err(e);
+            if let Some(e) = &g.failed {
+                return Err(e.clone());
             }
             if g.syncing {
                 g.durable_waiters += 1;

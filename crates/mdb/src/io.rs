@@ -8,7 +8,7 @@
 //! writes), whichever way they reach the file, and a write-ahead log can
 //! later take this seam over.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::mmap::Map;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -144,7 +144,7 @@ impl DataFile {
         let mut done = 0;
         while done < buf.len() {
             match self.file.read_at(&mut buf[done..], offset + done as u64) {
-                Ok(0) => return Err(Error::Invalid),
+                Ok(0) => return Err(ErrorKind::Invalid.into()),
                 Ok(n) => done += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e.into()),
@@ -180,7 +180,7 @@ impl DataFile {
         let total: usize = group.iter().map(|r| r.1.len()).sum();
         match self.ask(IoOp::WritePages { offset, len: total }) {
             IoAction::Proceed => {}
-            IoAction::Fail(e) => return Err(Error::Os(e)),
+            IoAction::Fail(e) => return Err(ErrorKind::Os(e).into()),
             IoAction::Tear(n) => {
                 let mut left = n.min(total);
                 let mut off = offset;
@@ -190,7 +190,7 @@ impl DataFile {
                     off += k as u64;
                     left -= k;
                 }
-                return Err(Error::Os(libc::EIO));
+                return Err(ErrorKind::Os(libc::EIO).into());
             }
         }
         if group.len() == 1 {
@@ -236,8 +236,8 @@ impl DataFile {
     pub(crate) fn sync_data(&self) -> Result<()> {
         match self.ask(IoOp::SyncData) {
             IoAction::Proceed => Ok(self.file.sync_data()?),
-            IoAction::Fail(e) => Err(Error::Os(e)),
-            IoAction::Tear(_) => Err(Error::Os(libc::EIO)),
+            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
+            IoAction::Tear(_) => Err(ErrorKind::Os(libc::EIO).into()),
         }
     }
 
@@ -252,10 +252,10 @@ impl DataFile {
             len: bytes.len(),
         }) {
             IoAction::Proceed => Ok(f.write_all_at(bytes, offset)?),
-            IoAction::Fail(e) => Err(Error::Os(e)),
+            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
             IoAction::Tear(n) => {
                 f.write_all_at(&bytes[..n.min(bytes.len())], offset)?;
-                Err(Error::Os(libc::EIO))
+                Err(ErrorKind::Os(libc::EIO).into())
             }
         }
     }
@@ -267,8 +267,8 @@ impl DataFile {
         }
         match self.ask(IoOp::Truncate { len }) {
             IoAction::Proceed => Ok(self.file.set_len(len)?),
-            IoAction::Fail(e) => Err(Error::Os(e)),
-            IoAction::Tear(_) => Err(Error::Os(libc::EIO)),
+            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
+            IoAction::Tear(_) => Err(ErrorKind::Os(libc::EIO).into()),
         }
     }
 
@@ -279,8 +279,8 @@ impl DataFile {
         }
         match self.ask(IoOp::Extend { len }) {
             IoAction::Proceed => Ok(self.file.set_len(len)?),
-            IoAction::Fail(e) => Err(Error::Os(e)),
-            IoAction::Tear(_) => Err(Error::Os(libc::EIO)),
+            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
+            IoAction::Tear(_) => Err(ErrorKind::Os(libc::EIO).into()),
         }
     }
 
@@ -310,21 +310,21 @@ impl DataFile {
     pub(crate) fn sync_mapped(&self, map: &Map, off: usize, len: usize, sync: bool) -> Result<()> {
         match self.ask(IoOp::SyncData) {
             IoAction::Proceed => map.sync(off, len, sync),
-            IoAction::Fail(e) => Err(Error::Os(e)),
-            IoAction::Tear(_) => Err(Error::Os(libc::EIO)),
+            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
+            IoAction::Tear(_) => Err(ErrorKind::Os(libc::EIO).into()),
         }
     }
 }
 
 /// Carry out a map write as the fault injector decided.
 fn map_write(act: IoAction, map: &Map, offset: u64, b: &[u8]) -> Result<()> {
-    let off = usize::try_from(offset).map_err(|_| Error::Os(libc::EINVAL))?;
+    let off = usize::try_from(offset).map_err(|_| ErrorKind::Os(libc::EINVAL))?;
     match act {
         IoAction::Proceed => map.write(off, b),
-        IoAction::Fail(e) => Err(Error::Os(e)),
+        IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
         IoAction::Tear(n) => {
             map.write(off, &b[..n.min(b.len())])?;
-            Err(Error::Os(libc::EIO))
+            Err(ErrorKind::Os(libc::EIO).into())
         }
     }
 }

@@ -12,6 +12,21 @@
 //! assert_eq!(r.get(Database::MAIN, b"hello")?, Some(&b"world"[..]));
 //! # Ok::<(), mdb::Error>(())
 //! ```
+//!
+//! Every fallible call returns an [`Error`] whose [`Error::kind`] is what
+//! LMDB would have returned ([`ErrorKind`]); a failed operation also says
+//! what it was doing, and prints it:
+//!
+//! ```
+//! # let dir = tempfile::tempdir().unwrap();
+//! use mdb::{Database, Env, ErrorKind, WriteFlags};
+//! let env = Env::open(dir.path())?;
+//! let mut w = env.write_txn()?;
+//! let e = w.put(Database::MAIN, b"", b"v", WriteFlags::EMPTY).unwrap_err();
+//! assert_eq!(e.kind(), ErrorKind::BadValSize);
+//! assert!(e.to_string().ends_with("(put into the main database, key of 0 bytes, value of 1 byte)"));
+//! # Ok::<(), mdb::Error>(())
+//! ```
 #![deny(missing_docs)]
 
 mod backup;
@@ -72,7 +87,7 @@ pub use env::{
     Env, EnvFlags, EnvInfo, EnvOptions, DEFAULT_CEILING, DEFAULT_MAPSIZE, DEFAULT_TXN_MEMORY,
     MAX_KEY_SIZE,
 };
-pub use error::{Error, Misuse, Result};
+pub use error::{Error, ErrorKind, Misuse, Result};
 pub use format::cmp::{CCmp, CVal, CmpFn, RustCmp};
 pub use format::flags::DbFlags;
 /// Former paths of the format modules (with the `unstable` feature).

@@ -33,7 +33,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// Lock file magic number.
 const MAGIC: u32 = 0xBEEF_C0DE;
@@ -213,7 +213,7 @@ fn init_mutex(m: *mut libc::pthread_mutex_t) -> Result<()> {
         let mut attr: libc::pthread_mutexattr_t = std::mem::zeroed();
         let mut rc = libc::pthread_mutexattr_init(&mut attr);
         if rc != 0 {
-            return Err(Error::Os(rc));
+            return Err(ErrorKind::Os(rc).into());
         }
         rc = libc::pthread_mutexattr_setpshared(&mut attr, libc::PTHREAD_PROCESS_SHARED);
         if rc == 0 {
@@ -224,7 +224,7 @@ fn init_mutex(m: *mut libc::pthread_mutex_t) -> Result<()> {
         }
         libc::pthread_mutexattr_destroy(&mut attr);
         if rc != 0 {
-            return Err(Error::Os(rc));
+            return Err(ErrorKind::Os(rc).into());
         }
     }
     Ok(())
@@ -369,10 +369,10 @@ impl LockFile {
         let first = match byte_lock(fd, libc::F_SETLK, libc::F_WRLCK, 0) {
             Ok(_) => true,
             Err(e) if e == libc::EAGAIN || e == libc::EACCES => {
-                byte_lock(fd, libc::F_SETLKW, libc::F_RDLCK, 0).map_err(Error::Os)?;
+                byte_lock(fd, libc::F_SETLKW, libc::F_RDLCK, 0).map_err(ErrorKind::Os)?;
                 false
             }
-            Err(e) => return Err(Error::Os(e)),
+            Err(e) => return Err(ErrorKind::Os(e).into()),
         };
         let (len, max_readers) = if first {
             let len = HEADER + SLOT_SIZE * max_readers as usize;
@@ -381,7 +381,7 @@ impl LockFile {
         } else {
             let flen = file.metadata()?.len();
             if flen < HEADER as u64 || flen > isize::MAX as u64 {
-                return Err(Error::Invalid);
+                return Err(ErrorKind::Invalid.into());
             }
             let n = ((flen as usize - HEADER) / SLOT_SIZE).min(u32::MAX as usize);
             (flen as usize, n as u32)
@@ -399,10 +399,10 @@ impl LockFile {
             map.u32_at(OFF_MAGIC).store(MAGIC, Ordering::Release);
         } else {
             if map.u32_at(OFF_MAGIC).load(Ordering::Acquire) != MAGIC {
-                return Err(Error::Invalid);
+                return Err(ErrorKind::Invalid.into());
             }
             if map.u32_at(OFF_FORMAT).load(Ordering::Acquire) != FORMAT {
-                return Err(Error::VersionMismatch);
+                return Err(ErrorKind::VersionMismatch.into());
             }
         }
         Ok(LockFile {
@@ -481,7 +481,7 @@ impl LockFile {
             };
             if let Err(e) = byte_lock(file.as_raw_fd(), libc::F_SETLK, libc::F_RDLCK, 0) {
                 self.exclusive.store(true, Ordering::Release);
-                return Err(Error::Os(e));
+                return Err(ErrorKind::Os(e).into());
             }
         }
         Ok(())
@@ -517,7 +517,7 @@ impl LockFile {
         if self.writer_pid.load(Ordering::Relaxed) == me
             && self.writer_tid.load(Ordering::Relaxed) == tid
         {
-            return Err(Error::BadTxn);
+            return Err(ErrorKind::BadTxn.into());
         }
         // SAFETY: the writer mutex was initialised as process-shared and robust by the first opener.
         let rc = unsafe { libc::pthread_mutex_lock(self.wmutex()) };
@@ -538,13 +538,18 @@ impl LockFile {
                     self.writer_pid.store(0, Ordering::Relaxed);
                     // SAFETY: we own the mutex.
                     unsafe { libc::pthread_mutex_unlock(self.wmutex()) };
-                    return Err(if own { Error::Panic } else { Error::Os(rc2) });
+                    return Err(if own {
+                        ErrorKind::Panic
+                    } else {
+                        ErrorKind::Os(rc2)
+                    }
+                    .into());
                 }
                 self.writer_tid.store(tid, Ordering::Relaxed);
                 self.writer_pid.store(me, Ordering::Relaxed);
                 Ok(true)
             }
-            e => Err(Error::Os(e)),
+            e => Err(ErrorKind::Os(e).into()),
         }
     }
 
@@ -577,11 +582,11 @@ impl LockFile {
                 // SAFETY: we own the mutex and it is robust and inconsistent.
                 let rc2 = unsafe { libc::pthread_mutex_consistent(self.rmutex()) };
                 if rc2 != 0 {
-                    return Err(Error::Os(rc2));
+                    return Err(ErrorKind::Os(rc2).into());
                 }
                 Ok((guard, cleared))
             }
-            e => Err(Error::Os(e)),
+            e => Err(ErrorKind::Os(e).into()),
         }
     }
 
@@ -600,7 +605,7 @@ impl LockFile {
             libc::F_WRLCK,
             u64::from(me),
         )
-        .map_err(Error::Os)?;
+        .map_err(ErrorKind::Os)?;
         self.pid_locked.store(me, Ordering::Release);
         Ok(())
     }
@@ -639,7 +644,7 @@ impl LockFile {
         let slot = match (0..nr).find(|&i| self.slot_pid(i).load(Ordering::Acquire) == 0) {
             Some(i) => i,
             None if nr < self.max_readers as usize => nr,
-            None => return Err(Error::ReadersFull),
+            None => return Err(ErrorKind::ReadersFull.into()),
         };
         // Reset the slot, publish it in numreaders, and claim it by writing the pid last.
         self.slot_pid(slot).store(0, Ordering::SeqCst);
@@ -722,7 +727,7 @@ impl LockFile {
             libc::F_WRLCK,
             u64::from(pid),
         )
-        .map_err(Error::Os)?;
+        .map_err(ErrorKind::Os)?;
         Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
     }
 
@@ -1040,10 +1045,16 @@ mod tests {
         l.finish_open(0).unwrap();
         let a = l.acquire_slot().unwrap();
         let _b = l.acquire_slot().unwrap();
-        assert_eq!(l.acquire_slot(), Err(Error::ReadersFull));
+        assert_eq!(
+            l.acquire_slot().map_err(|e| e.kind()),
+            Err(ErrorKind::ReadersFull)
+        );
         l.release_slot(a);
         assert_eq!(l.acquire_slot().unwrap(), a);
-        assert_eq!(l.acquire_slot(), Err(Error::ReadersFull));
+        assert_eq!(
+            l.acquire_slot().map_err(|e| e.kind()),
+            Err(ErrorKind::ReadersFull)
+        );
     }
 
     #[test]
@@ -1141,9 +1152,9 @@ mod tests {
             .unwrap();
         byte_lock(holder.as_raw_fd(), libc::F_SETLK, libc::F_RDLCK, 0).unwrap();
         let probe = |p: &Path| {
-            in_child(|| match LockFile::open(p, 4, 0o664) {
-                Err(Error::Invalid) => 10,
-                Err(Error::VersionMismatch) => 11,
+            in_child(|| match LockFile::open(p, 4, 0o664).map_err(|e| e.kind()) {
+                Err(ErrorKind::Invalid) => 10,
+                Err(ErrorKind::VersionMismatch) => 11,
                 Err(_) => 12,
                 Ok(_) => 13,
             })

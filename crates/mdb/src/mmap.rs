@@ -1,6 +1,6 @@
 //! The memory map of the data file: the single-level store readers use.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use std::fs::File;
 use std::os::unix::io::AsRawFd;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -115,8 +115,8 @@ impl Map {
         };
         if p == libc::MAP_FAILED {
             let e = Error::last_os();
-            return Err(if e == Error::Os(libc::EEXIST) {
-                Error::Os(libc::EBUSY)
+            return Err(if e == ErrorKind::Os(libc::EEXIST) {
+                ErrorKind::Os(libc::EBUSY).into()
             } else {
                 e
             });
@@ -125,7 +125,7 @@ impl Map {
             // An old kernel took the address as a hint only.
             // SAFETY: unmapping the region mmap just returned.
             unsafe { libc::munmap(p, len) };
-            return Err(Error::Os(libc::EBUSY));
+            return Err(ErrorKind::Os(libc::EBUSY).into());
         }
         Ok(Map {
             ptr: p as *mut u8,
@@ -148,7 +148,7 @@ impl Map {
     #[inline]
     pub(crate) fn slice(&self, off: usize, len: usize) -> Result<&[u8]> {
         if off.checked_add(len).is_none_or(|e| e > self.len) {
-            return Err(Error::PageNotFound);
+            return Err(ErrorKind::PageNotFound.into());
         }
         // SAFETY: in bounds of a live mapping; committed pages are never
         // modified while a snapshot that can see them is alive (MVCC rule).
@@ -223,7 +223,7 @@ impl Map {
     /// and the caller validates the copy.
     pub(crate) fn copy_out(&self, off: usize, buf: &mut [u8]) -> Result<()> {
         if off.checked_add(buf.len()).is_none_or(|e| e > self.len) {
-            return Err(Error::PageNotFound);
+            return Err(ErrorKind::PageNotFound.into());
         }
         // SAFETY: in bounds of a live mapping, read through a raw pointer
         // into a buffer of ours; the bytes may be torn, never out of bounds.
@@ -234,7 +234,7 @@ impl Map {
     /// Copy `bytes` into the map at `off` (WRITEMAP commits only).
     pub(crate) fn write(&self, off: usize, bytes: &[u8]) -> Result<()> {
         if !self.writable || off + bytes.len() > self.len {
-            return Err(Error::Os(libc::EINVAL));
+            return Err(ErrorKind::Os(libc::EINVAL).into());
         }
         // SAFETY: in bounds of a writable mapping; the writer only writes pages
         // no live snapshot can see (reuse rule), so no reader observes the copy.

@@ -1,7 +1,7 @@
 //! A cursor position over a database, DUPSORT or not: the key's place in
 //! the main tree and, for DUPSORT, the value's place among the key's values.
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::cmp::CmpFn;
 use crate::format::meta::DbRecord;
 use crate::format::page::{plain_item, search, Node, Page};
@@ -87,7 +87,7 @@ impl Position {
         let v = match self.sub {
             Sub::Single => node_value(s, n)?,
             Sub::Page(ix) => Page::new(n.data())?.key(ix)?,
-            Sub::Tree(_, pos) => pos.current_key(s)?.ok_or(Error::Corrupted)?,
+            Sub::Tree(_, pos) => pos.current_key(s)?.ok_or(ErrorKind::Corrupted)?,
         };
         Ok(Some((n.key(), v)))
     }
@@ -329,8 +329,8 @@ impl Position {
         if !self.seek(s, rec, key)? {
             return Ok(None);
         }
-        let dcmp = self.dcmp.ok_or(Error::Incompatible)?;
-        let n = self.node(s)?.ok_or(Error::NotFound)?;
+        let dcmp = self.dcmp.ok_or(ErrorKind::Incompatible)?;
+        let n = self.node(s)?.ok_or(ErrorKind::NotFound)?;
         let hit = match dups_of(s, n)? {
             Dups::Single(v) => {
                 let c = dcmp.compare(v, val);
@@ -435,7 +435,7 @@ impl Position {
 
     /// Number of values of the current key.
     pub(crate) fn count<S: PageRead>(&self, s: &S) -> Result<u64> {
-        let n = self.node(s)?.ok_or(Error::NotFound)?;
+        let n = self.node(s)?.ok_or(ErrorKind::NotFound)?;
         Ok(match dups_of(s, n)? {
             Dups::Single(_) => 1,
             Dups::SubPage(p) => p.len() as u64,

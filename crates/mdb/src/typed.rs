@@ -25,7 +25,7 @@
 
 use crate::db::Database;
 use crate::entries::Entries;
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::snapshot::Snapshot;
 use crate::tree::WriteFlags;
 use crate::txn::{RwTxn, Txn};
@@ -39,7 +39,7 @@ use std::ops::{Bound, RangeBounds};
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
 /// use mdb::typed::{Codec, Str, TypedDb};
-/// use mdb::{DbFlags, EnvOptions, Error};
+/// use mdb::{DbFlags, EnvOptions, ErrorKind};
 /// use std::borrow::Cow;
 ///
 /// /// Grid cells as 8 big-endian bytes: ordered by row, then column.
@@ -51,7 +51,7 @@ use std::ops::{Bound, RangeBounds};
 ///         Cow::Owned([row.to_be_bytes(), col.to_be_bytes()].concat())
 ///     }
 ///     fn decode(b: &[u8]) -> mdb::Result<(u32, u32)> {
-///         let b: [u8; 8] = b.try_into().map_err(|_| Error::Incompatible)?;
+///         let b: [u8; 8] = b.try_into().map_err(|_| ErrorKind::Incompatible)?;
 ///         let half = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
 ///         Ok((half(0), half(4)))
 ///     }
@@ -86,8 +86,8 @@ pub trait Codec {
     /// ```
     /// use mdb::typed::{Codec, Str, U32};
     /// assert_eq!(U32::decode(&[0, 0, 1, 2]), Ok(258));
-    /// assert_eq!(U32::decode(&[1, 2]), Err(mdb::Error::Incompatible)); // wrong length
-    /// assert_eq!(Str::decode(&[0xff]), Err(mdb::Error::Incompatible)); // not UTF-8
+    /// assert_eq!(U32::decode(&[1, 2]).map_err(|e| e.kind()), Err(mdb::ErrorKind::Incompatible)); // wrong length
+    /// assert_eq!(Str::decode(&[0xff]).map_err(|e| e.kind()), Err(mdb::ErrorKind::Incompatible)); // not UTF-8
     /// ```
     fn decode(b: &[u8]) -> Result<Self::Out<'_>>;
 }
@@ -143,7 +143,7 @@ impl Codec for Str {
         Cow::Borrowed(v.as_bytes())
     }
     fn decode(b: &[u8]) -> Result<&str> {
-        std::str::from_utf8(b).map_err(|_| Error::Incompatible)
+        std::str::from_utf8(b).map_err(|_| ErrorKind::Incompatible.into())
     }
 }
 
@@ -159,7 +159,7 @@ macro_rules! big_endian {
                 Cow::Owned((*v ^ $flip).to_be_bytes().to_vec())
             }
             fn decode(b: &[u8]) -> Result<$t> {
-                let a = b.try_into().map_err(|_| Error::Incompatible)?;
+                let a = b.try_into().map_err(|_| ErrorKind::Incompatible)?;
                 Ok(<$t>::from_be_bytes(a) ^ $flip)
             }
         }
@@ -247,7 +247,7 @@ impl<T: serde::Serialize + serde::de::DeserializeOwned> Codec for Json<T> {
         Cow::Owned(serde_json::to_vec(v).expect("a serde value serialises to JSON"))
     }
     fn decode(b: &[u8]) -> Result<T> {
-        serde_json::from_slice(b).map_err(|_| Error::Incompatible)
+        serde_json::from_slice(b).map_err(|_| ErrorKind::Incompatible.into())
     }
 }
 

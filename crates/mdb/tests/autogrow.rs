@@ -8,7 +8,7 @@ mod common;
 use common::Reaped;
 mod debian;
 
-use mdb::{Database, EnvFlags, EnvOptions, Error, Txn, WriteFlags};
+use mdb::{Database, EnvFlags, EnvOptions, ErrorKind, Txn, WriteFlags};
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -137,8 +137,9 @@ fn loads_2_gib_from_a_1_mib_map_while_a_process_reads() {
         assert_eq!(env.file_map_size().unwrap(), 1 << 20);
         let mut w = env.write_txn().unwrap();
         assert_eq!(
-            w.put(Database::MAIN, b"big", &[0; 2 << 20], WriteFlags::EMPTY),
-            Err(Error::MapFull)
+            w.put(Database::MAIN, b"big", &[0; 2 << 20], WriteFlags::EMPTY)
+                .map_err(|e| e.kind()),
+            Err(ErrorKind::MapFull)
         );
     }
     let env = EnvOptions::new()
@@ -281,8 +282,10 @@ fn map_size_changes_under_live_readers() {
             .unwrap();
     }
     assert_eq!(
-        (40..80).try_for_each(|i| w.put(Database::MAIN, &key(i), &value(i), WriteFlags::EMPTY)),
-        Err(Error::MapFull)
+        (40..80)
+            .try_for_each(|i| w.put(Database::MAIN, &key(i), &value(i), WriteFlags::EMPTY))
+            .map_err(|e| e.kind()),
+        Err(ErrorKind::MapFull)
     );
     drop(w);
     let mut w = env.write_txn().unwrap();
@@ -342,7 +345,10 @@ fn growth_by_another_handle_is_followed() {
             .unwrap();
     }
     w.commit().unwrap();
-    assert_eq!(fixed.read_txn().err(), Some(Error::MapResized));
+    assert_eq!(
+        fixed.read_txn().err().map(|e| e.kind()),
+        Some(ErrorKind::MapResized)
+    );
     fixed.set_map_size(0).unwrap();
     assert_eq!(check_snapshot(&fixed.read_txn().unwrap()), 64);
     assert_eq!(check_snapshot(&follows.read_txn().unwrap()), 64);

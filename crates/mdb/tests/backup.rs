@@ -365,7 +365,7 @@ fn damaged_chains_are_errors_naming_the_file() {
     let err = mdb::verify(dest.path()).unwrap_err();
     assert_eq!(err.path.as_deref(), Some(f.as_path()));
     assert!(err.message.contains("CRC32C"), "{err}");
-    assert_eq!(err.code, mdb::Error::Corrupted);
+    assert_eq!(err.code, mdb::ErrorKind::Corrupted);
 
     // Missing in the middle.
     let (_s, dest, e) = chain();
@@ -373,7 +373,7 @@ fn damaged_chains_are_errors_naming_the_file() {
     std::fs::remove_file(&f).unwrap();
     let err = mdb::verify(dest.path()).unwrap_err();
     assert_eq!(err.path.as_deref(), Some(f.as_path()));
-    assert_eq!(err.code, mdb::Error::Os(libc::ENOENT));
+    assert_eq!(err.code, mdb::ErrorKind::Os(libc::ENOENT));
     let out = tempfile::tempdir().unwrap();
     let err = mdb::restore(dest.path(), out.path(), RestorePoint::Newest, None).unwrap_err();
     assert_eq!(err.path.as_deref(), Some(f.as_path()));

@@ -3,7 +3,7 @@
 //! Debian's `mdb_dump`, `mdb_stat` and `mdb_copy` (LMDB 0.9.24), and with the
 //! structural checker.
 
-use mdb::{check, CopyProgress, Database, DbFlags, Env, EnvFlags, EnvOptions, Error, Txn};
+use mdb::{check, CopyProgress, Database, DbFlags, Env, EnvFlags, EnvOptions, ErrorKind, Txn};
 use mdb::{RwTxn, WriteFlags};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -533,20 +533,24 @@ fn copy_targets_and_errors() {
     // data.mdb exists now: EEXIST, and the existing file is untouched.
     let len = std::fs::metadata(data_file(dst.path())).unwrap().len();
     assert_eq!(
-        env.copy_to_path(dst.path(), true),
-        Err(Error::Os(libc::EEXIST))
+        env.copy_to_path(dst.path(), true).map_err(|e| e.kind()),
+        Err(ErrorKind::Os(libc::EEXIST))
     );
     assert_eq!(std::fs::metadata(data_file(dst.path())).unwrap().len(), len);
     assert!(!dst.path().join("lock.mdb").exists());
     assert_eq!(
-        env.copy_to_path(dst.path().join("missing"), false),
-        Err(Error::Os(libc::ENOENT))
+        env.copy_to_path(dst.path().join("missing"), false)
+            .map_err(|e| e.kind()),
+        Err(ErrorKind::Os(libc::ENOENT))
     );
     // A thread holding a read transaction cannot copy (as in LMDB).
     {
         let _r = env.read_txn().unwrap();
         let d = tmpdir();
-        assert_eq!(env.copy_to_path(d.path(), false), Err(Error::BadRslot));
+        assert_eq!(
+            env.copy_to_path(d.path(), false).map_err(|e| e.kind()),
+            Err(ErrorKind::BadRslot)
+        );
         assert!(!data_file(d.path()).exists());
     }
     // To a descriptor, at its position: the same bytes as to a writer.
@@ -565,7 +569,7 @@ fn copy_targets_and_errors() {
     // Stopping through the progress callback: EINTR, and no partial file.
     let d = tmpdir();
     let r = env.copy_to_path_with(d.path(), true, &mut |_| false);
-    assert_eq!(r, Err(Error::Os(libc::EINTR)));
+    assert_eq!(r.map_err(|e| e.kind()), Err(ErrorKind::Os(libc::EINTR)));
     assert!(!data_file(d.path()).exists());
     drop(env);
 
@@ -585,8 +589,8 @@ fn copy_targets_and_errors() {
         env.copy_to_path(&target, true).unwrap();
         assert!(target.is_file());
         assert_eq!(
-            env.copy_to_path(&target, false),
-            Err(Error::Os(libc::EEXIST))
+            env.copy_to_path(&target, false).map_err(|e| e.kind()),
+            Err(ErrorKind::Os(libc::EEXIST))
         );
         let m = read_env(&target, true);
         assert_eq!(m[""][&b"a"[..]].iter().next().unwrap(), b"b");
@@ -653,7 +657,10 @@ fn compact_copy_refuses_leaks_and_corruption() {
     {
         let env = Env::open(src.path()).unwrap();
         let mut buf = Vec::new();
-        assert_eq!(env.copy_to_writer(&mut buf, true), Err(Error::Incompatible));
+        assert_eq!(
+            env.copy_to_writer(&mut buf, true).map_err(|e| e.kind()),
+            Err(ErrorKind::Incompatible)
+        );
         // A plain copy is still fine, leak and all.
         let mut buf = Vec::new();
         env.copy_to_writer(&mut buf, false).unwrap();

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{in_child, opts};
-use mdb::{Database, Env, EnvFlags, Error, Txn, WriteFlags};
+use mdb::{Database, Env, EnvFlags, ErrorKind, Txn, WriteFlags};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -176,13 +176,13 @@ fn garbage_meta() {
         // Not a meta page: open fails, whichever meta it is.
         f.write_all_at(&[0u8; 4], ps as u64 + 16).unwrap();
         assert_eq!(
-            opts(EnvFlags::EMPTY).open(&path).err(),
-            Some(Error::Invalid)
+            opts(EnvFlags::EMPTY).open(&path).err().map(|e| e.kind()),
+            Some(ErrorKind::Invalid)
         );
         f.write_all_at(&[0u8; 4], 16).unwrap();
         assert_eq!(
-            opts(EnvFlags::EMPTY).open(&path).err(),
-            Some(Error::Invalid)
+            opts(EnvFlags::EMPTY).open(&path).err().map(|e| e.kind()),
+            Some(ErrorKind::Invalid)
         );
     });
 }
@@ -198,8 +198,17 @@ fn absurd_last_pgno_after_open() {
         let env = opts(EnvFlags::EMPTY).open(&path).unwrap();
         let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         f.write_all_at(&(u64::MAX - 3).to_le_bytes(), 136).unwrap();
-        assert_eq!(env.read_txn().err(), Some(Error::MapResized));
-        assert_eq!(env.write_txn().err(), Some(Error::MapResized));
-        assert_eq!(env.set_map_size(0), Err(Error::Os(libc::ENOMEM)));
+        assert_eq!(
+            env.read_txn().err().map(|e| e.kind()),
+            Some(ErrorKind::MapResized)
+        );
+        assert_eq!(
+            env.write_txn().err().map(|e| e.kind()),
+            Some(ErrorKind::MapResized)
+        );
+        assert_eq!(
+            env.set_map_size(0).map_err(|e| e.kind()),
+            Err(ErrorKind::Os(libc::ENOMEM))
+        );
     });
 }

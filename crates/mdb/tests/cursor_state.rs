@@ -61,8 +61,9 @@ fn cursors_follow_changes_made_elsewhere() {
     w.cursor_put(&mut a, b"01001", b"again", WriteFlags::CURRENT)
         .unwrap();
     assert_eq!(
-        w.cursor_put(&mut a, b"01002", b"x", WriteFlags::CURRENT),
-        Err(mdb::Error::Misuse(mdb::Misuse::KeyNotCurrent))
+        w.cursor_put(&mut a, b"01002", b"x", WriteFlags::CURRENT)
+            .map_err(|e| e.kind()),
+        Err(mdb::ErrorKind::Misuse(mdb::Misuse::KeyNotCurrent))
     );
     w.commit().unwrap();
 }

@@ -1,7 +1,7 @@
 //! DUPFIXED: fixed-size duplicates in LEAF2 pages, the MULTIPLE cursor ops,
 //! and interop with LMDB's own DUPFIXED files in both directions.
 
-use mdb::{check, DbFlags, EnvOptions, Error, Txn, WriteFlags};
+use mdb::{check, DbFlags, EnvOptions, ErrorKind, Txn, WriteFlags};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -35,8 +35,9 @@ fn multiple_ops_walk_pages_of_values() {
         3000
     );
     assert_eq!(
-        w.put(db, b"k", b"12345", WriteFlags::EMPTY),
-        Err(Error::BadValSize)
+        w.put(db, b"k", b"12345", WriteFlags::EMPTY)
+            .map_err(|e| e.kind()),
+        Err(ErrorKind::BadValSize)
     );
     w.put(db, b"lone", &7u32.to_le_bytes(), WriteFlags::EMPTY)
         .unwrap();

@@ -5,7 +5,7 @@
 //! silently drops the empty value when a value is added to it: we refuse
 //! that too rather than lose it).
 
-use mdb::{CursorOp, DbFlags, EnvOptions, Error, Txn, WriteFlags};
+use mdb::{CursorOp, DbFlags, EnvOptions, ErrorKind, Txn, WriteFlags};
 use std::process::{Command, Stdio};
 
 fn tool(name: &str) -> Command {
@@ -29,17 +29,30 @@ fn lone_empty_values_are_kept_and_mixed_ones_refused() {
     w.put(d, b"k", b"", e).unwrap();
     w.put(d, b"k", b"", e).unwrap(); // the same value again: no change
     assert_eq!(
-        w.put(d, b"k", b"", WriteFlags::NO_DUP_DATA),
-        Err(Error::KeyExist)
+        w.put(d, b"k", b"", WriteFlags::NO_DUP_DATA)
+            .map_err(|e| e.kind()),
+        Err(ErrorKind::KeyExist)
     );
-    assert_eq!(w.put(d, b"k", b"a", e), Err(Error::BadValSize));
+    assert_eq!(
+        w.put(d, b"k", b"a", e).map_err(|e| e.kind()),
+        Err(ErrorKind::BadValSize)
+    );
     w.put(d, b"m", b"a", e).unwrap();
     w.put(d, b"m", b"b", e).unwrap();
-    assert_eq!(w.put(d, b"m", b"", e), Err(Error::BadValSize));
+    assert_eq!(
+        w.put(d, b"m", b"", e).map_err(|e| e.kind()),
+        Err(ErrorKind::BadValSize)
+    );
     w.put(d, b"s", b"a", e).unwrap();
-    assert_eq!(w.put(d, b"s", b"", e), Err(Error::BadValSize));
+    assert_eq!(
+        w.put(d, b"s", b"", e).map_err(|e| e.kind()),
+        Err(ErrorKind::BadValSize)
+    );
     w.put(f, b"k", b"", e).unwrap();
-    assert_eq!(w.put(f, b"k", b"ab", e), Err(Error::BadValSize));
+    assert_eq!(
+        w.put(f, b"k", b"ab", e).map_err(|e| e.kind()),
+        Err(ErrorKind::BadValSize)
+    );
     w.commit().unwrap();
 
     let r = env.read_txn().unwrap();

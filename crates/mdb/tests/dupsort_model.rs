@@ -3,7 +3,7 @@
 //! aborts and reopen, sized so keys cross the sub-page to sub-database
 //! threshold in both directions. Also the integer-key/dup and reverse flags.
 
-use mdb::{check, DbFlags, Env, EnvOptions, Error, Txn, WriteFlags};
+use mdb::{check, DbFlags, Env, EnvOptions, ErrorKind, Txn, WriteFlags};
 use proptest::prelude::*;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -188,7 +188,7 @@ fn run(flags: u16, ops: Vec<Op>) {
                     let r = t.put(db, &kb, &vb, WriteFlags::NO_DUP_DATA);
                     let e = cur.entry(kb).or_default();
                     if e.contains(&V(vb.clone(), flags)) {
-                        assert_eq!(r, Err(Error::KeyExist));
+                        assert_eq!(r.map_err(|e| e.kind()), Err(ErrorKind::KeyExist));
                     } else {
                         r.unwrap();
                         e.insert(V(vb, flags));

@@ -180,5 +180,8 @@ fn ranges_from_both_ends_match_a_model() {
     assert_eq!(w.prefix(Database::MAIN, b"a\xff\xff").unwrap().count(), 1);
     // Not for another order.
     let rev = w.create_db("rev", DbFlags::REVERSE_KEY).unwrap();
-    assert_eq!(w.prefix(rev, b"a").err(), Some(mdb::Error::Incompatible));
+    assert_eq!(
+        w.prefix(rev, b"a").err().map(|e| e.kind()),
+        Some(mdb::ErrorKind::Incompatible)
+    );
 }

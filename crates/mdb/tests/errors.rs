@@ -1,6 +1,6 @@
 //! Every bad input listed in the core-engine issue yields its error code.
 
-use mdb::{Database, DbFlags, Env, EnvFlags, EnvOptions, Error, Txn, WriteFlags};
+use mdb::{Database, DbFlags, Env, EnvFlags, EnvOptions, ErrorKind, Txn, WriteFlags};
 use std::io::Write;
 
 mod debian;
@@ -33,10 +33,16 @@ fn not_an_lmdb_file() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("garbage");
     std::fs::write(&p, vec![0x5au8; 10000]).unwrap();
-    assert_eq!(nosubdir().open(&p).err(), Some(Error::Invalid));
+    assert_eq!(
+        nosubdir().open(&p).err().map(|e| e.kind()),
+        Some(ErrorKind::Invalid)
+    );
     // A short non-empty file is invalid too.
     std::fs::write(&p, b"short").unwrap();
-    assert_eq!(nosubdir().open(&p).err(), Some(Error::Invalid));
+    assert_eq!(
+        nosubdir().open(&p).err().map(|e| e.kind()),
+        Some(ErrorKind::Invalid)
+    );
 }
 
 #[test]
@@ -47,7 +53,10 @@ fn wrong_version() {
     b[20] = 2;
     b[4096 + 20] = 2;
     std::fs::write(&p, &b).unwrap();
-    assert_eq!(nosubdir().open(&p).err(), Some(Error::VersionMismatch));
+    assert_eq!(
+        nosubdir().open(&p).err().map(|e| e.kind()),
+        Some(ErrorKind::VersionMismatch)
+    );
 }
 
 #[test]
@@ -59,7 +68,10 @@ fn big_endian_file() {
         b[base + 16..base + 20].copy_from_slice(&0xBEEF_C0DEu32.to_be_bytes());
     }
     std::fs::write(&p, &b).unwrap();
-    assert_eq!(nosubdir().open(&p).err(), Some(Error::Invalid));
+    assert_eq!(
+        nosubdir().open(&p).err().map(|e| e.kind()),
+        Some(ErrorKind::Invalid)
+    );
 }
 
 #[test]
@@ -83,7 +95,10 @@ fn thirty_two_bit_file() {
         f.write_all(&page).unwrap();
     }
     drop(f);
-    assert_eq!(nosubdir().open(&p).err(), Some(Error::Invalid));
+    assert_eq!(
+        nosubdir().open(&p).err().map(|e| e.kind()),
+        Some(ErrorKind::Invalid)
+    );
 }
 
 #[test]
@@ -109,11 +124,14 @@ fn corrupt_page_during_read() {
     let env = nosubdir().open(&p).unwrap();
     let r = env.read_txn().unwrap();
     assert_eq!(
-        r.get(Database::MAIN, b"key000001").err(),
-        Some(Error::Corrupted)
+        r.get(Database::MAIN, b"key000001").err().map(|e| e.kind()),
+        Some(ErrorKind::Corrupted)
     );
     let mut c = r.cursor(Database::MAIN).unwrap();
-    assert_eq!(c.first().err(), Some(Error::Corrupted));
+    assert_eq!(
+        c.first().err().map(|e| e.kind()),
+        Some(ErrorKind::Corrupted)
+    );
 }
 
 #[test]
@@ -140,13 +158,28 @@ fn map_full_then_abort_keeps_env_working() {
             break;
         }
     }
-    assert_eq!(err, Some(Error::MapFull));
+    let err = err.expect("the map fills up");
+    assert_eq!(err.kind(), ErrorKind::MapFull);
+    // What failed is said, for logs: the put, its database and sizes.
+    let what = (
+        err.operation(),
+        err.database(),
+        err.key_len(),
+        err.value_len(),
+    );
+    assert_eq!(what, (Some("put"), None, Some(4), Some(200)));
+    assert!(
+        err.to_string()
+            .ends_with("(put into the main database, key of 4 bytes, value of 200 bytes)"),
+        "{err}"
+    );
     // The failed transaction can only abort.
     assert_eq!(
-        w.put(Database::MAIN, b"x", b"y", WriteFlags::EMPTY),
-        Err(Error::BadTxn)
+        w.put(Database::MAIN, b"x", b"y", WriteFlags::EMPTY)
+            .map_err(|e| e.kind()),
+        Err(ErrorKind::BadTxn)
     );
-    assert_eq!(w.commit(), Err(Error::BadTxn));
+    assert_eq!(w.commit().map_err(|e| e.kind()), Err(ErrorKind::BadTxn));
     let mut w = env.write_txn().unwrap();
     w.put(Database::MAIN, b"after", b"ok", WriteFlags::EMPTY)
         .unwrap();
@@ -167,7 +200,10 @@ fn readers_full() {
         .unwrap();
     let a = env.read_txn().unwrap();
     let b = env.read_txn().unwrap();
-    assert_eq!(env.read_txn().err(), Some(Error::ReadersFull));
+    assert_eq!(
+        env.read_txn().err().map(|e| e.kind()),
+        Some(ErrorKind::ReadersFull)
+    );
     drop(a);
     let c = env.read_txn().unwrap();
     drop((b, c));
@@ -178,7 +214,10 @@ fn second_reader_in_thread_is_bad_rslot() {
     let dir = tempfile::tempdir().unwrap();
     let env = Env::open(dir.path()).unwrap();
     let a = env.read_txn().unwrap();
-    assert_eq!(env.read_txn().err(), Some(Error::BadRslot));
+    assert_eq!(
+        env.read_txn().err().map(|e| e.kind()),
+        Some(ErrorKind::BadRslot)
+    );
     drop(a);
     env.read_txn().unwrap();
 }
@@ -190,8 +229,8 @@ fn dbs_full() {
     let mut w = env.write_txn().unwrap();
     w.create_db("one", DbFlags::EMPTY).unwrap();
     assert_eq!(
-        w.create_db("two", DbFlags::EMPTY).err(),
-        Some(Error::DbsFull)
+        w.create_db("two", DbFlags::EMPTY).err().map(|e| e.kind()),
+        Some(ErrorKind::DbsFull)
     );
     let env0 = {
         drop(w);
@@ -200,8 +239,8 @@ fn dbs_full() {
     };
     let mut w = env0.write_txn().unwrap();
     assert_eq!(
-        w.create_db("one", DbFlags::EMPTY).err(),
-        Some(Error::DbsFull)
+        w.create_db("one", DbFlags::EMPTY).err().map(|e| e.kind()),
+        Some(ErrorKind::DbsFull)
     );
 }
 
@@ -212,22 +251,29 @@ fn bad_value_sizes() {
     let mut w = env.write_txn().unwrap();
     let m = Database::MAIN;
     assert_eq!(
-        w.put(m, b"", b"v", WriteFlags::EMPTY),
-        Err(Error::BadValSize)
+        w.put(m, b"", b"v", WriteFlags::EMPTY).map_err(|e| e.kind()),
+        Err(ErrorKind::BadValSize)
     );
     assert_eq!(
-        w.put(m, &[1u8; 512], b"v", WriteFlags::EMPTY),
-        Err(Error::BadValSize)
+        w.put(m, &[1u8; 512], b"v", WriteFlags::EMPTY)
+            .map_err(|e| e.kind()),
+        Err(ErrorKind::BadValSize)
     );
     w.put(m, &[1u8; 511], b"v", WriteFlags::EMPTY).unwrap();
-    assert_eq!(w.del(m, &[2u8; 600]), Err(Error::BadValSize));
+    assert_eq!(
+        w.del(m, &[2u8; 600]).map_err(|e| e.kind()),
+        Err(ErrorKind::BadValSize)
+    );
     // The transaction stays usable after a size error.
     w.put(m, b"ok", b"", WriteFlags::EMPTY).unwrap();
     w.commit().unwrap();
     let r = env.read_txn().unwrap();
     assert_eq!(r.get(m, b"ok").unwrap(), Some(&b""[..]));
     let mut c = r.cursor(m).unwrap();
-    assert_eq!(c.set_range(b"").err(), Some(Error::BadValSize));
+    assert_eq!(
+        c.set_range(b"").err().map(|e| e.kind()),
+        Some(ErrorKind::BadValSize)
+    );
 }
 
 #[test]
@@ -237,11 +283,17 @@ fn missing_and_incompatible_databases() {
     let mut w = env.write_txn().unwrap();
     w.put(Database::MAIN, b"plain", b"data", WriteFlags::EMPTY)
         .unwrap();
-    assert_eq!(w.open_db("nothere").err(), Some(Error::NotFound));
-    assert_eq!(w.open_db("plain").err(), Some(Error::Incompatible));
     assert_eq!(
-        w.create_db("plain", DbFlags::EMPTY).err(),
-        Some(Error::Incompatible)
+        w.open_db("nothere").err().map(|e| e.kind()),
+        Some(ErrorKind::NotFound)
+    );
+    assert_eq!(
+        w.open_db("plain").err().map(|e| e.kind()),
+        Some(ErrorKind::Incompatible)
+    );
+    assert_eq!(
+        w.create_db("plain", DbFlags::EMPTY).err().map(|e| e.kind()),
+        Some(ErrorKind::Incompatible)
     );
     // A DUPFIXED value of the wrong size is refused (LMDB stores it and misreads it).
     let fixed = w
@@ -249,29 +301,35 @@ fn missing_and_incompatible_databases() {
         .unwrap();
     w.put(fixed, b"k", b"1234", WriteFlags::EMPTY).unwrap();
     assert_eq!(
-        w.put(fixed, b"k", b"12345", WriteFlags::EMPTY),
-        Err(Error::BadValSize)
+        w.put(fixed, b"k", b"12345", WriteFlags::EMPTY)
+            .map_err(|e| e.kind()),
+        Err(ErrorKind::BadValSize)
     );
     // MULTIPLE on a database that is not DUPFIXED.
     assert_eq!(
-        w.put_multiple(Database::MAIN, b"k", b"1234", 4, WriteFlags::EMPTY),
-        Err(Error::Incompatible)
+        w.put_multiple(Database::MAIN, b"k", b"1234", 4, WriteFlags::EMPTY)
+            .map_err(|e| e.kind()),
+        Err(ErrorKind::Incompatible)
     );
     // Bad duplicate sizes.
     let dups = w.create_db("dups", DbFlags::DUP_SORT).unwrap();
     // An empty value beside another one (alone it is fine: dupsort_empty.rs).
     w.put(dups, b"e", b"x", WriteFlags::EMPTY).unwrap();
     assert_eq!(
-        w.put(dups, b"e", b"", WriteFlags::EMPTY),
-        Err(Error::BadValSize)
+        w.put(dups, b"e", b"", WriteFlags::EMPTY)
+            .map_err(|e| e.kind()),
+        Err(ErrorKind::BadValSize)
     );
     assert_eq!(
-        w.put(dups, b"k", &[1u8; 512], WriteFlags::EMPTY),
-        Err(Error::BadValSize)
+        w.put(dups, b"k", &[1u8; 512], WriteFlags::EMPTY)
+            .map_err(|e| e.kind()),
+        Err(ErrorKind::BadValSize)
     );
     assert_eq!(
-        w.reserve(dups, b"k", 10, WriteFlags::EMPTY).err(),
-        Some(Error::Misuse(mdb::Misuse::ReserveDupSort))
+        w.reserve(dups, b"k", 10, WriteFlags::EMPTY)
+            .err()
+            .map(|e| e.kind()),
+        Some(ErrorKind::Misuse(mdb::Misuse::ReserveDupSort))
     );
 }
 
@@ -300,4 +358,55 @@ fn dupsort_file_from_lmdb_is_read() {
     assert_eq!(c.count().unwrap(), 2);
     assert_eq!(c.next().unwrap(), Some((&b"a"[..], &b"2"[..])));
     assert_eq!(c.next().unwrap(), None);
+}
+
+/// A failed operation says what it was doing, for Rust callers and their
+/// logs; the C ABI still sees only the code.
+#[test]
+fn errors_say_what_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new().max_dbs(2).open(dir.path()).unwrap();
+    let mut w = env.write_txn().unwrap();
+    let tags = w.create_db("tags", DbFlags::DUP_SORT).unwrap();
+    let e = w.cursor(tags).unwrap().set_range(b"").unwrap_err();
+    assert_eq!(
+        (e.kind(), e.operation(), e.database(), e.key_len()),
+        (
+            ErrorKind::BadValSize,
+            Some("cursor set range"),
+            Some(&b"tags"[..]),
+            Some(0)
+        )
+    );
+    assert_eq!(e.code(), mdb::error::code::BAD_VALSIZE);
+
+    // The outcomes a caller tests for carry nothing (and allocate nothing).
+    w.put(tags, b"k", b"v", WriteFlags::EMPTY).unwrap();
+    let e = w
+        .put(tags, b"k", b"v", WriteFlags::NO_DUP_DATA)
+        .unwrap_err();
+    assert_eq!((e.kind(), e.operation()), (ErrorKind::KeyExist, None));
+    assert_eq!(e.to_string(), ErrorKind::KeyExist.to_string());
+
+    let mut c = w.write_cursor(tags).unwrap();
+    let e = c.put(b"", b"v", WriteFlags::EMPTY).unwrap_err();
+    let what = (e.operation(), e.database(), e.key_len(), e.value_len());
+    assert_eq!(
+        what,
+        (Some("cursor put"), Some(&b"tags"[..]), Some(0), Some(1))
+    );
+    drop(c);
+
+    let e = w.create_db([b'n'; 600], DbFlags::EMPTY).unwrap_err();
+    assert_eq!(
+        (e.kind(), e.operation(), e.database().map(<[u8]>::len)),
+        (ErrorKind::BadValSize, Some("create database"), Some(600))
+    );
+
+    let e = w.del(Database::MAIN, b"tags").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "MDB_INCOMPATIBLE: Operation and DB incompatible, or DB flags changed \
+         (del on the main database, key of 4 bytes)"
+    );
 }

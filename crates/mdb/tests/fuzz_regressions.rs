@@ -6,7 +6,7 @@
 mod common;
 
 use common::{build_file, in_child, opts};
-use mdb::{Database, DbFlags, EnvFlags, Error, Txn, WriteFlags};
+use mdb::{Database, DbFlags, EnvFlags, ErrorKind, Txn, WriteFlags};
 use std::path::{Path, PathBuf};
 
 fn rd64(b: &[u8], off: usize) -> u64 {
@@ -47,12 +47,16 @@ fn root_past_end_of_file() {
         let env = read_only(&path).unwrap();
         let r = env.read_txn().unwrap();
         assert_eq!(
-            r.cursor(Database::MAIN).unwrap().first().err(),
-            Some(Error::Corrupted)
+            r.cursor(Database::MAIN)
+                .unwrap()
+                .first()
+                .err()
+                .map(|e| e.kind()),
+            Some(ErrorKind::Corrupted)
         );
         assert_eq!(
-            r.get(Database::MAIN, b"key0002").err(),
-            Some(Error::Corrupted)
+            r.get(Database::MAIN, b"key0002").err().map(|e| e.kind()),
+            Some(ErrorKind::Corrupted)
         );
     });
 }
@@ -75,10 +79,13 @@ fn moves_after_a_failed_seek() {
         let r = env.read_txn().unwrap();
         let mut c = r.cursor(Database::MAIN).unwrap();
         assert!(c.first().unwrap().is_some());
-        assert_eq!(c.set_range(b"zzzz").err(), Some(Error::Corrupted));
         assert_eq!(
-            c.get_current().err(),
-            Some(Error::Misuse(mdb::Misuse::UnpositionedCursor))
+            c.set_range(b"zzzz").err().map(|e| e.kind()),
+            Some(ErrorKind::Corrupted)
+        );
+        assert_eq!(
+            c.get_current().err().map(|e| e.kind()),
+            Some(ErrorKind::Misuse(mdb::Misuse::UnpositionedCursor))
         );
         // Unpositioned: next and prev start from the ends (and may fail).
         let _ = c.next();
@@ -102,16 +109,24 @@ fn leaf2_flag_with_lower_past_page_end() {
         let env = read_only(&path).unwrap();
         let r = env.read_txn().unwrap();
         assert_eq!(
-            r.cursor(Database::MAIN).unwrap().last().err(),
-            Some(Error::Corrupted)
+            r.cursor(Database::MAIN)
+                .unwrap()
+                .last()
+                .err()
+                .map(|e| e.kind()),
+            Some(ErrorKind::Corrupted)
         );
         assert_eq!(
-            r.cursor(Database::MAIN).unwrap().first().err(),
-            Some(Error::Corrupted)
+            r.cursor(Database::MAIN)
+                .unwrap()
+                .first()
+                .err()
+                .map(|e| e.kind()),
+            Some(ErrorKind::Corrupted)
         );
         assert_eq!(
-            r.get(Database::MAIN, b"key0002").err(),
-            Some(Error::Corrupted)
+            r.get(Database::MAIN, b"key0002").err().map(|e| e.kind()),
+            Some(ErrorKind::Corrupted)
         );
     });
 }
@@ -145,11 +160,20 @@ fn subdb_node_flagged_bigdata() {
         let r = env.read_txn().unwrap();
         let db = r.open_db("dups").unwrap();
         let mut c = r.cursor(db).unwrap();
-        assert_eq!(c.set_key(b"many").err(), Some(Error::Corrupted));
-        assert_eq!(r.get(db, b"many").err(), Some(Error::Corrupted));
+        assert_eq!(
+            c.set_key(b"many").err().map(|e| e.kind()),
+            Some(ErrorKind::Corrupted)
+        );
+        assert_eq!(
+            r.get(db, b"many").err().map(|e| e.kind()),
+            Some(ErrorKind::Corrupted)
+        );
         let mut c = r.cursor(db).unwrap();
         while let Ok(Some(_)) = c.next() {}
-        assert_eq!(r.open_db("plain").err(), Some(Error::Corrupted));
+        assert_eq!(
+            r.open_db("plain").err().map(|e| e.kind()),
+            Some(ErrorKind::Corrupted)
+        );
     });
 }
 

@@ -4,7 +4,7 @@
 //! to copy into the map and msync it behind the seam's back.)
 
 use mdb::io::{FaultInjector, IoAction, IoOp};
-use mdb::{Database, EnvFlags, EnvOptions, Error, Txn, WriteFlags};
+use mdb::{Database, EnvFlags, EnvOptions, ErrorKind, Txn, WriteFlags};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -71,7 +71,11 @@ fn commits_and_syncs_pass_the_seam_with_and_without_writemap() {
         let mut w = env.write_txn().unwrap();
         w.put(Database::MAIN, b"b", b"2", WriteFlags::EMPTY)
             .unwrap();
-        assert_eq!(w.commit(), Err(Error::Os(libc::EIO)), "{flags:?}");
+        assert_eq!(
+            w.commit().map_err(|e| e.kind()),
+            Err(ErrorKind::Os(libc::EIO)),
+            "{flags:?}"
+        );
         drop(env);
         let env = EnvOptions::new()
             .map_size(1 << 20)

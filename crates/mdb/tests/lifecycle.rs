@@ -3,7 +3,7 @@
 //! and injected I/O failures lose nothing committed before them.
 
 use mdb::io::{FaultInjector, IoAction, IoOp};
-use mdb::{Database, DbFlags, Env, EnvOptions, Error, Txn, WriteFlags};
+use mdb::{Database, DbFlags, Env, EnvOptions, ErrorKind, Txn, WriteFlags};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -50,7 +50,10 @@ fn abort_discards_and_noop_commit_keeps_txnid() {
     assert_eq!(env.info().unwrap().last_txnid, 1);
     // Same thread, second write txn: an error instead of LMDB's deadlock.
     let w = env.write_txn().unwrap();
-    assert_eq!(env.write_txn().err(), Some(Error::BadTxn));
+    assert_eq!(
+        env.write_txn().err().map(|e| e.kind()),
+        Some(ErrorKind::BadTxn)
+    );
     drop(w);
 }
 
@@ -68,8 +71,9 @@ fn put_new_reserve_append() {
             .unwrap();
     }
     assert_eq!(
-        w.put(m, &10u32.to_be_bytes(), b"x", WriteFlags::APPEND),
-        Err(Error::KeyExist)
+        w.put(m, &10u32.to_be_bytes(), b"x", WriteFlags::APPEND)
+            .map_err(|e| e.kind()),
+        Err(ErrorKind::KeyExist)
     );
     assert_eq!(
         w.put_new(m, &10u32.to_be_bytes(), b"x").unwrap(),
@@ -121,7 +125,10 @@ fn named_databases_clear_and_delete() {
     w.commit().unwrap();
     let r = env.read_txn().unwrap();
     assert_eq!(r.stat(a).unwrap().entries, 0);
-    assert_eq!(r.open_db("b").err(), Some(Error::NotFound));
+    assert_eq!(
+        r.open_db("b").err().map(|e| e.kind()),
+        Some(ErrorKind::NotFound)
+    );
     assert_eq!(r.stat(Database::MAIN).unwrap().entries, 1);
     drop(r);
     let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
@@ -210,7 +217,10 @@ fn failed_page_write_loses_nothing_committed() {
     let mut w = env.write_txn().unwrap();
     w.put(Database::MAIN, b"b", b"2", WriteFlags::EMPTY)
         .unwrap();
-    assert_eq!(w.commit(), Err(Error::Os(libc::ENOSPC)));
+    assert_eq!(
+        w.commit().map_err(|e| e.kind()),
+        Err(ErrorKind::Os(libc::ENOSPC))
+    );
     let r = env.read_txn().unwrap();
     assert_eq!(r.get(Database::MAIN, b"a").unwrap(), Some(&b"1"[..]));
     assert_eq!(r.get(Database::MAIN, b"b").unwrap(), None);
@@ -239,8 +249,14 @@ fn failed_meta_write_panics_env_but_file_stays_valid() {
     let mut w = env.write_txn().unwrap();
     w.put(Database::MAIN, b"b", b"2", WriteFlags::EMPTY)
         .unwrap();
-    assert_eq!(w.commit(), Err(Error::Os(libc::EIO)));
-    assert_eq!(env.write_txn().err(), Some(Error::Panic));
+    assert_eq!(
+        w.commit().map_err(|e| e.kind()),
+        Err(ErrorKind::Os(libc::EIO))
+    );
+    assert_eq!(
+        env.write_txn().err().map(|e| e.kind()),
+        Some(ErrorKind::Panic)
+    );
     drop(env);
     let env = Env::open(dir.path()).unwrap();
     let r = env.read_txn().unwrap();
@@ -269,7 +285,7 @@ fn fixed_map_address_is_recorded_and_enforced() {
     // may briefly hold that address with a map of its own: retry.)
     let env = (0..50)
         .find_map(|_| match opts().open(&a) {
-            Err(Error::Os(libc::EBUSY)) => {
+            Err(e) if e == ErrorKind::Os(libc::EBUSY) => {
                 std::thread::sleep(std::time::Duration::from_millis(20));
                 None
             }
@@ -283,7 +299,10 @@ fn fixed_map_address_is_recorded_and_enforced() {
     // A copy recorded at the same address cannot map while `env` holds it.
     let b = dir.path().join("b");
     std::fs::copy(&a, &b).unwrap();
-    assert_eq!(opts().open(&b).err(), Some(Error::Os(libc::EBUSY)));
+    assert_eq!(
+        opts().open(&b).err().map(|e| e.kind()),
+        Some(ErrorKind::Os(libc::EBUSY))
+    );
     // Without FIXED_MAP the address is just information.
     let mut o = EnvOptions::new();
     o.flags(EnvFlags::NO_SUB_DIR);
@@ -312,7 +331,7 @@ fn map_resize_named_record_and_appenddup_rules() {
         }
         i += 1;
     };
-    assert_eq!(err, Error::MapFull);
+    assert_eq!(err, ErrorKind::MapFull);
     assert!(w.is_broken());
     drop(w);
     // Grow the map (no transaction can be live: &mut Env) and redo the work.
@@ -329,24 +348,32 @@ fn map_resize_named_record_and_appenddup_rules() {
     }
     let d = w.create_db("dups", DbFlags::DUP_SORT).unwrap();
     // A named database's record cannot be deleted as a plain key.
-    assert_eq!(w.del(Database::MAIN, b"dups"), Err(Error::Incompatible));
+    assert_eq!(
+        w.del(Database::MAIN, b"dups").map_err(|e| e.kind()),
+        Err(ErrorKind::Incompatible)
+    );
     // Nor through a cursor standing on it; the transaction stays usable.
     {
         let mut c = w.write_cursor(Database::MAIN).unwrap();
         assert!(c.set_key(b"dups").unwrap().is_some());
-        assert_eq!(c.del(false), Err(Error::Incompatible));
+        assert_eq!(
+            c.del(false).map_err(|e| e.kind()),
+            Err(ErrorKind::Incompatible)
+        );
         assert_eq!(c.get_current().unwrap().map(|(k, _)| k), Some(&b"dups"[..]));
     }
     assert!(!w.is_broken());
     // APPENDDUP: strictly greater than the key's last value.
     w.put(d, b"k", b"b", WriteFlags::EMPTY).unwrap();
     assert_eq!(
-        w.put(d, b"k", b"b", WriteFlags::APPEND_DUP),
-        Err(Error::KeyExist)
+        w.put(d, b"k", b"b", WriteFlags::APPEND_DUP)
+            .map_err(|e| e.kind()),
+        Err(ErrorKind::KeyExist)
     );
     assert_eq!(
-        w.put(d, b"k", b"a", WriteFlags::APPEND_DUP),
-        Err(Error::KeyExist)
+        w.put(d, b"k", b"a", WriteFlags::APPEND_DUP)
+            .map_err(|e| e.kind()),
+        Err(ErrorKind::KeyExist)
     );
     w.put(d, b"k", b"c", WriteFlags::APPEND_DUP).unwrap();
     // A child that failed cannot commit, and its parent must abort.
@@ -366,7 +393,7 @@ fn map_resize_named_record_and_appenddup_rules() {
         {
             n += 1;
         }
-        assert_eq!(child.commit(), Err(Error::BadTxn));
+        assert_eq!(child.commit().map_err(|e| e.kind()), Err(ErrorKind::BadTxn));
     }
     assert!(w.is_broken());
     drop(w);

@@ -2,7 +2,7 @@
 //! named databases, checked against a `BTreeMap` model, with commits, aborts
 //! and close-and-reopen in the middle.
 
-use mdb::{check, Database, DbFlags, Env, EnvOptions, Error, Txn, WriteFlags};
+use mdb::{check, Database, DbFlags, Env, EnvOptions, ErrorKind, Txn, WriteFlags};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -168,7 +168,7 @@ fn run(ops: Vec<Op>) {
                     let v = value(n, 7);
                     let r = w.put(d[i], &k, &v, WriteFlags::NO_OVERWRITE);
                     if cur[i].contains_key(&k) || (i == 0 && (k == b"one" || k == b"two")) {
-                        assert_eq!(r, Err(Error::KeyExist));
+                        assert_eq!(r.map_err(|e| e.kind()), Err(ErrorKind::KeyExist));
                     } else {
                         r.unwrap();
                         cur[i].insert(k, v);
@@ -184,7 +184,7 @@ fn run(ops: Vec<Op>) {
                         r.unwrap();
                         cur[i].insert(k, b"app".to_vec());
                     } else {
-                        assert_eq!(r, Err(Error::KeyExist));
+                        assert_eq!(r.map_err(|e| e.kind()), Err(ErrorKind::KeyExist));
                     }
                 }
                 Op::Del(i, k) => {

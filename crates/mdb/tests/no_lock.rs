@@ -2,7 +2,7 @@
 //! it, and through the unsafe one the readers of this process are still
 //! tracked, so the writer never reuses a page a live reader can see.
 
-use mdb::{Database, EnvFlags, EnvOptions, Error, Txn, WriteFlags};
+use mdb::{Database, EnvFlags, EnvOptions, ErrorKind, Txn, WriteFlags};
 
 /// The safe-code proof of the unsoundness: a value borrowed from a read
 /// transaction changed while the borrow was alive.
@@ -10,11 +10,17 @@ use mdb::{Database, EnvFlags, EnvOptions, Error, Txn, WriteFlags};
 fn safe_code_cannot_open_no_lock() {
     let dir = tempfile::tempdir().unwrap();
     let r = EnvOptions::new().flags(EnvFlags::NO_LOCK).open(dir.path());
-    assert_eq!(r.err(), Some(Error::Misuse(mdb::Misuse::BadEnvFlags)));
+    assert_eq!(
+        r.err().map(|e| e.kind()),
+        Some(ErrorKind::Misuse(mdb::Misuse::BadEnvFlags))
+    );
     let r = EnvOptions::new()
         .flags(EnvFlags::NO_LOCK | EnvFlags::READ_ONLY)
         .open(dir.path());
-    assert_eq!(r.err(), Some(Error::Misuse(mdb::Misuse::BadEnvFlags)));
+    assert_eq!(
+        r.err().map(|e| e.kind()),
+        Some(ErrorKind::Misuse(mdb::Misuse::BadEnvFlags))
+    );
 }
 
 #[test]

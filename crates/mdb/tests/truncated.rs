@@ -21,11 +21,11 @@ fn remove_lock(path: &Path) {
 fn try_everything(path: &Path, errors: &mut BTreeMap<String, usize>) -> mdb::Result<usize> {
     let mut note = |r: mdb::Result<()>| {
         if let Err(e) = r {
-            *errors.entry(format!("{e:?}")).or_default() += 1;
+            *errors.entry(format!("{:?}", e.kind())).or_default() += 1;
         }
     };
     let ro = opts(EnvFlags::NO_LOCK | EnvFlags::READ_ONLY).open(path);
-    let seen = ro.as_ref().map_err(|e| *e).and_then(walk);
+    let seen = ro.as_ref().map_err(|e| e.clone()).and_then(walk);
     if let Ok(env) = &ro {
         let mut out = Vec::new();
         note(env.copy_to_writer(&mut out, false));
@@ -86,7 +86,7 @@ fn truncated_files_give_errors() {
                 Ok(n) => assert_eq!(n, whole, "cut at {cut}: a walk lost items silently"),
                 Err(e) => {
                     failed_walks += 1;
-                    *errors.entry(format!("walk: {e:?}")).or_default() += 1;
+                    *errors.entry(format!("walk: {:?}", e.kind())).or_default() += 1;
                 }
             }
         }

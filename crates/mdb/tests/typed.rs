@@ -83,9 +83,15 @@ fn serde_values_and_bad_bytes() {
     assert_eq!(users.get(&w, "ada").unwrap().unwrap().name, "Ada");
     let bad: Vec<mdb::Result<_>> = users.iter(&w).unwrap().collect();
     assert_eq!(bad.len(), 2);
-    assert_eq!(bad[1].as_ref().err(), Some(&mdb::Error::Incompatible));
+    assert_eq!(
+        bad[1].as_ref().err().map(|e| e.kind()),
+        Some(mdb::ErrorKind::Incompatible)
+    );
     let as_u32: TypedDb<Str, U32> = TypedDb::new(raw.database());
-    assert_eq!(as_u32.get(&w, "ada").err(), Some(mdb::Error::Incompatible));
+    assert_eq!(
+        as_u32.get(&w, "ada").err().map(|e| e.kind()),
+        Some(mdb::ErrorKind::Incompatible)
+    );
     // Plain puts are visible typed, and the other way round.
     w.put(
         raw.database(),

@@ -201,7 +201,7 @@ fn commit_txn(env: &Env, n: u64, base: &Model) -> mdb::Result<()> {
             Step::Del(k) => {
                 if !w.del(Database::MAIN, &k)? {
                     // Not what `base` holds.
-                    return Err(mdb::Error::NotFound);
+                    return Err(mdb::ErrorKind::NotFound.into());
                 }
             }
         }
@@ -556,7 +556,7 @@ fn recover(
         // Like LMDB's, a new data file's meta pages are written in one
         // go: torn, or partly lost before their sync, they read as no
         // database (nothing was acknowledged yet).
-        Err(mdb::Error::Invalid) if !out.opened => return Ok(None),
+        Err(e) if e == mdb::ErrorKind::Invalid && !out.opened => return Ok(None),
         Err(e) => return Err(format!("open (wal {wal:?}): {e:?}")),
     };
     let got = contents(&env).map_err(|e| format!("read: {e:?}"))?;

@@ -20,7 +20,7 @@ pub use manifest::{BackupEntry, BackupKind, Manifest};
 pub use restore::{restore, verify, RestoreReport, VerifyReport};
 
 use crate::env::Env;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use manifest::{sync_dir, write_synced, HASHES};
 use pages::{hashes_bytes, page_hash, read_hashes, Crc, IncrHeader, HEADER};
 use std::io::{BufWriter, Write};
@@ -31,10 +31,11 @@ use std::path::{Path, PathBuf};
 /// what failed, naming the file.
 ///
 /// ```
+/// use mdb::ErrorKind;
 /// # let empty = tempfile::tempdir().unwrap();
 /// use mdb::Error;
 /// let e = mdb::verify(empty.path()).unwrap_err();
-/// assert_eq!(e.code, Error::Corrupted);
+/// assert_eq!(e.code, ErrorKind::Corrupted);
 /// assert_eq!(e.path, Some(empty.path().join("manifest.json")));
 /// assert!(e.to_string().ends_with("no backup manifest here"));
 /// ```
@@ -52,14 +53,14 @@ impl BackupError {
     fn io(path: &Path, e: std::io::Error) -> BackupError {
         let code = Error::from(e);
         BackupError {
+            message: code.to_string(),
             code,
             path: Some(path.to_path_buf()),
-            message: code.to_string(),
         }
     }
     fn bad(path: &Path, msg: impl Into<String>) -> BackupError {
         BackupError {
-            code: Error::Corrupted,
+            code: ErrorKind::Corrupted.into(),
             path: Some(path.to_path_buf()),
             message: msg.into(),
         }
@@ -70,7 +71,7 @@ impl BackupError {
     }
     fn usage(msg: impl Into<String>) -> BackupError {
         BackupError {
-            code: Error::Os(libc::EINVAL),
+            code: ErrorKind::Os(libc::EINVAL).into(),
             path: None,
             message: msg.into(),
         }
@@ -80,9 +81,9 @@ impl BackupError {
 impl From<Error> for BackupError {
     fn from(code: Error) -> BackupError {
         BackupError {
+            message: code.to_string(),
             code,
             path: None,
-            message: code.to_string(),
         }
     }
 }

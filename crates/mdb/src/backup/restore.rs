@@ -36,6 +36,7 @@ pub struct VerifyReport {
 /// the file.
 ///
 /// ```
+/// use mdb::ErrorKind;
 /// # let dir = tempfile::tempdir().unwrap();
 /// # let dest = tempfile::tempdir().unwrap();
 /// use mdb::Error;
@@ -48,7 +49,7 @@ pub struct VerifyReport {
 /// bytes[100] ^= 1;
 /// std::fs::write(&file, bytes)?;
 /// let e = mdb::verify(dest.path()).unwrap_err();
-/// assert_eq!((e.code, e.path), (Error::Corrupted, Some(file)));
+/// assert_eq!((e.code.kind(), e.path), (ErrorKind::Corrupted, Some(file)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn verify(dest: &Path) -> BackupResult<VerifyReport> {

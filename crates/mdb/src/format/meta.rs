@@ -1,6 +1,6 @@
 //! Meta pages and database records (lmdb-format.md §3, §4).
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::page::{rd16, rd32, rd64, wr16, wr32, wr64, Header, P_INVALID, P_META};
 
 /// Magic number at meta page offset 16.
@@ -65,7 +65,7 @@ impl DbRecord {
     pub fn read(b: &[u8]) -> Result<DbRecord> {
         match b.len() {
             DB_RECORD_LEN => Ok(DbRecord::decode(b)),
-            _ => Err(Error::Corrupted),
+            _ => Err(ErrorKind::Corrupted.into()),
         }
     }
 
@@ -157,20 +157,20 @@ impl Meta {
     /// Decode and validate the first [`META_LEN`] bytes of a meta page.
     pub fn decode(b: &[u8]) -> Result<Meta> {
         let Some(b) = b.first_chunk::<META_LEN>() else {
-            return Err(Error::Invalid);
+            return Err(ErrorKind::Invalid.into());
         };
         let h = MetaHeader::of(b);
         if h.flags & P_META == 0 || h.magic != MAGIC {
-            return Err(Error::Invalid);
+            return Err(ErrorKind::Invalid.into());
         }
         if h.version != VERSION && h.version != VERSION_WAL {
-            return Err(Error::VersionMismatch);
+            return Err(ErrorKind::VersionMismatch.into());
         }
         let m = Meta::fields(b);
         let ps = m.psize();
         // A 32-bit LMDB file has 4-byte fields and shows an implausible psize here.
         if !(512..=32768).contains(&ps) || !ps.is_power_of_two() || m.last_pgno < 1 {
-            return Err(Error::Invalid);
+            return Err(ErrorKind::Invalid.into());
         }
         Ok(m)
     }
@@ -261,9 +261,18 @@ mod tests {
     fn records_of_any_length() {
         let r = DbRecord::empty(0x04);
         assert_eq!(DbRecord::read(&r.encode()), Ok(r));
-        assert_eq!(DbRecord::read(&r.encode()[..47]), Err(Error::Corrupted));
-        assert_eq!(DbRecord::read(&[0u8; 49]), Err(Error::Corrupted));
-        assert_eq!(DbRecord::read(&[]), Err(Error::Corrupted));
+        assert_eq!(
+            DbRecord::read(&r.encode()[..47]).map_err(|e| e.kind()),
+            Err(ErrorKind::Corrupted)
+        );
+        assert_eq!(
+            DbRecord::read(&[0u8; 49]).map_err(|e| e.kind()),
+            Err(ErrorKind::Corrupted)
+        );
+        assert_eq!(
+            DbRecord::read(&[]).map_err(|e| e.kind()),
+            Err(ErrorKind::Corrupted)
+        );
         assert_eq!(MetaHeader::read(&[0u8; META_LEN - 1]), None);
         let h = MetaHeader::read(&Meta::new_env(4096, 1 << 20, 0).encode_page(1, 4096)).unwrap();
         assert_eq!(
@@ -277,12 +286,21 @@ mod tests {
         let m = Meta::new_env(4096, 1 << 20, 0);
         let mut p = m.encode_page(0, 4096);
         p[20] = 2;
-        assert_eq!(Meta::decode(&p), Err(Error::VersionMismatch));
+        assert_eq!(
+            Meta::decode(&p).map_err(|e| e.kind()),
+            Err(ErrorKind::VersionMismatch)
+        );
         let mut p = m.encode_page(0, 4096);
         p[16..20].copy_from_slice(&MAGIC.to_be_bytes());
-        assert_eq!(Meta::decode(&p), Err(Error::Invalid));
+        assert_eq!(
+            Meta::decode(&p).map_err(|e| e.kind()),
+            Err(ErrorKind::Invalid)
+        );
         let mut p = m.encode_page(0, 4096);
         p[40..44].copy_from_slice(&0u32.to_le_bytes());
-        assert_eq!(Meta::decode(&p), Err(Error::Invalid));
+        assert_eq!(
+            Meta::decode(&p).map_err(|e| e.kind()),
+            Err(ErrorKind::Invalid)
+        );
     }
 }

@@ -2,20 +2,20 @@
 //! and the in-place edits a write transaction makes to its dirty pages.
 //!
 //! Everything here works on byte slices; no `unsafe`. Reads of a page that
-//! may be corrupt are bounds-checked and fail with [`Error::Corrupted`].
+//! may be corrupt are bounds-checked and fail with [`ErrorKind::Corrupted`].
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 
 /// Longest key (and DB name) accepted.
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
-/// use mdb::{Database, Env, Error, WriteFlags, MAX_KEY_SIZE};
+/// use mdb::{Database, Env, ErrorKind, MAX_KEY_SIZE, WriteFlags};
 /// let env = Env::open(dir.path())?;
 /// let mut w = env.write_txn()?;
 /// let long = vec![b'k'; MAX_KEY_SIZE + 1];
 /// let r = w.put(Database::MAIN, &long, b"v", WriteFlags::EMPTY);
-/// assert_eq!(r, Err(Error::BadValSize)); // store a hash of such keys instead
+/// assert_eq!(r.map_err(|e| e.kind()), Err(ErrorKind::BadValSize)); // store a hash of such keys instead
 /// # Ok::<(), mdb::Error>(())
 /// ```
 pub const MAX_KEY_SIZE: usize = 511;
@@ -200,13 +200,13 @@ impl<'a> Page<'a> {
     #[inline]
     pub fn new(b: &'a [u8]) -> Result<Page<'a>> {
         if b.len() < HDR {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         let p = Page { b };
         let (lower, upper) = (p.lower() as usize, p.upper() as usize);
         if p.flags() & (P_BRANCH | P_LEAF) == 0 || lower < HDR || lower > upper || (lower & 1) != 0
         {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         // LEAF2 pages keep LMDB's virtual lower/upper (1-byte values put
         // both past the end): what must fit is the packed keys.
@@ -216,7 +216,7 @@ impl<'a> Page<'a> {
             upper <= b.len()
         };
         if !fits {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         Ok(p)
     }
@@ -278,12 +278,12 @@ impl<'a> Page<'a> {
     pub fn node(&self, i: usize) -> Result<Node<'a>> {
         // A LEAF2 page has no nodes (and its `lower` may lie past its end).
         if self.is_leaf2() {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         let ptr = self.b.get(HDR + 2 * i..HDR + 2 * i + 2);
         let off = ptr.map_or(0, |p| u16::from_le_bytes([p[0], p[1]]) as usize);
         if off < self.lower() as usize || off + NODE_HDR > self.b.len() {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         let branch = self.is_branch();
         let ks = rd16(self.b, off + 6) as usize;
@@ -294,7 +294,7 @@ impl<'a> Page<'a> {
             if fl & F_BIGDATA != 0 {
                 // Duplicates and database records are never in overflow pages.
                 if fl & (F_SUBDATA | F_DUPDATA) != 0 {
-                    return Err(Error::Corrupted);
+                    return Err(ErrorKind::Corrupted.into());
                 }
                 8
             } else {
@@ -303,7 +303,7 @@ impl<'a> Page<'a> {
         };
         let end = off + NODE_HDR + ks + stored;
         if end > self.b.len() {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         Ok(Node {
             b: &self.b[off..end],
@@ -316,7 +316,7 @@ impl<'a> Page<'a> {
         if self.flags() & P_LEAF2 != 0 {
             let ks = rd16(self.b, 8) as usize;
             let off = HDR + i * ks;
-            return self.b.get(off..off + ks).ok_or(Error::Corrupted);
+            return self.b.get(off..off + ks).ok_or(ErrorKind::Corrupted.into());
         }
         self.node_key(i)
     }
@@ -327,7 +327,7 @@ impl<'a> Page<'a> {
         let off = self.node_header(i)?;
         let k = off + NODE_HDR;
         let ks = rd16(self.b, off + 6) as usize;
-        self.b.get(k..k + ks).ok_or(Error::Corrupted)
+        self.b.get(k..k + ks).ok_or(ErrorKind::Corrupted.into())
     }
     /// Offset of node `i`'s header: its pointer lies in the pointer array
     /// and the whole header in the node area (what the search path and
@@ -338,10 +338,10 @@ impl<'a> Page<'a> {
         let at = HDR + 2 * i;
         let off = match self.b.get(at..at + 2) {
             Some(p) if at + 2 <= lower => u16::from_le_bytes([p[0], p[1]]) as usize,
-            _ => return Err(Error::Corrupted),
+            _ => return Err(ErrorKind::Corrupted.into()),
         };
         if off < lower || off + NODE_HDR > self.b.len() {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         Ok(off)
     }
@@ -357,6 +357,7 @@ impl<'a> Page<'a> {
             | u64::from(u16::from_le_bytes([h[4], h[5]])) << 32)
     }
     /// The bytes of entry `i` as stored: a node, or a LEAF2 key.
+    #[inline]
     pub fn raw_entry(&self, i: usize) -> Result<&'a [u8]> {
         if self.is_leaf2() {
             self.key(i)
@@ -510,11 +511,11 @@ pub fn plain_item(b: &[u8], i: usize) -> Option<(&[u8], &[u8])> {
 fn search_lexical(p: &Page<'_>, key: &[u8]) -> Result<(usize, bool)> {
     let b = p.b;
     let lower = p.lower() as usize;
-    let ptrs = b.get(HDR..lower).ok_or(Error::Corrupted)?;
+    let ptrs = b.get(HDR..lower).ok_or(ErrorKind::Corrupted)?;
     bisect(p, |i| {
         let off = match ptrs.get(2 * i..2 * i + 2) {
             Some(&[lo, hi]) => u16::from_le_bytes([lo, hi]) as usize,
-            _ => return Err(Error::Corrupted),
+            _ => return Err(ErrorKind::Corrupted.into()),
         };
         let k = match b.get(off..off + NODE_HDR) {
             Some(h) if off >= lower => {
@@ -523,7 +524,10 @@ fn search_lexical(p: &Page<'_>, key: &[u8]) -> Result<(usize, bool)> {
             }
             _ => None,
         };
-        Ok(crate::format::cmp::lexical(k.ok_or(Error::Corrupted)?, key))
+        Ok(crate::format::cmp::lexical(
+            k.ok_or(ErrorKind::Corrupted)?,
+            key,
+        ))
     })
 }
 

@@ -58,7 +58,7 @@ impl DirtyPages {
         self.map.get(pg).map(|b| &b[..])
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get_mut(&mut self, pg: &u64) -> Option<&mut Box<[u8]>> {
         if !self.undo.is_empty() {
             self.note(*pg);

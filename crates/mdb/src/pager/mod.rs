@@ -19,7 +19,7 @@ pub(crate) use path::{Path, MAX_DEPTH};
 pub(crate) use sort::{sort_by_pgno, sort_pgnos};
 
 use crate::env::Env;
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::meta::{DbRecord, Meta};
 use crate::format::page::{ov_pages, rd16, Page, HDR, P_OVERFLOW};
 use crate::mmap::Map;
@@ -354,11 +354,11 @@ impl PageRead for Pager<'_> {
     }
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         if let Some(b) = self.dirty.get(&pgno) {
-            return b.get(HDR..HDR + len).ok_or(Error::Corrupted);
+            return b.get(HDR..HDR + len).ok_or(ErrorKind::Corrupted.into());
         }
         let b = self.committed(pgno, HDR + len)?;
         if rd16(b, 10) & P_OVERFLOW == 0 {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         Ok(&b[HDR..])
     }
@@ -418,7 +418,7 @@ impl PageRead for MapView<'_> {
         }
         let b = self.map.slice(pgno as usize * ps, HDR + len)?;
         if rd16(b, 10) & P_OVERFLOW == 0 {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         Ok(&b[HDR..])
     }
@@ -431,14 +431,14 @@ impl PageRead for MapView<'_> {
 #[cold]
 #[inline(never)]
 fn reach(env: &Env, bound: &Cell<u64>, last: u64, pgno: u64, n: u64) -> Result<()> {
-    let end = pgno.checked_add(n).ok_or(Error::PageNotFound)?;
+    let end = pgno.checked_add(n).ok_or(ErrorKind::PageNotFound)?;
     if pgno < 2 || end > last.saturating_add(1) {
-        return Err(Error::PageNotFound);
+        return Err(ErrorKind::PageNotFound.into());
     }
     let b = env.refresh_file_pages()?.min(last.saturating_add(1));
     bound.set(b);
     if end > b {
-        return Err(Error::Corrupted);
+        return Err(ErrorKind::Corrupted.into());
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! can see (consumed from the free database in key order), then the end of
 //! the file, always keeping room for the commit to save the free list.
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::page::rd64;
 use crate::pager::{sort_pgnos, Pager};
 use crate::tree::*;
@@ -47,7 +47,7 @@ pub(crate) fn alloc(pager: &mut Pager<'_>, n: usize) -> Result<u64> {
     // As LMDB: the map's last page is never used, so files we write
     // always fit a map of the same size in LMDB.
     if pager.next_pgno + n as u64 >= pager.max_pgno {
-        return Err(Error::MapFull);
+        return Err(ErrorKind::MapFull.into());
     }
     let p = pager.next_pgno;
     pager.next_pgno += n as u64;
@@ -68,7 +68,7 @@ pub(crate) fn keep_commit_room(pager: &mut Pager<'_>, n: usize) -> Result<()> {
             return Ok(());
         }
         if !consume_record(pager)? {
-            return Err(Error::MapFull);
+            return Err(ErrorKind::MapFull.into());
         }
     }
 }
@@ -117,7 +117,7 @@ pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
             return Ok(false);
         };
         if k.len() != 8 || v.len() < 8 {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         let key = rd64(k, 0);
         if key >= pager.free.oldest {
@@ -134,7 +134,7 @@ pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
         }
         let n = rd64(v, 0) as usize;
         if n > (v.len() - 8) / 8 {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         break (
             key,
@@ -142,7 +142,7 @@ pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
         );
     };
     if pages.iter().any(|&p| p < 2 || p >= pager.next_pgno) {
-        return Err(Error::Corrupted);
+        return Err(ErrorKind::Corrupted.into());
     }
     pager.free.reclaimed.extend_from_slice(&pages);
     sort_pgnos(&mut pager.free.reclaimed, true);

@@ -1,7 +1,7 @@
 //! Deletion: removing items, rebalancing and merging pages, freeing overflow
 //! runs, and dropping whole trees.
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::meta::DbRecord;
 use crate::format::page::{
     self, edit, encode_branch, raw_key, rekey_branch, Page, F_BIGDATA, F_SUBDATA, HDR, P_INVALID,
@@ -19,7 +19,7 @@ pub(crate) fn free_overflow(pager: &mut Pager<'_>, t: &mut Tree, pg: u64) -> Res
         .rec
         .overflow_pages
         .checked_sub(n as u64)
-        .ok_or(Error::Corrupted)?;
+        .ok_or(ErrorKind::Corrupted)?;
     pager.free_pages(pg, n);
     Ok(())
 }
@@ -62,10 +62,10 @@ pub(crate) fn remove_at(
     let lvl = path.leaf();
     let leaf = path.pg[lvl];
     let cap = pager.psize() - HDR;
-    let mut buf = pager.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+    let mut buf = pager.dirty.get_mut(&leaf).ok_or(ErrorKind::Corrupted)?;
     let p = Page::new(buf)?;
     if i >= p.len() {
-        return Err(Error::NotFound);
+        return Err(ErrorKind::NotFound.into());
     }
     let leaf2 = p.is_leaf2();
     let mut big = None;
@@ -78,7 +78,7 @@ pub(crate) fn remove_at(
         let n = p.node(i)?;
         if let Some(c) = &mut cur {
             if c.no_subdb && n.flags() & F_SUBDATA != 0 {
-                return Err(Error::Incompatible);
+                return Err(ErrorKind::Incompatible.into());
             }
             c.key.clear();
             c.key.extend_from_slice(n.key());
@@ -89,7 +89,7 @@ pub(crate) fn remove_at(
     }
     if let Some(pg) = big {
         free_overflow(pager, t, pg)?;
-        buf = pager.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+        buf = pager.dirty.get_mut(&leaf).ok_or(ErrorKind::Corrupted)?;
     }
     if leaf2 {
         edit::remove_leaf2(buf, i);
@@ -234,7 +234,7 @@ fn leaves_in_place(
         }
     }
     if !edit::append_nodes(lb, &r, 0..k)? {
-        return Err(Error::PageFull);
+        return Err(ErrorKind::PageFull.into());
     }
     let parent = path.pg[lvl - 1];
     if merge {
@@ -248,11 +248,11 @@ fn leaves_in_place(
     let c = Page::new(copy)?;
     edit::init(rb, rpg, rflags);
     if !edit::append_nodes(rb, &c, k..c.len())? {
-        return Err(Error::PageFull);
+        return Err(ErrorKind::PageFull.into());
     }
     let new_sep = raw_key(c.raw_entry(k)?);
     if new_sep != sep {
-        let pb = pager.dirty.get_mut(&parent).ok_or(Error::Corrupted)?;
+        let pb = pager.dirty.get_mut(&parent).ok_or(ErrorKind::Corrupted)?;
         // Same length (fixed-size keys): rewrite it in place; otherwise
         // replace the node, which may split the parent.
         if !edit::set_branch_key(pb, ri, new_sep) {
@@ -301,7 +301,7 @@ pub(crate) fn merge_or_share(
     if total <= cap {
         // Merge right into left and drop the right page.
         if !rebuild_any(pager.dirty.get_mut(&lpg).unwrap(), flags, leaf2, &nodes) {
-            return Err(Error::PageFull);
+            return Err(ErrorKind::PageFull.into());
         }
         pager.free_pages(rpg, 1);
         if branch {
@@ -313,7 +313,7 @@ pub(crate) fn merge_or_share(
         return rebalance(pager, t, path, lvl - 1);
     }
     // Redistribute the nodes evenly between the two pages.
-    let s = split_point(&nodes, branch, leaf2, cap).ok_or(Error::PageFull)?;
+    let s = split_point(&nodes, branch, leaf2, cap).ok_or(ErrorKind::PageFull)?;
     let new_sep = if leaf2 {
         nodes[s].to_vec()
     } else {
@@ -328,7 +328,7 @@ pub(crate) fn merge_or_share(
     if !rebuild_any(pager.dirty.get_mut(&lpg).unwrap(), flags, leaf2, left)
         || !rebuild_any(pager.dirty.get_mut(&rpg).unwrap(), flags, leaf2, right)
     {
-        return Err(Error::PageFull);
+        return Err(ErrorKind::PageFull.into());
     }
     if new_sep != sep {
         // Replace the separator; a longer key may split the parent.
@@ -360,7 +360,7 @@ pub(crate) fn drop_tree(pager: &mut Pager<'_>, t: &mut Tree) -> Result<()> {
         let mut stack = vec![(root, 1u16)];
         while let Some((pg, d)) = stack.pop() {
             if d > depth || stack.len() > 1 << 24 {
-                return Err(Error::Corrupted);
+                return Err(ErrorKind::Corrupted.into());
             }
             let p = pager.page(pg)?;
             let mut runs = Vec::new();
@@ -395,7 +395,7 @@ pub(crate) fn run_len(pager: &Pager<'_>, pg: u64) -> Result<usize> {
         None => pager.committed(pg, HDR)?,
     };
     if page::rd16(b, 10) & P_OVERFLOW == 0 {
-        return Err(Error::Corrupted);
+        return Err(ErrorKind::Corrupted.into());
     }
     Ok(page::rd32(b, 12) as usize)
 }

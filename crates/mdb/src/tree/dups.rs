@@ -3,7 +3,7 @@
 //! sub-database whose keys are the values. Reading and writing them; the
 //! cursor position that walks them is `cursor::position`.
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::flags::{DUPFIXED, INTEGERDUP};
 use crate::format::meta::DbRecord;
 use crate::format::page::{
@@ -32,7 +32,7 @@ pub(crate) fn dups_of<'a, S: PageRead>(s: &'a S, n: Node<'a>) -> Result<Dups<'a>
     }
     if f & F_SUBDATA != 0 {
         if n.dsize() != 48 || n.data().len() != 48 {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         return Ok(Dups::SubDb(DbRecord::read(n.data())?));
     }
@@ -47,7 +47,7 @@ pub(crate) fn first_dup<'a, S: PageRead>(s: &'a S, n: Node<'a>) -> Result<&'a [u
         Dups::SubDb(rec) => {
             let mut pos = CursorPos::new();
             pos.move_edge(s, &rec, false)?;
-            pos.current_key(s)?.ok_or(Error::Corrupted)
+            pos.current_key(s)?.ok_or(ErrorKind::Corrupted.into())
         }
     }
 }
@@ -56,7 +56,7 @@ pub(crate) fn first_dup<'a, S: PageRead>(s: &'a S, n: Node<'a>) -> Result<&'a [u
 pub(crate) fn sub_tree(t: &Tree, rec: DbRecord) -> Result<Tree> {
     Ok(Tree {
         rec,
-        cmp: t.dups.ok_or(Error::Incompatible)?,
+        cmp: t.dups.ok_or(ErrorKind::Incompatible)?,
         dups: None,
         fixed: if rec.flags & DUPFIXED != 0 {
             rec.pad as usize
@@ -110,11 +110,11 @@ pub(crate) fn build_subpage(vals: &[&[u8]], fixed: bool, slack: usize) -> Vec<u8
 /// The packed values of a LEAF2 page or DUPFIXED sub-page.
 pub(crate) fn packed<'a>(p: &Page<'a>) -> Result<&'a [u8]> {
     if !p.is_leaf2() {
-        return Err(Error::Incompatible);
+        return Err(ErrorKind::Incompatible.into());
     }
     p.bytes()
         .get(HDR..HDR + p.len() * p.pad())
-        .ok_or(Error::Corrupted)
+        .ok_or(ErrorKind::Corrupted.into())
 }
 
 pub(crate) fn page_values<'a>(p: &Page<'a>) -> Result<Vec<&'a [u8]>> {
@@ -166,7 +166,7 @@ fn grow_subpage(
     b[12..14].copy_from_slice(&(lo as u16).to_le_bytes());
     b[14..16].copy_from_slice(&((up + extra) as u16).to_le_bytes());
     if !edit::insert_leaf(&mut b, at, val, NodeData::Inline(&[])) {
-        return Err(Error::Corrupted);
+        return Err(ErrorKind::Corrupted.into());
     }
     Ok(Some(b))
 }
@@ -225,10 +225,10 @@ impl NewDups {
 
 fn check_dup_value(t: &Tree, val: &[u8]) -> Result<()> {
     if val.len() > crate::format::page::MAX_KEY_SIZE {
-        return Err(Error::BadValSize);
+        return Err(ErrorKind::BadValSize.into());
     }
     if t.rec.flags & INTEGERDUP != 0 && val.len() != 4 && val.len() != 8 {
-        return Err(Error::BadValSize);
+        return Err(ErrorKind::BadValSize.into());
     }
     Ok(())
 }
@@ -243,9 +243,9 @@ pub(crate) fn dup_put(
 ) -> Result<()> {
     check_dup_value(t, val)?;
     if t.rec.flags & crate::format::flags::INTEGERKEY != 0 && key.len() != 4 && key.len() != 8 {
-        return Err(Error::BadValSize);
+        return Err(ErrorKind::BadValSize.into());
     }
-    let dcmp = t.dups.ok_or(Error::Incompatible)?;
+    let dcmp = t.dups.ok_or(ErrorKind::Incompatible)?;
     let mut path = Path::new();
     let (i, exact) = descend(&*pager, &t.rec, t.cmp, key, &mut path)?;
     if !exact {
@@ -254,7 +254,7 @@ pub(crate) fn dup_put(
         return tree_put(pager, t, key, NodeData::Inline(val), f);
     }
     if flags.contains(WriteFlags::NO_OVERWRITE) || flags.contains(WriteFlags::APPEND) {
-        return Err(Error::KeyExist);
+        return Err(ErrorKind::KeyExist.into());
     }
     let no_dup = flags.contains(WriteFlags::NO_DUP_DATA);
     let fixed = t.rec.flags & DUPFIXED != 0;
@@ -266,7 +266,7 @@ pub(crate) fn dup_put(
     // silently drops the empty value the other way; refuse both.
     let lone_empty = matches!(dups, Dups::Single(v) if v.is_empty());
     if val.is_empty() != lone_empty {
-        return Err(Error::BadValSize);
+        return Err(ErrorKind::BadValSize.into());
     }
     if t.rec.flags & DUPFIXED != 0 {
         let size = match &dups {
@@ -275,7 +275,7 @@ pub(crate) fn dup_put(
             Dups::SubDb(r) => r.pad as usize,
         };
         if val.len() != size {
-            return Err(Error::BadValSize);
+            return Err(ErrorKind::BadValSize.into());
         }
     }
     match dups {
@@ -283,13 +283,13 @@ pub(crate) fn dup_put(
             let c = dcmp.compare(val, old);
             if c == Ordering::Equal {
                 return if no_dup || append {
-                    Err(Error::KeyExist)
+                    Err(ErrorKind::KeyExist.into())
                 } else {
                     Ok(())
                 };
             }
             if append && c == Ordering::Less {
-                return Err(Error::KeyExist);
+                return Err(ErrorKind::KeyExist.into());
             }
             let vals = if c == Ordering::Less {
                 [val, old]
@@ -303,13 +303,13 @@ pub(crate) fn dup_put(
             let (at, found) = search(&p, val, dcmp)?;
             if found {
                 return if no_dup || append {
-                    Err(Error::KeyExist)
+                    Err(ErrorKind::KeyExist.into())
                 } else {
                     Ok(())
                 };
             }
             if append && at != p.len() {
-                return Err(Error::KeyExist);
+                return Err(ErrorKind::KeyExist.into());
             }
             let room = if fixed {
                 HDR + (p.len() + 1) * p.pad() <= p.bytes().len()
@@ -327,7 +327,7 @@ pub(crate) fn dup_put(
                     edit::insert_leaf(sp, at, val, NodeData::Inline(&[]))
                 };
                 if !ok {
-                    return Err(Error::Corrupted);
+                    return Err(ErrorKind::Corrupted.into());
                 }
                 t.rec.entries += 1;
                 return Ok(());
@@ -351,7 +351,7 @@ pub(crate) fn dup_put(
             let mut st = sub_tree(t, rec)?;
             if crate::tree::contains(&*pager, &st.rec, dcmp, val)? {
                 return if no_dup || append {
-                    Err(Error::KeyExist)
+                    Err(ErrorKind::KeyExist.into())
                 } else {
                     Ok(())
                 };
@@ -361,7 +361,7 @@ pub(crate) fn dup_put(
                 pos.move_edge(&*pager, &st.rec, true)?;
                 if let Some(last) = pos.current_key(&*pager)? {
                     if dcmp.compare(val, last) != Ordering::Greater {
-                        return Err(Error::KeyExist);
+                        return Err(ErrorKind::KeyExist.into());
                     }
                 }
             }
@@ -427,7 +427,7 @@ pub(crate) fn dup_del(
     key: &[u8],
     val: Option<&[u8]>,
 ) -> Result<bool> {
-    let dcmp = t.dups.ok_or(Error::Incompatible)?;
+    let dcmp = t.dups.ok_or(ErrorKind::Incompatible)?;
     let mut path = Path::new();
     let (i, exact) = descend(&*pager, &t.rec, t.cmp, key, &mut path)?;
     if !exact {

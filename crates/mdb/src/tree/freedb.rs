@@ -1,6 +1,6 @@
 //! Saving the free list into the free database at commit (lmdb-format.md §8).
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::page::{rd64, wr64};
 use crate::pager::{sort_pgnos, Pager};
 use crate::tree::alloc::{consume_record, SLACK};
@@ -41,7 +41,7 @@ pub(crate) fn reserve_record(pager: &mut Pager<'_>, key: u64, ids: usize) -> Res
 pub(crate) fn fill_record(pager: &mut Pager<'_>, key: u64, ids: &[u64]) -> Result<()> {
     let v = value_mut_t(pager, &free_tree(pager), &key.to_le_bytes())?;
     if v.len() < 8 * (ids.len() + 1) {
-        return Err(Error::PageFull);
+        return Err(ErrorKind::PageFull.into());
     }
     wr64(v, 0, ids.len() as u64);
     for (i, &p) in ids.iter().enumerate() {
@@ -100,7 +100,7 @@ fn leftover_plan(pager: &Pager<'_>, n: usize) -> Result<Vec<(u64, usize)>> {
         let key_at = |pos: &CursorPos| -> Result<Option<u64>> {
             match pos.current(pager)? {
                 Some((k, _)) if k.len() == 8 => Ok(Some(rd64(k, 0))),
-                Some(_) => Err(Error::Corrupted),
+                Some(_) => Err(ErrorKind::Corrupted.into()),
                 None => Ok(None),
             }
         };
@@ -157,7 +157,7 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
             let mut item = pos.first(&*pager, &rec)?;
             while let Some((k, _)) = item {
                 if k.len() != 8 {
-                    return Err(Error::Corrupted);
+                    return Err(ErrorKind::Corrupted.into());
                 }
                 let key = rd64(k, 0);
                 if key > consumed {
@@ -222,7 +222,7 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
         }
         if have < nl {
             // Fewer keys than records: only possible with no plan at all.
-            return Err(Error::PageFull);
+            return Err(ErrorKind::PageFull.into());
         }
         if consumed == 0 && !pager.free.loose.is_empty() {
             continue;
@@ -244,15 +244,15 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
         sort_pgnos(&mut kept, true);
         let mut rest = &left[..];
         for &key in &kept {
-            let cap = record_cap(pager, key)?.ok_or(Error::PageFull)?;
+            let cap = record_cap(pager, key)?.ok_or(ErrorKind::PageFull)?;
             let take = rest.len().min(cap);
             fill_record(pager, key, &rest[..take])?;
             rest = &rest[take..];
         }
         if !rest.is_empty() {
-            return Err(Error::PageFull);
+            return Err(ErrorKind::PageFull.into());
         }
         return Ok(());
     }
-    Err(Error::PageFull)
+    Err(ErrorKind::PageFull.into())
 }

@@ -1,7 +1,7 @@
 //! Insertion: copy-on-write of the path, placing large values in overflow
 //! runs, and page splits (the split point chosen as the inserts run).
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::page::{
     self, edit, encode_branch, footprint, node_max, ov_pages, raw_key, rekey_branch, NodeData,
     Page, F_BIGDATA, F_SUBDATA, HDR, P_BRANCH, P_INVALID, P_LEAF, P_LEAF2, P_OVERFLOW,
@@ -21,10 +21,10 @@ pub(crate) fn put_in_tree(
     check_key(key)?;
     let len = val.len();
     if len > u32::MAX as usize {
-        return Err(Error::BadValSize);
+        return Err(ErrorKind::BadValSize.into());
     }
     if t.rec.flags & crate::format::flags::INTEGERKEY != 0 && key.len() != 4 && key.len() != 8 {
-        return Err(Error::BadValSize);
+        return Err(ErrorKind::BadValSize.into());
     }
     let ps = pager.psize();
     let data = if page::NODE_HDR + key.len() + len > node_max(ps) {
@@ -56,10 +56,10 @@ pub(crate) fn precheck(pager: &Pager<'_>, t: &Tree, key: &[u8], flags: WriteFlag
     let mut path = Path::new();
     let (i, exact) = descend(pager, &t.rec, t.cmp, key, &mut path)?;
     if exact && flags.contains(WriteFlags::NO_OVERWRITE) {
-        return Err(Error::KeyExist);
+        return Err(ErrorKind::KeyExist.into());
     }
     if flags.contains(WriteFlags::APPEND) && path.len > 0 && !is_append(pager, &path, i, exact)? {
-        return Err(Error::KeyExist);
+        return Err(ErrorKind::KeyExist.into());
     }
     Ok(())
 }
@@ -113,7 +113,7 @@ fn put_along(
         if t.fixed > 0 {
             edit::init_leaf2(buf, pg, P_LEAF | P_LEAF2, t.fixed);
             if !edit::insert_leaf2(buf, 0, key) {
-                return Err(Error::BadValSize);
+                return Err(ErrorKind::BadValSize.into());
             }
         } else {
             edit::insert_leaf(buf, 0, key, data);
@@ -136,7 +136,7 @@ fn put_along(
             Some(found) => found,
             None => {
                 free_new_overflow(pager, t, data)?;
-                return Err(Error::KeyExist);
+                return Err(ErrorKind::KeyExist.into());
             }
         }
     } else {
@@ -145,7 +145,7 @@ fn put_along(
     if t.fixed > 0 {
         // LEAF2 trees hold keys only (the values of a DUPFIXED key).
         if exact {
-            return Err(Error::KeyExist);
+            return Err(ErrorKind::KeyExist.into());
         }
         touch_path(pager, t, path)?;
         let leaf = path.pg[path.leaf()];
@@ -166,11 +166,11 @@ fn put_along(
         let n = pager.page(path.pg[path.leaf()])?.node(i)?;
         if flags.contains(WriteFlags::NO_OVERWRITE) || append {
             free_new_overflow(pager, t, data)?;
-            return Err(Error::KeyExist);
+            return Err(ErrorKind::KeyExist.into());
         }
         if (n.flags() & F_SUBDATA != 0) != matches!(data, NodeData::SubDb(_)) {
             free_new_overflow(pager, t, data)?;
-            return Err(Error::Incompatible);
+            return Err(ErrorKind::Incompatible.into());
         }
     }
     touch_path(pager, t, path)?;
@@ -254,7 +254,7 @@ fn append_in_place(
         }
         _ => return Ok(None),
     };
-    let buf = pager.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+    let buf = pager.dirty.get_mut(&leaf).ok_or(ErrorKind::Corrupted)?;
     let n = {
         let p = Page::new(buf)?;
         let n = p.len();
@@ -285,7 +285,7 @@ pub(crate) fn descend_last(
     let mut pgno = t.rec.root;
     loop {
         if path.len >= crate::tree::MAX_DEPTH {
-            return Err(Error::CursorFull);
+            return Err(ErrorKind::CursorFull.into());
         }
         let p = pager.page(pgno)?;
         let n = p.len();
@@ -293,7 +293,7 @@ pub(crate) fn descend_last(
         path.len += 1;
         if p.is_leaf() {
             if path.len != t.rec.depth as usize {
-                return Err(Error::Corrupted);
+                return Err(ErrorKind::Corrupted.into());
             }
             path.ix[path.len - 1] = n;
             if n == 0 {
@@ -309,7 +309,7 @@ pub(crate) fn descend_last(
             });
         }
         if n == 0 {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         path.ix[path.len - 1] = n - 1;
         pgno = p.child(n - 1)?;
@@ -334,7 +334,7 @@ pub(crate) fn replace_node(
     data: NodeData<'_>,
 ) -> Result<()> {
     let leaf = path.pg[path.leaf()];
-    let buf = pager.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+    let buf = pager.dirty.get_mut(&leaf).ok_or(ErrorKind::Corrupted)?;
     edit::remove(buf, i);
     if edit::insert_leaf(buf, i, key, data) {
         return Ok(());
@@ -418,7 +418,7 @@ pub(crate) fn insert(
         // the left page stays as it is.
         let right = new_page(pager, flags)?;
         if !edit::insert_raw(pager.dirty.get_mut(&right).unwrap(), 0, raw) {
-            return Err(Error::PageFull);
+            return Err(ErrorKind::PageFull.into());
         }
         return file_right(pager, t, path, lvl, right, raw_key(raw), hint, false);
     }
@@ -461,7 +461,7 @@ pub(crate) fn split(
         nodes.push(raw);
     }
     let cap = pager.psize() - HDR;
-    let s = split_at(&nodes, i, branch, leaf2, cap, hint).ok_or(Error::PageFull)?;
+    let s = split_at(&nodes, i, branch, leaf2, cap, hint).ok_or(ErrorKind::PageFull)?;
     let sep = if leaf2 {
         nodes[s].to_vec()
     } else {
@@ -485,7 +485,7 @@ pub(crate) fn split(
                 && edit::rebuild(pager.dirty.get_mut(&right).unwrap(), flags, rnodes)
         };
         if !ok {
-            return Err(Error::PageFull);
+            return Err(ErrorKind::PageFull.into());
         }
     }
     file_right(pager, t, path, lvl, right, &sep, hint, branch)
@@ -537,16 +537,16 @@ pub(crate) fn value_mut_t<'p>(
     let mut path = Path::new();
     let (i, exact) = descend(&*pager, &t.rec, t.cmp, key, &mut path)?;
     if !exact {
-        return Err(Error::NotFound);
+        return Err(ErrorKind::NotFound.into());
     }
     let leaf = path.pg[path.leaf()];
     let n = pager.page(leaf)?.node(i)?;
     if n.flags() & F_BIGDATA != 0 {
         let (pg, len) = (n.ov_pgno(), n.dsize());
-        let run = pager.dirty.get_mut(&pg).ok_or(Error::Corrupted)?;
+        let run = pager.dirty.get_mut(&pg).ok_or(ErrorKind::Corrupted)?;
         return Ok(&mut run[HDR..HDR + len]);
     }
-    let buf = pager.dirty.get_mut(&leaf).ok_or(Error::Corrupted)?;
+    let buf = pager.dirty.get_mut(&leaf).ok_or(ErrorKind::Corrupted)?;
     Ok(edit::data_mut(buf, i))
 }
 

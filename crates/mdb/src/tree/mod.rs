@@ -23,7 +23,7 @@ pub(crate) use insert::*;
 pub use read::Item;
 pub(crate) use read::{contains, descend, get, get_node, node_value, CursorPos, Path, MAX_DEPTH};
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::cmp::{for_flags, CmpFn};
 use crate::format::meta::DbRecord;
 use crate::format::page::MAX_KEY_SIZE;
@@ -33,7 +33,7 @@ use crate::pager::Pager;
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
-/// use mdb::{Database, Env, Error, Txn, WriteFlags};
+/// use mdb::{Database, Env, ErrorKind, Txn, WriteFlags};
 /// let env = Env::open(dir.path())?;
 /// let mut w = env.write_txn()?;
 /// for i in 0u32..100 {
@@ -41,7 +41,7 @@ use crate::pager::Pager;
 ///     w.put(Database::MAIN, &i.to_be_bytes(), b"v", WriteFlags::APPEND)?;
 /// }
 /// let r = w.put(Database::MAIN, &5u32.to_be_bytes(), b"v", WriteFlags::APPEND);
-/// assert_eq!(r, Err(Error::KeyExist)); // not after the last key
+/// assert_eq!(r.map_err(|e| e.kind()), Err(ErrorKind::KeyExist)); // not after the last key
 /// assert_eq!(w.stat(Database::MAIN)?.entries, 100);
 /// # Ok::<(), mdb::Error>(())
 /// ```
@@ -55,12 +55,12 @@ impl WriteFlags {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use mdb::{Database, Env, Error, Txn, WriteFlags};
+    /// use mdb::{Database, Env, ErrorKind, Txn, WriteFlags};
     /// let env = Env::open(dir.path())?;
     /// let mut w = env.write_txn()?;
     /// w.put(Database::MAIN, b"user:1", b"ada", WriteFlags::NO_OVERWRITE)?;
     /// let taken = w.put(Database::MAIN, b"user:1", b"bob", WriteFlags::NO_OVERWRITE);
-    /// assert_eq!(taken, Err(Error::KeyExist));
+    /// assert_eq!(taken.map_err(|e| e.kind()), Err(ErrorKind::KeyExist));
     /// assert_eq!(w.get(Database::MAIN, b"user:1")?, Some(&b"ada"[..]));
     /// # Ok::<(), mdb::Error>(())
     /// ```
@@ -69,14 +69,14 @@ impl WriteFlags {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use mdb::{DbFlags, EnvOptions, Error, WriteFlags};
+    /// use mdb::{DbFlags, EnvOptions, ErrorKind, WriteFlags};
     /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
     /// let mut w = env.write_txn()?;
     /// let tags = w.create_db("tags", DbFlags::DUP_SORT)?;
     /// w.put(tags, b"k", b"a", WriteFlags::NO_DUP_DATA)?;
     /// w.put(tags, b"k", b"b", WriteFlags::NO_DUP_DATA)?; // another value: fine
     /// let again = w.put(tags, b"k", b"a", WriteFlags::NO_DUP_DATA);
-    /// assert_eq!(again, Err(Error::KeyExist));
+    /// assert_eq!(again.map_err(|e| e.kind()), Err(ErrorKind::KeyExist));
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub const NO_DUP_DATA: WriteFlags = WriteFlags(0x20);
@@ -116,7 +116,7 @@ impl WriteFlags {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use mdb::{Database, Env, Error, Txn, WriteFlags};
+    /// use mdb::{Database, Env, ErrorKind, Txn, WriteFlags};
     /// let env = Env::open(dir.path())?;
     /// let mut w = env.write_txn()?;
     /// for id in 1u64..=1000 {
@@ -124,7 +124,7 @@ impl WriteFlags {
     ///     w.put(Database::MAIN, &id.to_be_bytes(), b"row", WriteFlags::APPEND)?;
     /// }
     /// let r = w.put(Database::MAIN, &1u64.to_be_bytes(), b"row", WriteFlags::APPEND);
-    /// assert_eq!(r, Err(Error::KeyExist));
+    /// assert_eq!(r.map_err(|e| e.kind()), Err(ErrorKind::KeyExist));
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub const APPEND: WriteFlags = WriteFlags(0x20000);
@@ -132,7 +132,7 @@ impl WriteFlags {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use mdb::{Error, WriteFlags};
+    /// use mdb::{ErrorKind, WriteFlags};
     /// use mdb::{DbFlags, EnvOptions};
     /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
     /// let mut w = env.write_txn()?;
@@ -141,7 +141,7 @@ impl WriteFlags {
     ///     w.put(log, b"k", v, WriteFlags::APPEND_DUP)?; // each after the last
     /// }
     /// let r = w.put(log, b"k", b"0", WriteFlags::APPEND_DUP);
-    /// assert_eq!(r, Err(Error::KeyExist));
+    /// assert_eq!(r.map_err(|e| e.kind()), Err(ErrorKind::KeyExist));
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub const APPEND_DUP: WriteFlags = WriteFlags(0x40000);
@@ -192,7 +192,7 @@ pub(crate) fn free_tree(pager: &Pager<'_>) -> Tree {
 /// Keys are 1 to [`MAX_KEY_SIZE`] bytes.
 pub(crate) fn check_key(key: &[u8]) -> Result<()> {
     if key.is_empty() || key.len() > MAX_KEY_SIZE {
-        return Err(Error::BadValSize);
+        return Err(ErrorKind::BadValSize.into());
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! B+tree reads: descending to a key, and the cursor stack shared by read
 //! and write cursors. No allocation on any of these paths.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::format::cmp::CmpFn;
 use crate::format::meta::DbRecord;
 use crate::format::page::{search, Node, Page, F_BIGDATA, F_DUPDATA, P_INVALID};
@@ -25,7 +25,7 @@ pub(crate) fn descend<S: PageRead>(
     let mut pgno = rec.root;
     loop {
         if path.len >= MAX_DEPTH {
-            return Err(Error::CursorFull);
+            return Err(ErrorKind::CursorFull.into());
         }
         let p = s.page(pgno)?;
         if path.len + 1 == rec.depth as usize {
@@ -37,12 +37,12 @@ pub(crate) fn descend<S: PageRead>(
         path.len += 1;
         if p.is_leaf() {
             if path.len != rec.depth as usize {
-                return Err(Error::Corrupted);
+                return Err(ErrorKind::Corrupted.into());
             }
             return Ok((i, exact));
         }
         if p.is_empty() {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         pgno = p.child(i)?;
     }
@@ -85,7 +85,7 @@ pub(crate) fn get_node<'a, S: PageRead>(
         }
         pgno = p.child(i)?;
     }
-    Err(Error::CursorFull)
+    Err(ErrorKind::CursorFull.into())
 }
 
 /// Whether `key` is in the tree (works on LEAF2 leaves too).
@@ -103,7 +103,7 @@ pub(crate) fn node_value<'a, S: PageRead>(s: &'a S, n: Node<'a>) -> Result<&'a [
     }
     if f & F_BIGDATA != 0 {
         if n.data().len() < 8 {
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         s.overflow(n.ov_pgno(), n.dsize())
     } else {
@@ -208,13 +208,13 @@ impl CursorPos {
             let p = s.page(self.path.pg[lvl])?;
             if p.is_leaf() {
                 if self.path.len != rec.depth as usize {
-                    return Err(Error::Corrupted);
+                    return Err(ErrorKind::Corrupted.into());
                 }
                 return Ok(());
             }
             let child = p.child(self.path.ix[lvl])?;
             if self.path.len >= MAX_DEPTH {
-                return Err(Error::CursorFull);
+                return Err(ErrorKind::CursorFull.into());
             }
             let c = s.page(child)?;
             self.path.pg[self.path.len] = child;
@@ -300,7 +300,7 @@ impl CursorPos {
             let child = p.child(j)?;
             let c = s.page(child)?;
             if !c.is_leaf() {
-                return Err(Error::Corrupted);
+                return Err(ErrorKind::Corrupted.into());
             }
             self.path.ix[up] = j;
             self.path.pg[leaf] = child;

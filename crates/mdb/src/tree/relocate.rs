@@ -5,7 +5,7 @@
 //! parent pointed at the copy, so that the end of the file can be freed.
 
 use super::alloc::alloc;
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::meta::DbRecord;
 use crate::format::page::{edit, Header, F_BIGDATA, F_SUBDATA, HDR, P_INVALID, P_OVERFLOW};
 use crate::pager::{PageRead, Pager};
@@ -44,7 +44,7 @@ fn relocate_page(
     depth: usize,
 ) -> Result<u64> {
     if depth >= MAX_DEPTH {
-        return Err(Error::Corrupted);
+        return Err(ErrorKind::Corrupted.into());
     }
     // What the page refers to, read before anything changes.
     let (branch, refs) = {
@@ -60,7 +60,7 @@ fn relocate_page(
                 if n.flags() & F_BIGDATA != 0 {
                     refs.push((i, F_BIGDATA, n.ov_pgno()));
                 } else if n.flags() & F_SUBDATA != 0 {
-                    let rec = DbRecord::decode(n.data().get(..48).ok_or(Error::Corrupted)?);
+                    let rec = DbRecord::decode(n.data().get(..48).ok_or(ErrorKind::Corrupted)?);
                     refs.push((i, F_SUBDATA, rec.root));
                 }
             }
@@ -93,7 +93,7 @@ fn relocate_page(
         return Ok(pg);
     }
     let new = own(pager, pg, limit, moved)?;
-    let buf = pager.dirty.get_mut(&new).ok_or(Error::Corrupted)?;
+    let buf = pager.dirty.get_mut(&new).ok_or(ErrorKind::Corrupted)?;
     for f in fixes {
         match f {
             Fix::Child(i, c) => edit::set_child(buf, i, c),
@@ -121,13 +121,13 @@ fn own(pager: &mut Pager<'_>, pg: u64, limit: u64, moved: &mut u64) -> Result<u6
 fn move_run(pager: &mut Pager<'_>, pg: u64) -> Result<u64> {
     let ps = pager.psize();
     let head = pager.committed(pg, HDR)?;
-    let h = Header::read(head).ok_or(Error::Corrupted)?;
+    let h = Header::read(head).ok_or(ErrorKind::Corrupted)?;
     if h.flags & P_OVERFLOW == 0 {
-        return Err(Error::Corrupted);
+        return Err(ErrorKind::Corrupted.into());
     }
     let n = h.overflow_pages() as usize;
     if n == 0 {
-        return Err(Error::Corrupted);
+        return Err(ErrorKind::Corrupted.into());
     }
     let bytes = pager.committed(pg, n * ps)?.to_vec();
     let new = alloc(pager, n)?;

@@ -3,7 +3,7 @@
 
 use crate::db::Database;
 use crate::env::EnvFlags;
-use crate::error::{Error, Result};
+use crate::error::{DbLabel, ErrorKind, Result};
 use crate::format::meta::{Meta, META_WRITE_OFF};
 use crate::format::page::NodeData;
 use crate::io::{Commit, CommitFailure};
@@ -29,15 +29,16 @@ impl RwTxn<'_> {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn commit(mut self) -> Result<()> {
+        let during = |e: crate::Error| e.during("commit", || DbLabel::None, None, None);
         if self.broken.get() {
-            return Err(Error::BadTxn);
+            return Err(during(ErrorKind::BadTxn.into()));
         }
         let r = self.commit_inner();
         self.committed = r.is_ok();
         self.finish();
         // WAL mode: appended; the next writer may begin while this one
         // waits for its record to be durable and published.
-        match (r, &self.env.wal) {
+        let r = match (r, &self.env.wal) {
             (Ok(Some(t)), Some(w)) => {
                 w.group
                     .wait_durable(t, &w.wal, &self.env.file)
@@ -49,7 +50,8 @@ impl RwTxn<'_> {
                     })
             }
             (r, _) => r.map(|_| ()),
-        }
+        };
+        r.map_err(during)
     }
 
     /// Returns the txnid to wait for in WAL mode.
@@ -72,7 +74,7 @@ impl RwTxn<'_> {
             return Ok(None);
         }
         for (db, rec) in named {
-            let name = self.env.dbi_info(db)?.name.ok_or(Error::BadDbi)?;
+            let name = self.env.dbi_info(db)?.name.ok_or(ErrorKind::BadDbi)?;
             let mut m = self.tree(Database::MAIN)?;
             let r = tree::tree_put(
                 &mut self.pg,

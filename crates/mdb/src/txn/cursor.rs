@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::cursor::{CursorOp, CursorState};
+use crate::error::ErrorKind;
 use crate::tree::{Item, WriteFlags};
 
 /// A cursor of the write transaction that can also put and delete
@@ -53,7 +54,7 @@ impl<'env> RwTxn<'env> {
     /// ```
     pub fn write_cursor(&mut self, db: Database) -> Result<RwCursor<'_, 'env>> {
         if db == Database::FREE {
-            return Err(Error::Misuse(Misuse::FreeDbWrite));
+            return Err(ErrorKind::Misuse(Misuse::FreeDbWrite).into());
         }
         let st = CursorState::new(&*self, db)?;
         Ok(RwCursor { txn: self, st })
@@ -343,21 +344,33 @@ impl RwTxn<'_> {
         val: &[u8],
         flags: WriteFlags,
     ) -> Result<()> {
+        let env = self.env;
+        self.put_at_cursor(st, key, val, flags)
+            .map_err(|e| env.failed(e, "cursor put", st.db, Some(key.len()), Some(val.len())))
+    }
+
+    fn put_at_cursor(
+        &mut self,
+        st: &mut CursorState,
+        key: &[u8],
+        val: &[u8],
+        flags: WriteFlags,
+    ) -> Result<()> {
         let db = st.db;
         let rec = self.db(db)?;
         st.resync(&*self, &rec)?;
         if flags.contains(WriteFlags::CURRENT) {
             if st.pos.unset() {
-                return Err(Error::Misuse(Misuse::UnpositionedCursor));
+                return Err(ErrorKind::Misuse(Misuse::UnpositionedCursor).into());
             }
             let dups = st.pos.dcmp.is_some();
             // A plain value is not needed (and may be huge): copy dups only.
             let (ck, cv) = match st.pos.current(&*self)? {
                 Some((k, v)) => (k.to_vec(), if dups { v.to_vec() } else { Vec::new() }),
-                None => return Err(Error::NotFound),
+                None => return Err(ErrorKind::NotFound.into()),
             };
             if ck != key {
-                return Err(Error::Misuse(Misuse::KeyNotCurrent));
+                return Err(ErrorKind::Misuse(Misuse::KeyNotCurrent).into());
             }
             if dups && cv != val {
                 self.del_dup(db, key, &cv)?;
@@ -365,7 +378,7 @@ impl RwTxn<'_> {
         }
         let plain = WriteFlags(flags.0 & !WriteFlags::CURRENT.0);
         let r = self.put(db, key, val, plain);
-        if r.is_ok() || r == Err(Error::KeyExist) {
+        if r.is_ok() || r == Err(ErrorKind::KeyExist.into()) {
             let rec = self.db(db)?;
             if st.pos.dcmp.is_some() && r.is_ok() {
                 st.pos.seek_both(&*self, &rec, key, val, true)?;
@@ -399,11 +412,17 @@ impl RwTxn<'_> {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn cursor_del(&mut self, st: &mut CursorState, all_dups: bool) -> Result<()> {
+        let env = self.env;
+        self.del_at_cursor(st, all_dups)
+            .map_err(|e| env.failed(e, "cursor del", st.db, None, None))
+    }
+
+    fn del_at_cursor(&mut self, st: &mut CursorState, all_dups: bool) -> Result<()> {
         let db = st.db;
         let rec = self.db(db)?;
         st.resync(&*self, &rec)?;
         if st.pos.unset() {
-            return Err(Error::Misuse(Misuse::UnpositionedCursor));
+            return Err(ErrorKind::Misuse(Misuse::UnpositionedCursor).into());
         }
         let dups = st.pos.dcmp.is_some();
         if !dups {
@@ -425,7 +444,7 @@ impl RwTxn<'_> {
                     let cur = st.pos.current(&*self)?;
                     st.remember(cur, true);
                 }
-                Err(e @ (Error::NotFound | Error::Incompatible)) => {
+                Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::Incompatible) => {
                     // Nothing moved: the cursor stays where it was.
                     st.gen = self.generation();
                     return Err(e);
@@ -437,7 +456,7 @@ impl RwTxn<'_> {
         }
         let (key, val) = match st.pos.current(&*self)? {
             Some((k, v)) => (k.to_vec(), if dups { v.to_vec() } else { Vec::new() }),
-            None => return Err(Error::NotFound),
+            None => return Err(ErrorKind::NotFound.into()),
         };
         if dups && !all_dups {
             self.del_dup(db, &key, &val)?;

@@ -26,7 +26,7 @@ pub use write::RwTxn;
 use crate::cursor::Cursor;
 use crate::db::{Database, Stat};
 use crate::env::Env;
-use crate::error::{Error, Misuse, Result};
+use crate::error::{DbLabel, Error, ErrorKind, Misuse, Result};
 use crate::format::flags::{DUPSORT, INTEGERKEY, PERSISTENT, SUPPORTED};
 use crate::format::meta::DbRecord;
 use crate::format::page::{F_DUPDATA, F_SUBDATA};
@@ -67,10 +67,13 @@ pub trait Txn: Snapshot + Sized {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
-        db.check_env(self.env().tag())?;
-        let rec = self.db(db)?;
-        let (cmp, _) = self.env().comparators(db, rec.flags);
-        tree::get(self, &rec, cmp, key)
+        let found = || {
+            db.check_env(self.env().tag())?;
+            let rec = self.db(db)?;
+            let (cmp, _) = self.env().comparators(db, rec.flags);
+            tree::get(self, &rec, cmp, key)
+        };
+        found().map_err(|e| self.env().failed(e, "get", db, Some(key.len()), None))
     }
 
     /// A cursor over `db`, unpositioned.
@@ -89,7 +92,7 @@ pub trait Txn: Snapshot + Sized {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     fn cursor(&self, db: Database) -> Result<Cursor<'_, Self>> {
-        Cursor::new(self, db)
+        Cursor::new(self, db).map_err(|e| self.env().failed(e, "open cursor", db, None, None))
     }
 
     /// The items of `db` whose keys lie in `range`, in order, from either
@@ -178,8 +181,9 @@ pub trait Txn: Snapshot + Sized {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     fn stat(&self, db: Database) -> Result<Stat> {
-        db.check_env(self.env().tag())?;
-        Ok(Stat::from_record(self.env().psize, &self.db(db)?))
+        let rec = db.check_env(self.env().tag()).and_then(|()| self.db(db));
+        let rec = rec.map_err(|e| self.env().failed(e, "stat", db, None, None))?;
+        Ok(Stat::from_record(self.env().psize, &rec))
     }
 
     /// Flags of `db`.
@@ -196,8 +200,9 @@ pub trait Txn: Snapshot + Sized {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     fn db_flags(&self, db: Database) -> Result<crate::DbFlags> {
-        db.check_env(self.env().tag())?;
-        Ok(crate::DbFlags(self.db(db)?.flags))
+        let rec = db.check_env(self.env().tag()).and_then(|()| self.db(db));
+        let rec = rec.map_err(|e| self.env().failed(e, "db flags", db, None, None))?;
+        Ok(crate::DbFlags(rec.flags))
     }
 
     /// The id of this transaction (the snapshot's id for readers).
@@ -225,7 +230,7 @@ pub trait Txn: Snapshot + Sized {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use mdb::{EnvOptions, Txn, WriteFlags};
+    /// use mdb::{EnvOptions, ErrorKind, Txn, WriteFlags};
     /// let env = EnvOptions::new().max_dbs(2).open(dir.path())?;
     /// use mdb::{DbFlags, Error};
     /// let mut w = env.write_txn()?;
@@ -235,30 +240,40 @@ pub trait Txn: Snapshot + Sized {
     /// let r = env.read_txn()?;
     /// let users = r.open_db("users")?;
     /// assert_eq!(r.get(users, b"ada")?, Some(&b"1815"[..]));
-    /// assert_eq!(r.open_db("nobody").err(), Some(Error::NotFound));
+    /// assert_eq!(r.open_db("nobody").err().map(|e| e.kind()), Some(ErrorKind::NotFound));
     /// # Ok::<(), mdb::Error>(())
     /// ```
     fn open_db(&self, name: impl AsRef<[u8]>) -> Result<Database> {
         let name = name.as_ref();
-        check_name(self.env(), name)?;
-        let rec = lookup_named(self, name)?.ok_or(Error::NotFound)?;
-        check_supported(rec.flags)?;
-        let db = self
-            .env()
-            .register_dbi(name, rec.flags, self.write_level())?;
-        // The handle slot may have been closed and reused: refresh our copy.
-        self.cache_db(db, rec);
-        Ok(db)
+        let open = || {
+            check_name(self.env(), name)?;
+            let rec = lookup_named(self, name)?.ok_or(ErrorKind::NotFound)?;
+            check_supported(rec.flags)?;
+            let db = self
+                .env()
+                .register_dbi(name, rec.flags, self.write_level())?;
+            // The handle slot may have been closed and reused: refresh our copy.
+            self.cache_db(db, rec);
+            Ok(db)
+        };
+        open().map_err(|e: Error| {
+            e.during(
+                "open database",
+                || DbLabel::Named(name.to_vec()),
+                None,
+                None,
+            )
+        })
     }
 }
 
 pub(crate) fn check_name(env: &Env, name: &[u8]) -> Result<()> {
     if name.is_empty() || name.len() > crate::format::page::MAX_KEY_SIZE {
-        return Err(Error::BadValSize);
+        return Err(ErrorKind::BadValSize.into());
     }
     let main = env.dbi_info(Database::MAIN)?;
     if main.flags & (DUPSORT | INTEGERKEY) != 0 {
-        return Err(Error::Incompatible);
+        return Err(ErrorKind::Incompatible.into());
     }
     Ok(())
 }
@@ -266,7 +281,7 @@ pub(crate) fn check_name(env: &Env, name: &[u8]) -> Result<()> {
 /// Reject what this engine cannot yet handle, instead of misreading it.
 pub(crate) fn check_supported(flags: u16) -> Result<()> {
     if flags & PERSISTENT & !SUPPORTED != 0 {
-        return Err(Error::Incompatible);
+        return Err(ErrorKind::Incompatible.into());
     }
     Ok(())
 }
@@ -279,7 +294,7 @@ pub(crate) fn lookup_named<S: Snapshot>(s: &S, name: &[u8]) -> Result<Option<DbR
         None => Ok(None),
         Some(n) => {
             if n.flags() & (F_SUBDATA | F_DUPDATA) != F_SUBDATA || n.dsize() != 48 {
-                return Err(Error::Incompatible);
+                return Err(ErrorKind::Incompatible.into());
             }
             Ok(Some(DbRecord::read(n.data())?))
         }
@@ -299,9 +314,9 @@ pub(crate) fn load_named<S: Snapshot>(s: &S, env: &Env, db: Database) -> Result<
         let t = env.dbis.read().unwrap();
         let info = t
             .get(db.0 as usize)
-            .ok_or(Error::Misuse(Misuse::UnknownHandle))?;
+            .ok_or(ErrorKind::Misuse(Misuse::UnknownHandle))?;
         if info.pending.is_some() && reader {
-            return Err(Error::Misuse(Misuse::UncommittedHandle));
+            return Err(ErrorKind::Misuse(Misuse::UncommittedHandle).into());
         }
         if let Some((id, rec)) = info.snap.filter(|_| reader) {
             if id == txnid {
@@ -311,12 +326,12 @@ pub(crate) fn load_named<S: Snapshot>(s: &S, env: &Env, db: Database) -> Result<
         let name = info
             .name
             .as_deref()
-            .ok_or(Error::Misuse(Misuse::UnknownHandle))?;
-        let b = buf.get_mut(..name.len()).ok_or(Error::BadValSize)?;
+            .ok_or(ErrorKind::Misuse(Misuse::UnknownHandle))?;
+        let b = buf.get_mut(..name.len()).ok_or(ErrorKind::BadValSize)?;
         b.copy_from_slice(name);
         &buf[..name.len()]
     };
-    let rec = lookup_named(s, name)?.ok_or(Error::BadDbi)?;
+    let rec = lookup_named(s, name)?.ok_or(ErrorKind::BadDbi)?;
     check_supported(rec.flags)?;
     if reader {
         let mut t = env.dbis.write().unwrap();

@@ -2,6 +2,7 @@
 
 use super::write::TxnDb;
 use super::*;
+use crate::error::ErrorKind;
 
 /// A nested (child) write transaction: it sees its parent's changes, and
 /// its own become part of the parent on [`NestedTxn::commit`] or vanish on
@@ -63,7 +64,7 @@ impl<'env> RwTxn<'env> {
     /// ```
     pub fn nested(&mut self) -> Result<NestedTxn<'_, 'env>> {
         if self.broken.get() {
-            return Err(Error::BadTxn);
+            return Err(ErrorKind::BadTxn.into());
         }
         let saved = Saved {
             pages: self.pg.save(),
@@ -102,7 +103,7 @@ impl NestedTxn<'_, '_> {
                 restore(parent, s);
             }
             parent.broken.set(true);
-            return Err(Error::BadTxn);
+            return Err(ErrorKind::BadTxn.into());
         }
         if let Some(s) = self.saved.take() {
             self.parent.pg.keep(s.pages);

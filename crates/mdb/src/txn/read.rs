@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::env::{pick_meta, EnvFlags};
+use crate::error::ErrorKind;
 use crate::format::meta::Meta;
 use crate::format::page::Page;
 use crate::lock::ThreadSlots;
@@ -61,11 +62,11 @@ mod sealed {
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
-/// use mdb::{Database, Env, Error, RoTxn, ThreadSlot, Txn};
+/// use mdb::{Database, Env, ErrorKind, RoTxn, ThreadSlot, Txn};
 /// let env = Env::open(dir.path())?;
 /// let r: RoTxn<'_, ThreadSlot> = env.read_txn()?; // the default mode
 /// assert_eq!(r.get(Database::MAIN, b"k")?, None);
-/// assert_eq!(env.read_txn().err(), Some(Error::BadRslot)); // one per thread
+/// assert_eq!(env.read_txn().err().map(|e| e.kind()), Some(ErrorKind::BadRslot)); // one per thread
 /// # Ok::<(), mdb::Error>(())
 /// ```
 ///
@@ -161,6 +162,7 @@ impl Env {
     /// ```
     pub fn read_txn(&self) -> Result<RoTxn<'_>> {
         self.read_txn_in()
+            .map_err(|e| e.during("begin read transaction", || DbLabel::None, None, None))
     }
 
     /// Begin a read transaction that may move to another thread (`Send`):
@@ -179,14 +181,15 @@ impl Env {
     /// ```
     pub fn read_txn_send(&self) -> Result<RoTxn<'_, OwnSlot>> {
         if !self.flags().contains(EnvFlags::NO_TLS) {
-            return Err(Error::Incompatible);
+            return Err(ErrorKind::Incompatible.into());
         }
         self.read_txn_in()
+            .map_err(|e| e.during("begin read transaction", || DbLabel::None, None, None))
     }
 
     fn read_txn_in<S: SlotMode>(&self) -> Result<RoTxn<'_, S>> {
         if self.panicked.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(Error::Panic);
+            return Err(ErrorKind::Panic.into());
         }
         let (slot, own_slot) = self.reader_slot()?;
         let mut txn = RoTxn::bare(self, slot, own_slot);
@@ -232,7 +235,7 @@ impl Env {
             let mut m = m.0.borrow_mut();
             if let Some(s) = m.iter_mut().find(|s| s.env == self.id) {
                 if s.busy {
-                    return Err(Error::BadRslot);
+                    return Err(ErrorKind::BadRslot.into());
                 }
                 s.busy = true;
                 return Ok(s.slot);
@@ -305,7 +308,7 @@ impl Env {
             return Ok(m);
         }
         // Only a lock file being scribbled on moves lock.txnid this often.
-        Err(Error::Corrupted)
+        Err(ErrorKind::Corrupted.into())
     }
 
     /// Pages of the snapshot of `m` that lie in the data file as last seen:

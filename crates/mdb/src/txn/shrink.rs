@@ -12,6 +12,7 @@
 
 use super::*;
 use crate::env::{EnvFlags, DEFAULT_MAPSIZE};
+use crate::error::ErrorKind;
 
 impl RwTxn<'_> {
     /// One round of shrinking: take every free record old enough, drop the
@@ -57,7 +58,7 @@ impl RwTxn<'_> {
         let mut n = 0u64;
         for kv in self.cursor(Database::FREE)?.iter() {
             let (_, v) = kv?;
-            let c: [u8; 8] = v.get(..8).ok_or(Error::Corrupted)?.try_into().unwrap();
+            let c: [u8; 8] = v.get(..8).ok_or(ErrorKind::Corrupted)?.try_into().unwrap();
             n = n.saturating_add(u64::from_le_bytes(c));
         }
         Ok(n)
@@ -132,7 +133,7 @@ impl Env {
     /// file.
     fn trim(&self, worth_it: bool) -> Result<()> {
         if self.flags().contains(EnvFlags::READ_ONLY) {
-            return Err(Error::Os(libc::EACCES));
+            return Err(ErrorKind::Os(libc::EACCES).into());
         }
         // Pages freed by a commit are reusable only after the next one:
         // an empty commit lets a round take what the one before freed.

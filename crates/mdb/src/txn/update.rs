@@ -3,7 +3,7 @@
 //! tree through the tree layer and stores the changed record back.
 
 use crate::db::Database;
-use crate::error::{Error, Misuse, Result};
+use crate::error::{ErrorKind, Misuse, Result};
 use crate::format::cmp::CmpFn;
 use crate::format::flags::DUPSORT;
 use crate::format::meta::DbRecord;
@@ -21,7 +21,7 @@ impl<'env> RwTxn<'env> {
     /// The checks every change of `db` starts with.
     pub(crate) fn start_change(&mut self, db: Database) -> Result<()> {
         if self.broken.get() {
-            return Err(Error::BadTxn);
+            return Err(ErrorKind::BadTxn.into());
         }
         db.check_env(self.env.tag())?;
         // Between operations: a transaction over its memory budget writes
@@ -30,7 +30,7 @@ impl<'env> RwTxn<'env> {
         // Every public change passes here: detached cursors must re-sync.
         self.gen.set(self.gen.get() + 1);
         if db == Database::FREE {
-            return Err(Error::Misuse(Misuse::FreeDbWrite));
+            return Err(ErrorKind::Misuse(Misuse::FreeDbWrite).into());
         }
         Ok(())
     }
@@ -56,26 +56,28 @@ impl<'env> RwTxn<'env> {
     ///
     /// In a DUPSORT database an empty value may be a key's only value, as
     /// in LMDB; an empty value beside other values is refused with
-    /// [`Error::BadValSize`] in both orders (LMDB refuses adding it to a key
+    /// [`ErrorKind::BadValSize`] in both orders (LMDB refuses adding it to a key
     /// with values, but silently drops it when a value is added to it).
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use mdb::{Env, Database, Error, Txn, WriteFlags};
+    /// use mdb::{Database, Env, ErrorKind, Txn, WriteFlags};
     /// let env = Env::open(dir.path())?;
     /// let mut w = env.write_txn()?;
     /// w.put(Database::MAIN, b"k", b"one", WriteFlags::EMPTY)?;
-    /// assert_eq!(w.put(Database::MAIN, b"k", b"two", WriteFlags::NO_OVERWRITE), Err(Error::KeyExist));
+    /// assert_eq!(w.put(Database::MAIN, b"k", b"two", WriteFlags::NO_OVERWRITE).map_err(|e| e.kind()), Err(ErrorKind::KeyExist));
     /// assert_eq!(w.get(Database::MAIN, b"k")?, Some(&b"one"[..]));
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn put(&mut self, db: Database, key: &[u8], val: &[u8], flags: WriteFlags) -> Result<()> {
-        if flags.contains(WriteFlags::RESERVE) {
-            self.reserve(db, key, val.len(), flags)?
-                .copy_from_slice(val);
-            return Ok(());
-        }
-        self.put_value(db, key, Value::Bytes(val), flags)
+        let env = self.env;
+        let r = if flags.contains(WriteFlags::RESERVE) {
+            self.reserve(db, key, val.len(), flags)
+                .map(|b| b.copy_from_slice(val))
+        } else {
+            self.put_value(db, key, Value::Bytes(val), flags)
+        };
+        r.map_err(|e| env.failed(e, "put", db, Some(key.len()), Some(val.len())))
     }
 
     /// Insert `key` only if it is absent (`MDB_NOOVERWRITE`). Returns the
@@ -94,7 +96,7 @@ impl<'env> RwTxn<'env> {
     pub fn put_new(&mut self, db: Database, key: &[u8], val: &[u8]) -> Result<Option<&[u8]>> {
         match self.put(db, key, val, WriteFlags::NO_OVERWRITE) {
             Ok(()) => Ok(None),
-            Err(Error::KeyExist) => {
+            Err(e) if e == ErrorKind::KeyExist => {
                 let t = self.tree(db)?;
                 crate::tree::get(&*self, &t.rec, t.cmp, key)
             }
@@ -122,8 +124,10 @@ impl<'env> RwTxn<'env> {
         len: usize,
         flags: WriteFlags,
     ) -> Result<&mut [u8]> {
-        self.put_value(db, key, Value::Reserve(len), flags)?;
-        self.value_mut(db, key)
+        let env = self.env;
+        let r = self.put_value(db, key, Value::Reserve(len), flags);
+        r.and_then(|()| self.value_mut(db, key))
+            .map_err(|e| env.failed(e, "reserve", db, Some(key.len()), Some(len)))
     }
 
     /// Mutable access to the (dirty) value of `key`, right after a put.
@@ -145,7 +149,7 @@ impl<'env> RwTxn<'env> {
         let r = if t.dups.is_some() {
             match val {
                 Value::Bytes(v) => tree::dup_put(&mut self.pg, &mut t, key, v, flags),
-                Value::Reserve(_) => Err(Error::Misuse(Misuse::ReserveDupSort)),
+                Value::Reserve(_) => Err(ErrorKind::Misuse(Misuse::ReserveDupSort).into()),
             }
         } else {
             tree::put_in_tree(&mut self.pg, &mut t, key, val, flags)
@@ -158,13 +162,13 @@ impl<'env> RwTxn<'env> {
     pub(crate) fn fail_on_fatal<T>(&self, r: Result<T>) -> Result<T> {
         if let Err(e) = &r {
             if !matches!(
-                e,
-                Error::KeyExist
-                    | Error::NotFound
-                    | Error::BadValSize
-                    | Error::Incompatible
-                    | Error::Os(libc::EINVAL)
-                    | Error::Misuse(_)
+                e.kind(),
+                ErrorKind::KeyExist
+                    | ErrorKind::NotFound
+                    | ErrorKind::BadValSize
+                    | ErrorKind::Incompatible
+                    | ErrorKind::Os(libc::EINVAL)
+                    | ErrorKind::Misuse(_)
             ) {
                 self.broken.set(true);
             }
@@ -187,25 +191,29 @@ impl<'env> RwTxn<'env> {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn del(&mut self, db: Database, key: &[u8]) -> Result<bool> {
-        let rec = self.check_usable(db)?;
-        check_key(key)?;
-        let mut t = self.tree_of(db, rec);
-        if db == Database::MAIN {
-            // A named database's record goes with `delete_db`, never alone
-            // (that would leak its pages).
-            if let Some(n) = crate::tree::get_node(&*self, &t.rec, t.cmp, key)? {
-                if n.flags() & F_SUBDATA != 0 {
-                    return Err(Error::Incompatible);
+        let env = self.env;
+        let r: Result<bool> = (|| {
+            let rec = self.check_usable(db)?;
+            check_key(key)?;
+            let mut t = self.tree_of(db, rec);
+            if db == Database::MAIN {
+                // A named database's record goes with `delete_db`, never alone
+                // (that would leak its pages).
+                if let Some(n) = crate::tree::get_node(&*self, &t.rec, t.cmp, key)? {
+                    if n.flags() & F_SUBDATA != 0 {
+                        return Err(ErrorKind::Incompatible.into());
+                    }
                 }
             }
-        }
-        let r = if t.dups.is_some() {
-            tree::dup_del(&mut self.pg, &mut t, key, None)
-        } else {
-            tree::tree_del(&mut self.pg, &mut t, key)
-        };
-        self.set_rec(db, t.rec);
-        self.fail_on_fatal(r)
+            let r = if t.dups.is_some() {
+                tree::dup_del(&mut self.pg, &mut t, key, None)
+            } else {
+                tree::tree_del(&mut self.pg, &mut t, key)
+            };
+            self.set_rec(db, t.rec);
+            self.fail_on_fatal(r)
+        })();
+        r.map_err(|e| env.failed(e, "del", db, Some(key.len()), None))
     }
 
     /// DUPFIXED: store the values packed in `vals` (each `size` bytes) under
@@ -232,22 +240,27 @@ impl<'env> RwTxn<'env> {
         size: usize,
         flags: WriteFlags,
     ) -> Result<usize> {
-        let rec = self.check_usable(db)?;
-        if rec.flags & crate::format::flags::DUPFIXED == 0 {
-            return Err(Error::Incompatible);
-        }
-        if size == 0 || !vals.len().is_multiple_of(size) {
-            return Err(Error::BadValSize);
-        }
-        let mut n = 0;
-        for v in vals.chunks(size) {
-            match self.put(db, key, v, flags) {
-                Ok(()) => n += 1,
-                Err(Error::KeyExist) if flags.contains(WriteFlags::NO_DUP_DATA) => {}
-                Err(e) => return Err(e),
+        let env = self.env;
+        let r: Result<usize> = (|| {
+            let rec = self.check_usable(db)?;
+            if rec.flags & crate::format::flags::DUPFIXED == 0 {
+                return Err(ErrorKind::Incompatible.into());
             }
-        }
-        Ok(n)
+            if size == 0 || !vals.len().is_multiple_of(size) {
+                return Err(ErrorKind::BadValSize.into());
+            }
+            let mut n = 0;
+            for v in vals.chunks(size) {
+                match self.put(db, key, v, flags) {
+                    Ok(()) => n += 1,
+                    Err(e)
+                        if e == ErrorKind::KeyExist && flags.contains(WriteFlags::NO_DUP_DATA) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(n)
+        })();
+        r.map_err(|e| env.failed(e, "put multiple", db, Some(key.len()), Some(size)))
     }
 
     /// Delete one value of a DUPSORT key (or the key if `val` is its value in
@@ -267,19 +280,23 @@ impl<'env> RwTxn<'env> {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn del_dup(&mut self, db: Database, key: &[u8], val: &[u8]) -> Result<bool> {
-        let rec = self.check_usable(db)?;
-        check_key(key)?;
-        let mut t = self.tree_of(db, rec);
-        let r = if t.dups.is_some() {
-            tree::dup_del(&mut self.pg, &mut t, key, Some(val))
-        } else {
-            match crate::tree::get(&*self, &t.rec, t.cmp, key)? {
-                Some(v) if v == val => tree::tree_del(&mut self.pg, &mut t, key),
-                _ => Ok(false),
-            }
-        };
-        self.set_rec(db, t.rec);
-        self.fail_on_fatal(r)
+        let env = self.env;
+        let r: Result<bool> = (|| {
+            let rec = self.check_usable(db)?;
+            check_key(key)?;
+            let mut t = self.tree_of(db, rec);
+            let r = if t.dups.is_some() {
+                tree::dup_del(&mut self.pg, &mut t, key, Some(val))
+            } else {
+                match crate::tree::get(&*self, &t.rec, t.cmp, key)? {
+                    Some(v) if v == val => tree::tree_del(&mut self.pg, &mut t, key),
+                    _ => Ok(false),
+                }
+            };
+            self.set_rec(db, t.rec);
+            self.fail_on_fatal(r)
+        })();
+        r.map_err(|e| env.failed(e, "del", db, Some(key.len()), Some(val.len())))
     }
 
     /// Delete the item a cursor of a plain (not DUPSORT) database is on,
@@ -305,7 +322,7 @@ impl<'env> RwTxn<'env> {
             fixed: 0,
         };
         if rec.flags & DUPSORT != 0 || path.len == 0 || path.len != rec.depth as usize {
-            return Err(Error::Os(libc::EINVAL));
+            return Err(ErrorKind::Os(libc::EINVAL).into());
         }
         let i = path.ix[path.leaf()];
         // A named database's record goes with `delete_db` (see `del`).
@@ -336,18 +353,22 @@ impl<'env> RwTxn<'env> {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn clear_db(&mut self, db: Database) -> Result<()> {
-        let rec = self.check_usable(db)?;
-        let mut t = self.tree_of(db, rec);
-        let r = tree::drop_tree(&mut self.pg, &mut t);
-        self.set_rec(db, t.rec);
-        self.fail_on_fatal(r)
+        let env = self.env;
+        let r: Result<()> = (|| {
+            let rec = self.check_usable(db)?;
+            let mut t = self.tree_of(db, rec);
+            let r = tree::drop_tree(&mut self.pg, &mut t);
+            self.set_rec(db, t.rec);
+            self.fail_on_fatal(r)
+        })();
+        r.map_err(|e| env.failed(e, "clear database", db, None, None))
     }
 
     /// Delete a named database: empty it and remove its record from the main database.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// use mdb::{DbFlags, EnvOptions, ErrorKind, Txn, WriteFlags};
     /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
     /// let mut w = env.write_txn()?;
     /// use mdb::Error;
@@ -358,19 +379,19 @@ impl<'env> RwTxn<'env> {
     /// let old = w.open_db("old")?;
     /// w.delete_db(old)?;
     /// w.commit()?;
-    /// assert_eq!(env.read_txn()?.open_db("old").err(), Some(Error::NotFound));
+    /// assert_eq!(env.read_txn()?.open_db("old").err().map(|e| e.kind()), Some(ErrorKind::NotFound));
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn delete_db(&mut self, db: Database) -> Result<()> {
         if db.0 < 2 {
             return self.clear_db(db);
         }
-        let rec = self.check_usable(db)?;
         let r = (|| {
+            let rec = self.check_usable(db)?;
             let mut t = self.tree_of(db, rec);
             tree::drop_tree(&mut self.pg, &mut t)?;
             self.set_rec(db, t.rec);
-            let name = self.env.dbi_info(db)?.name.ok_or(Error::BadDbi)?;
+            let name = self.env.dbi_info(db)?.name.ok_or(ErrorKind::BadDbi)?;
             let mut m = self.tree(Database::MAIN)?;
             let r = tree::tree_del(&mut self.pg, &mut m, &name);
             self.set_rec(Database::MAIN, m.rec);
@@ -381,6 +402,8 @@ impl<'env> RwTxn<'env> {
             }
             Ok(())
         })();
+        let env = self.env;
         self.fail_on_fatal(r)
+            .map_err(|e| env.failed(e, "delete database", db, None, None))
     }
 }

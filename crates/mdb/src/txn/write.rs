@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::env::{pick_meta, EnvFlags};
+use crate::error::{DbLabel, ErrorKind};
 use crate::format::page::Page;
 use crate::pager::{PageRead, Pager};
 use std::cell::Cell;
@@ -59,24 +60,29 @@ impl Env {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use mdb::{Database, Env, Error, Txn, WriteFlags};
+    /// use mdb::{Database, Env, ErrorKind, Txn, WriteFlags};
     /// let env = Env::open(dir.path())?;
     /// let mut w = env.write_txn()?;
     /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
-    /// assert_eq!(env.write_txn().err(), Some(Error::BadTxn)); // same thread
+    /// assert_eq!(env.write_txn().err().map(|e| e.kind()), Some(ErrorKind::BadTxn)); // same thread
     /// w.abort(); // or drop it: nothing was written
     /// assert_eq!(env.read_txn()?.get(Database::MAIN, b"k")?, None);
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn write_txn(&self) -> Result<RwTxn<'_>> {
+        self.begin_write_txn()
+            .map_err(|e| e.during("begin write transaction", || DbLabel::None, None, None))
+    }
+
+    fn begin_write_txn(&self) -> Result<RwTxn<'_>> {
         if self.flags().contains(EnvFlags::READ_ONLY) {
-            return Err(Error::Os(libc::EACCES));
+            return Err(ErrorKind::Os(libc::EACCES).into());
         }
         if self.panicked.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(Error::Panic);
+            return Err(ErrorKind::Panic.into());
         }
         if !tls_enter(&WRITE_ACTIVE, self.id) {
-            return Err(Error::BadTxn);
+            return Err(ErrorKind::BadTxn.into());
         }
         let r = self.begin_write();
         match r {
@@ -138,7 +144,7 @@ impl Env {
         let txnid = base
             .txnid
             .checked_add(if base.txnid & 1 == slot as u64 { 1 } else { 2 })
-            .ok_or(Error::Corrupted)
+            .ok_or(ErrorKind::Corrupted.into())
             .map_err(unlock)?;
         if let Some(w) = &self.wal {
             w.wal.expect(&self.file, &base, txnid).map_err(unlock)?;
@@ -193,19 +199,19 @@ impl<'env> RwTxn<'env> {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use mdb::{Database, EnvOptions, Error, WriteFlags};
+    /// use mdb::{Database, EnvOptions, ErrorKind, WriteFlags};
     /// let env = EnvOptions::new().auto_grow(false).open(dir.path())?; // a 1 MiB map
     /// let mut w = env.write_txn()?;
     /// assert_eq!(w.put(Database::MAIN, b"k", b"v", WriteFlags::NO_OVERWRITE), Ok(()));
     /// let r = w.put(Database::MAIN, b"k", b"v", WriteFlags::NO_OVERWRITE);
-    /// assert_eq!(r, Err(Error::KeyExist));
+    /// assert_eq!(r.map_err(|e| e.kind()), Err(ErrorKind::KeyExist));
     /// assert!(!w.is_broken()); // an expected outcome, not a failure
     /// let full = (0u32..20_000).try_for_each(|i| {
     ///     w.put(Database::MAIN, &i.to_be_bytes(), &[0; 100], WriteFlags::EMPTY)
     /// });
-    /// assert_eq!(full, Err(Error::MapFull));
+    /// assert_eq!(full.map_err(|e| e.kind()), Err(ErrorKind::MapFull));
     /// assert!(w.is_broken());
-    /// assert_eq!(w.commit(), Err(Error::BadTxn));
+    /// assert_eq!(w.commit().map_err(|e| e.kind()), Err(ErrorKind::BadTxn));
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn is_broken(&self) -> bool {
@@ -276,45 +282,55 @@ impl<'env> RwTxn<'env> {
     /// ```
     pub fn create_db(&mut self, name: impl AsRef<[u8]>, flags: crate::DbFlags) -> Result<Database> {
         let name = name.as_ref();
-        check_name(self.env, name)?;
-        match lookup_named(self, name)? {
-            Some(rec) => {
-                check_supported(rec.flags)?;
-                let db = self.env.register_dbi(name, rec.flags, Some(self.depth))?;
-                if self
-                    .dbs
-                    .borrow()
-                    .get(db.0 as usize)
-                    .and_then(|d| *d)
-                    .is_none()
-                {
-                    self.set_loaded(db.0 as usize, rec, false);
+        let r: Result<Database> = (|| {
+            check_name(self.env, name)?;
+            match lookup_named(self, name)? {
+                Some(rec) => {
+                    check_supported(rec.flags)?;
+                    let db = self.env.register_dbi(name, rec.flags, Some(self.depth))?;
+                    if self
+                        .dbs
+                        .borrow()
+                        .get(db.0 as usize)
+                        .and_then(|d| *d)
+                        .is_none()
+                    {
+                        self.set_loaded(db.0 as usize, rec, false);
+                    }
+                    Ok(db)
                 }
-                Ok(db)
-            }
-            None => {
-                check_supported(flags.0)?;
-                if flags.0 & !PERSISTENT != 0 {
-                    return Err(Error::Misuse(Misuse::BadDbFlags));
+                None => {
+                    check_supported(flags.0)?;
+                    if flags.0 & !PERSISTENT != 0 {
+                        return Err(ErrorKind::Misuse(Misuse::BadDbFlags).into());
+                    }
+                    let db = self.env.register_dbi(name, flags.0, Some(self.depth))?;
+                    self.gen.set(self.gen.get() + 1);
+                    let rec = DbRecord::empty(flags.0);
+                    self.set_rec(db, rec);
+                    // Store the record now so the main tree holds it from here on.
+                    let mut m = self.tree(Database::MAIN)?;
+                    let r = crate::tree::tree_put(
+                        &mut self.pg,
+                        &mut m,
+                        name,
+                        crate::format::page::NodeData::SubDb(&rec.encode()),
+                        crate::WriteFlags::NO_OVERWRITE,
+                    );
+                    self.set_rec(Database::MAIN, m.rec);
+                    r?;
+                    Ok(db)
                 }
-                let db = self.env.register_dbi(name, flags.0, Some(self.depth))?;
-                self.gen.set(self.gen.get() + 1);
-                let rec = DbRecord::empty(flags.0);
-                self.set_rec(db, rec);
-                // Store the record now so the main tree holds it from here on.
-                let mut m = self.tree(Database::MAIN)?;
-                let r = crate::tree::tree_put(
-                    &mut self.pg,
-                    &mut m,
-                    name,
-                    crate::format::page::NodeData::SubDb(&rec.encode()),
-                    crate::WriteFlags::NO_OVERWRITE,
-                );
-                self.set_rec(Database::MAIN, m.rec);
-                r?;
-                Ok(db)
             }
-        }
+        })();
+        r.map_err(|e| {
+            e.during(
+                "create database",
+                || DbLabel::Named(name.to_vec()),
+                None,
+                None,
+            )
+        })
     }
 
     /// Set the key flags of the main database (only while it is empty).
@@ -340,7 +356,7 @@ impl<'env> RwTxn<'env> {
             return Ok(());
         }
         if rec.entries != 0 {
-            return Err(Error::Incompatible);
+            return Err(ErrorKind::Incompatible.into());
         }
         rec.flags = flags.0;
         self.set_rec(Database::MAIN, rec);

@@ -9,7 +9,7 @@
 //! bytes and zeros.
 
 use super::seam::{sync_dir, Seam};
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::bytes::{get16, get32, get64, sub};
 use crate::io::{FaultInjector, IoOp};
 use std::fs::{File, OpenOptions};
@@ -131,7 +131,7 @@ impl Checkpoint {
     /// transaction's `meta` update: write the older slot, then fdatasync.
     pub(crate) fn write(&mut self, txnid: u64, meta: &[u8]) -> Result<()> {
         if meta.len() > MAX_META {
-            return Err(Error::Os(libc::EINVAL));
+            return Err(ErrorKind::Os(libc::EINVAL).into());
         }
         let seq = self.last_seq + 1;
         let mut slot = [0u8; SLOT];
@@ -182,8 +182,8 @@ mod tests {
             1024
         );
         assert_eq!(
-            cp.write(1, &[0; MAX_META + 1]),
-            Err(Error::Os(libc::EINVAL))
+            cp.write(1, &[0; MAX_META + 1]).map_err(|e| e.kind()),
+            Err(ErrorKind::Os(libc::EINVAL))
         );
         cp.write(70, &[9; MAX_META]).unwrap();
         assert_eq!(cp.read().unwrap().unwrap().meta, vec![9; MAX_META]);
@@ -202,7 +202,10 @@ mod tests {
                 IoOp::CheckpointWrite { .. } => IoAction::Tear(tear),
                 _ => IoAction::Proceed,
             });
-            assert_eq!(cp.write(3, &[3; MAX_META]), Err(Error::Os(libc::EIO)));
+            assert_eq!(
+                cp.write(3, &[3; MAX_META]).map_err(|e| e.kind()),
+                Err(ErrorKind::Os(libc::EIO))
+            );
             let cp2 = Checkpoint::open(dir.path(), None).unwrap();
             let got = cp2.read().unwrap().unwrap();
             assert_eq!((got.txnid, &got.meta[..]), (2, &b"two"[..]), "tear {tear}");
@@ -222,8 +225,10 @@ mod tests {
             _ => IoAction::Proceed,
         });
         assert_eq!(
-            Checkpoint::open(dir.path(), Some(script.clone())).err(),
-            Some(Error::Os(libc::EIO))
+            Checkpoint::open(dir.path(), Some(script.clone()))
+                .err()
+                .map(|e| e.kind()),
+            Some(ErrorKind::Os(libc::EIO))
         );
         script.set(|_| IoAction::Proceed);
         let mut cp = Checkpoint::open(dir.path(), Some(script.clone())).unwrap();
@@ -231,7 +236,10 @@ mod tests {
             IoOp::CheckpointSync => IoAction::Fail(libc::EIO),
             _ => IoAction::Proceed,
         });
-        assert_eq!(cp.write(1, b"x"), Err(Error::Os(libc::EIO)));
+        assert_eq!(
+            cp.write(1, b"x").map_err(|e| e.kind()),
+            Err(ErrorKind::Os(libc::EIO))
+        );
     }
 
     #[test]

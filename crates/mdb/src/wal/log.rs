@@ -10,7 +10,7 @@
 
 use super::record::{self, RecordParts, RecordView};
 use super::segment::{self, Anchor, Pool, SegHeader, SEG_HEADER};
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::io::IoOp;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -208,7 +208,7 @@ impl Log {
     /// is appended (a torn write is overwritten by the next append).
     pub(crate) fn append(&mut self, parts: &RecordParts<'_>) -> Result<LogPos> {
         if self.next_txnid().is_some_and(|t| t != parts.txnid) {
-            return Err(Error::Os(libc::EINVAL));
+            return Err(ErrorKind::Os(libc::EINVAL).into());
         }
         let len = record::encoded_len(parts)?;
         if self
@@ -412,19 +412,22 @@ impl Log {
                 opened = segment::open(&self.pool.dir, seg.seq)?;
                 &opened
             };
-            buf.resize(usize::try_from(seg.end).map_err(|_| Error::Corrupted)?, 0);
+            buf.resize(
+                usize::try_from(seg.end).map_err(|_| ErrorKind::Corrupted)?,
+                0,
+            );
             file.read_exact_at(&mut buf, 0)?;
             let chain = match SegHeader::parse(&buf) {
                 Some(h) if h.seq == seg.seq && h.anchor == seg.anchor => match h.anchor {
                     Anchor::After(chain) => chain,
-                    Anchor::Unused => return Err(Error::Corrupted),
+                    Anchor::Unused => return Err(ErrorKind::Corrupted.into()),
                 },
-                _ => return Err(Error::Corrupted),
+                _ => return Err(ErrorKind::Corrupted.into()),
             };
             let visit = |r: RecordView<'_>| if r.txnid() > after { f(r) } else { Ok(()) };
             let (end, _) = walk(&buf, seg.seq, chain, visit)?;
             if end != seg.end {
-                return Err(Error::Corrupted);
+                return Err(ErrorKind::Corrupted.into());
             }
         }
         Ok(())

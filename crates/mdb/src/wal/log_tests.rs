@@ -5,7 +5,7 @@ use super::log::{Log, LogOptions};
 use super::record;
 use super::segment::{self, SEG_HEADER};
 use super::testutil::{Rec, Script};
-use crate::error::Error;
+use crate::error::ErrorKind;
 use crate::io::{IoAction, IoOp};
 use std::path::Path;
 
@@ -78,7 +78,7 @@ fn a_txnid_out_of_order_is_refused() {
     let recs = records(5, 3, 2);
     append(&mut log, &recs[0]);
     let err = recs[2].with(|p| log.append(p));
-    assert_eq!(err, Err(Error::Os(libc::EINVAL)));
+    assert_eq!(err.map_err(|e| e.kind()), Err(ErrorKind::Os(libc::EINVAL)));
     append(&mut log, &recs[1]);
     assert_eq!(scan(&log, 0), recs[..2]);
 }
@@ -98,7 +98,7 @@ fn a_torn_record_ends_the_log_and_is_overwritten() {
         _ => IoAction::Proceed,
     });
     let torn = recs[5].with(|p| log.append(p));
-    assert_eq!(torn, Err(Error::Os(libc::EIO)));
+    assert_eq!(torn.map_err(|e| e.kind()), Err(ErrorKind::Os(libc::EIO)));
     assert_eq!(log.last_txnid(), Some(5));
     drop(log);
     let mut log = open(dir.path());
@@ -157,14 +157,17 @@ fn failed_writes_and_syncs_are_errors() {
     });
     let mut log = Log::open(dir.path(), SMALL, Some(script.clone())).unwrap();
     let err = recs[0].with(|p| log.append(p));
-    assert_eq!(err, Err(Error::Os(libc::ENOSPC)));
+    assert_eq!(err.map_err(|e| e.kind()), Err(ErrorKind::Os(libc::ENOSPC)));
     assert_eq!(log.last_txnid(), None);
     script.set(|op| match op {
         IoOp::LogSync { .. } => IoAction::Fail(libc::EIO),
         _ => IoAction::Proceed,
     });
     append(&mut log, &recs[0]);
-    assert_eq!(log.sync(), Err(Error::Os(libc::EIO)));
+    assert_eq!(
+        log.sync().map_err(|e| e.kind()),
+        Err(ErrorKind::Os(libc::EIO))
+    );
     script.set(|_| IoAction::Proceed);
     log.sync().unwrap();
     let syncs = script

@@ -18,7 +18,7 @@
 use super::checkpoint::Checkpoint;
 use super::log::{Log, LogOptions};
 use super::record::RecordParts;
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::meta::{pick_meta, Meta, META_LEN, VERSION, VERSION_OFF, VERSION_WAL};
 use crate::io::{Commit, CommitFailure, CommitSink, DataFile, FaultInjector};
 use std::path::{Path, PathBuf};
@@ -257,13 +257,13 @@ impl Wal {
             // An empty log: the data file is all there is.
             return match meta {
                 Some(_) => Ok(None),
-                None => Err(Error::Invalid),
+                None => Err(ErrorKind::Invalid.into()),
             };
         };
         if meta_txnid.is_some_and(|m| m > last) || !meta_agrees(inner, df, meta)? {
             // The data file moved on without the log: it holds commits of
             // a writer outside WAL mode (synced by it). Start over from it.
-            let m = meta.ok_or(Error::Invalid)?;
+            let m = meta.ok_or(ErrorKind::Invalid)?;
             df.sync_data()?;
             inner.checkpoint_at(&m)?;
             inner.log.restart()?;
@@ -279,17 +279,17 @@ impl Wal {
         }
         if inner.log.first_txnid().is_some_and(|f| f > after + 1) {
             // Records the data file needs are gone.
-            return Err(Error::Corrupted);
+            return Err(ErrorKind::Corrupted.into());
         }
         let mut buf = Vec::new();
         inner.log.scan(after, |r| {
             if r.psize() as usize != psize {
-                return Err(Error::Corrupted);
+                return Err(ErrorKind::Corrupted.into());
             }
             let runs = r.expand(&mut buf);
             let mut at = Vec::with_capacity(runs.len());
             for (pgno, b) in runs {
-                let off = pgno.checked_mul(psize as u64).ok_or(Error::Corrupted)?;
+                let off = pgno.checked_mul(psize as u64).ok_or(ErrorKind::Corrupted)?;
                 at.push((off, b));
             }
             df.write_pages(&at)?;

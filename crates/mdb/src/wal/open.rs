@@ -4,7 +4,7 @@
 use super::log::{walk, ChainEnd, Log, LogOptions, SegmentInfo};
 use super::seam::{sync_dir, Seam};
 use super::segment::{self, Anchor, Pool};
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::io::FaultInjector;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -55,7 +55,7 @@ fn open(dir: &Path, opts: LogOptions, seam: Seam) -> Result<Log> {
             {
                 // It follows a durable record the chain does not reach: a
                 // segment is missing, or damaged short of its end.
-                return Err(Error::Corrupted);
+                return Err(ErrorKind::Corrupted.into());
             }
             h => {
                 let stale = matches!(h, Some(Anchor::After(_)));
@@ -64,7 +64,7 @@ fn open(dir: &Path, opts: LogOptions, seam: Seam) -> Result<Log> {
             }
         };
         buf.resize(
-            usize::try_from(size).map_err(|_| Error::Os(libc::EFBIG))?,
+            usize::try_from(size).map_err(|_| ErrorKind::Os(libc::EFBIG))?,
             0,
         );
         file.read_exact_at(&mut buf, 0)?;

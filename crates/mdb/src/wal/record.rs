@@ -27,7 +27,7 @@
 //! [`parse`] never panics and never overflows on arbitrary bytes: anything
 //! that is not a whole, valid record is `None`, the end of the log.
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::bytes::{get16, get32, get64, sub};
 use crate::format::page::free_gap;
 
@@ -87,17 +87,17 @@ pub(crate) fn encoded_len(parts: &RecordParts<'_>) -> Result<u64> {
 
 /// The body length and the padded record length of `parts`.
 fn sizes(parts: &RecordParts<'_>) -> Result<(u64, u64)> {
-    let bad = Error::Os(libc::EINVAL);
+    let bad = ErrorKind::Os(libc::EINVAL);
     let psize = parts.psize as usize;
     if psize == 0
         || u32::try_from(parts.runs.len()).is_err()
         || u32::try_from(parts.meta.len()).is_err()
     {
-        return Err(bad);
+        return Err(bad.into());
     }
     for (_, b) in parts.runs {
         if b.is_empty() || !b.len().is_multiple_of(psize) || u32::try_from(b.len()).is_err() {
-            return Err(bad);
+            return Err(bad.into());
         }
     }
     let mut body = (parts.runs.len() as u64) * RUN_ENTRY as u64;
@@ -122,7 +122,7 @@ pub(crate) fn encode_into(
     parts: &RecordParts<'_>,
 ) -> Result<(usize, u32)> {
     let (body, len) = sizes(parts)?;
-    let len = usize::try_from(len).map_err(|_| Error::Os(libc::EINVAL))?;
+    let len = usize::try_from(len).map_err(|_| ErrorKind::Os(libc::EINVAL))?;
     let start = buf.len();
     buf.reserve(len);
     buf.extend_from_slice(&MAGIC.to_le_bytes());
@@ -398,7 +398,7 @@ mod tests {
             encoded_len(&parts)
         }
         let run = [0u8; 24];
-        let bad = Err(Error::Os(libc::EINVAL));
+        let bad = Err(ErrorKind::Os(libc::EINVAL).into());
         assert_eq!(len(16, &run), bad);
         assert_eq!(len(0, &[]), bad);
         assert_eq!(len(8, &[]), bad);

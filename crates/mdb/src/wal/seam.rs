@@ -1,7 +1,7 @@
 //! The log's writes and syncs, each announced to the [`FaultInjector`]
 //! first, so tests can fail or tear them as they do the data file's.
 
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::io::{FaultInjector, IoAction, IoOp};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -25,8 +25,8 @@ impl Seam {
     pub(crate) fn check(&self, op: IoOp) -> Result<()> {
         match self.ask(op) {
             IoAction::Proceed => Ok(()),
-            IoAction::Fail(e) => Err(Error::Os(e)),
-            IoAction::Tear(_) => Err(Error::Os(libc::EIO)),
+            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
+            IoAction::Tear(_) => Err(ErrorKind::Os(libc::EIO).into()),
         }
     }
 
@@ -35,10 +35,10 @@ impl Seam {
     pub(crate) fn write_at(&self, op: IoOp, file: &File, bytes: &[u8], offset: u64) -> Result<()> {
         match self.ask(op) {
             IoAction::Proceed => Ok(file.write_all_at(bytes, offset)?),
-            IoAction::Fail(e) => Err(Error::Os(e)),
+            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
             IoAction::Tear(n) => {
                 file.write_all_at(&bytes[..n.min(bytes.len())], offset)?;
-                Err(Error::Os(libc::EIO))
+                Err(ErrorKind::Os(libc::EIO).into())
             }
         }
     }

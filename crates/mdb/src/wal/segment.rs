@@ -11,7 +11,7 @@
 //! rewritten.
 
 use super::seam::{sync_dir, Seam};
-use crate::error::{Error, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::bytes::{get16, get32, get64};
 use crate::io::{IoAction, IoOp};
 use std::fs::{File, OpenOptions};
@@ -198,7 +198,7 @@ pub(crate) fn create(dir: &Path, seam: &Seam, seq: u64, size: u64) -> Result<Fil
     // A tear zero-fills a prefix and stops: the file keeps its temporary name.
     let fill = match seam.ask(IoOp::LogPrepare { seq }) {
         IoAction::Proceed => size,
-        IoAction::Fail(e) => return Err(Error::Os(e)),
+        IoAction::Fail(e) => return Err(ErrorKind::Os(e).into()),
         IoAction::Tear(n) => (n as u64).min(size),
     };
     let temp = dir.join(TEMP_NAME);
@@ -210,7 +210,7 @@ pub(crate) fn create(dir: &Path, seam: &Seam, seq: u64, size: u64) -> Result<Fil
         .open(&temp)?;
     write_zeros(&file, fill)?;
     if fill < size {
-        return Err(Error::Os(libc::EIO));
+        return Err(ErrorKind::Os(libc::EIO).into());
     }
     write_unused(&file, seq, size)?;
     file.sync_all()?;
@@ -227,13 +227,13 @@ pub(crate) fn recycle(dir: &Path, seam: &Seam, from: &mut u64, to: u64, size: u6
     // A tear renames and stops: the header still names the old segment.
     let torn = match seam.ask(IoOp::LogPrepare { seq: to }) {
         IoAction::Proceed => false,
-        IoAction::Fail(e) => return Err(Error::Os(e)),
+        IoAction::Fail(e) => return Err(ErrorKind::Os(e).into()),
         IoAction::Tear(_) => true,
     };
     std::fs::rename(path(dir, *from), path(dir, to))?;
     *from = to;
     if torn {
-        return Err(Error::Os(libc::EIO));
+        return Err(ErrorKind::Os(libc::EIO).into());
     }
     let file = open(dir, to)?;
     write_unused(&file, to, size)?;

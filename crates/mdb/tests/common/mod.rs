@@ -146,7 +146,7 @@ pub fn walk(env: &Env) -> mdb::Result<usize> {
     for name in ["plain", "dups", "fixed"] {
         match r.open_db(name) {
             Ok(db) => n += walk_db(&r, db)?,
-            Err(mdb::Error::NotFound) => {}
+            Err(e) if e == mdb::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
     }
