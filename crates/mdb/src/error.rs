@@ -151,7 +151,7 @@ pub enum ErrorKind {
 /// assert_eq!(e.code(), mdb::error::code::BAD_VALSIZE); // what the C ABI returns
 /// # Ok::<(), mdb::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Error {
     kind: ErrorKind,
     // Boxed: the common errors stay two words, and only failures pay.
@@ -600,6 +600,32 @@ impl fmt::Display for Error {
     }
 }
 
+/// `Error { kind: BadValSize, op: "put", db: "users", key_len: 600, value_len: 1 }`:
+/// what `unwrap` prints, with the database name as text.
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("kind", &self.kind);
+        if let Some(c) = &self.context {
+            d.field("op", &c.op);
+            match &c.db {
+                DbLabel::None => {}
+                DbLabel::Main => _ = d.field("db", &"(main)"),
+                DbLabel::Free => _ = d.field("db", &"(free pages)"),
+                DbLabel::Named(n) => _ = d.field("db", &String::from_utf8_lossy(n)),
+                DbLabel::Handle(h) => _ = d.field("db_handle", h),
+            }
+            if let Some(k) = c.key_len {
+                d.field("key_len", &k);
+            }
+            if let Some(v) = c.value_len {
+                d.field("value_len", &v);
+            }
+        }
+        d.finish()
+    }
+}
+
 impl std::error::Error for Error {}
 
 impl From<std::io::Error> for Error {
@@ -635,6 +661,14 @@ mod tests {
             .to_string()
             .ends_with("(del on the main database, key of 1 byte)"));
         assert_eq!(main.database(), None);
+        assert_eq!(
+            format!("{e:?}"),
+            r#"Error { kind: MapFull, op: "put", db: "users", key_len: 16, value_len: 100 }"#
+        );
+        assert_eq!(
+            format!("{:?}", Error::from(ErrorKind::NotFound)),
+            "Error { kind: NotFound }"
+        );
         for k in [ErrorKind::KeyExist, ErrorKind::NotFound] {
             let e = Error::from(k).during("put", label, Some(1), Some(1));
             assert_eq!(e.operation(), None);
