@@ -25,7 +25,7 @@
 
 use crate::db::Database;
 use crate::entries::Entries;
-use crate::error::{ErrorKind, Result};
+use crate::error::{DbLabel, ErrorKind, Result};
 use crate::snapshot::Snapshot;
 use crate::tree::WriteFlags;
 use crate::txn::{RwTxn, Txn};
@@ -357,7 +357,7 @@ impl<'t, T: Snapshot, K: Codec, V: Codec> Iterator for TypedGroups<'t, T, K, V> 
         self.inner.next().map(|r| {
             let (k, vals) = r?;
             Ok((
-                K::decode(k)?,
+                key_of::<K>(k)?,
                 TypedValues {
                     inner: vals,
                     _codec: PhantomData,
@@ -370,13 +370,13 @@ impl<'t, T: Snapshot, K: Codec, V: Codec> Iterator for TypedGroups<'t, T, K, V> 
 impl<'t, T: Snapshot, V: Codec> Iterator for TypedValues<'t, T, V> {
     type Item = Result<V::Out<'t>>;
     fn next(&mut self) -> Option<Self::Item> {
-        self.inner.next().map(|r| V::decode(r?))
+        self.inner.next().map(|r| value_of::<V>(r?))
     }
 }
 
 impl<'t, T: Snapshot, V: Codec> DoubleEndedIterator for TypedValues<'t, T, V> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.inner.next_back().map(|r| V::decode(r?))
+        self.inner.next_back().map(|r| value_of::<V>(r?))
     }
 }
 
@@ -384,7 +384,17 @@ type Pair<'t, K, V> = (<K as Codec>::Out<'t>, <V as Codec>::Out<'t>);
 
 fn decode_pair<'t, K: Codec, V: Codec>(r: Result<crate::tree::Item<'t>>) -> Result<Pair<'t, K, V>> {
     let (k, v) = r?;
-    Ok((K::decode(k)?, V::decode(v)?))
+    Ok((key_of::<K>(k)?, value_of::<V>(v)?))
+}
+
+/// `K::decode`, an error saying that a stored key did not decode.
+fn key_of<K: Codec>(b: &[u8]) -> Result<K::Out<'_>> {
+    K::decode(b).map_err(|e| e.during("decode key", || DbLabel::None, Some(b.len()), None))
+}
+
+/// `V::decode`, an error saying that a stored value did not decode.
+fn value_of<V: Codec>(b: &[u8]) -> Result<V::Out<'_>> {
+    V::decode(b).map_err(|e| e.during("decode value", || DbLabel::None, None, Some(b.len())))
 }
 
 impl<'t, T: Snapshot, K: Codec, V: Codec> Iterator for TypedEntries<'t, T, K, V> {
@@ -493,7 +503,10 @@ impl<K: Codec, V: Codec> TypedDb<K, V> {
     /// ```
     pub fn get<'t, T: Txn>(&self, txn: &'t T, key: &K::In) -> Result<Option<V::Out<'t>>> {
         match txn.get(self.db, &K::encode(key))? {
-            Some(b) => Ok(Some(V::decode(b)?)),
+            Some(b) => V::decode(b).map(Some).map_err(|e| {
+                txn.env()
+                    .failed(e, "decode value", self.db, None, Some(b.len()))
+            }),
             None => Ok(None),
         }
     }

@@ -87,7 +87,21 @@ fn serde_values_and_bad_bytes() {
         bad[1].as_ref().err().map(|e| e.kind()),
         Some(mdb::ErrorKind::Incompatible)
     );
+    let e = bad[1].as_ref().unwrap_err();
+    assert_eq!((e.operation(), e.key_len()), (Some("decode key"), Some(2)));
     let as_u32: TypedDb<Str, U32> = TypedDb::new(raw.database());
+    let e = as_u32.get(&w, "ada").unwrap_err();
+    assert_eq!(
+        (e.operation(), e.database()),
+        (Some("decode value"), Some(&b"users"[..]))
+    );
+    let json = raw.get(&w, b"ada").unwrap().unwrap();
+    assert_eq!(e.value_len(), Some(json.len())); // JSON, not a 4-byte integer
+    assert!(
+        e.to_string()
+            .contains("(decode value on database \"users\", value of"),
+        "{e}"
+    );
     assert_eq!(
         as_u32.get(&w, "ada").err().map(|e| e.kind()),
         Some(mdb::ErrorKind::Incompatible)
