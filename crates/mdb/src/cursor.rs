@@ -739,6 +739,13 @@ pub enum CursorOp<'k> {
 }
 
 impl CursorOp<'_> {
+    /// `e`, saying that this operation on `db` failed.
+    #[cold]
+    fn failed(&self, e: Error, env: &crate::env::Env, db: Database) -> Error {
+        let (name, key, val) = self.described();
+        env.failed(e, name, db, key, val)
+    }
+
     /// What an error says was being done, and the sizes of the key and
     /// value the operation was given.
     fn described(&self) -> (&'static str, Option<usize>, Option<usize>) {
@@ -971,10 +978,10 @@ impl CursorState {
                 }
             }
         }
-        self.get_general(txn, op).map_err(|e| {
-            let (name, key, val) = op.described();
-            txn.env().failed(e, name, self.db, key, val)
-        })
+        match self.get_general(txn, op) {
+            Ok(item) => Ok(item),
+            Err(e) => Err(op.failed(e, txn.env(), self.db)),
+        }
     }
 
     #[inline(never)]

@@ -344,9 +344,13 @@ impl RwTxn<'_> {
         val: &[u8],
         flags: WriteFlags,
     ) -> Result<()> {
-        let env = self.env;
-        self.put_at_cursor(st, key, val, flags)
-            .map_err(|e| env.failed(e, "cursor put", st.db, Some(key.len()), Some(val.len())))
+        match self.put_at_cursor(st, key, val, flags) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let (k, v) = (Some(key.len()), Some(val.len()));
+                Err(self.env.failed(e, "cursor put", st.db, k, v))
+            }
+        }
     }
 
     fn put_at_cursor(
@@ -412,9 +416,10 @@ impl RwTxn<'_> {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn cursor_del(&mut self, st: &mut CursorState, all_dups: bool) -> Result<()> {
-        let env = self.env;
-        self.del_at_cursor(st, all_dups)
-            .map_err(|e| env.failed(e, "cursor del", st.db, None, None))
+        match self.del_at_cursor(st, all_dups) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.env.failed(e, "cursor del", st.db, None, None)),
+        }
     }
 
     fn del_at_cursor(&mut self, st: &mut CursorState, all_dups: bool) -> Result<()> {

@@ -77,7 +77,12 @@ impl<'env> RwTxn<'env> {
         } else {
             self.put_value(db, key, Value::Bytes(val), flags)
         };
-        r.map_err(|e| env.failed(e, "put", db, Some(key.len()), Some(val.len())))
+        // A branch rather than `map_err` (here and in the other hot
+        // operations): the closure's captures were stored on every call.
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) => Err(env.failed(e, "put", db, Some(key.len()), Some(val.len()))),
+        }
     }
 
     /// Insert `key` only if it is absent (`MDB_NOOVERWRITE`). Returns the
@@ -213,7 +218,10 @@ impl<'env> RwTxn<'env> {
             self.set_rec(db, t.rec);
             self.fail_on_fatal(r)
         })();
-        r.map_err(|e| env.failed(e, "del", db, Some(key.len()), None))
+        match r {
+            Ok(found) => Ok(found),
+            Err(e) => Err(env.failed(e, "del", db, Some(key.len()), None)),
+        }
     }
 
     /// DUPFIXED: store the values packed in `vals` (each `size` bytes) under
