@@ -628,6 +628,30 @@ impl fmt::Debug for Error {
 
 impl std::error::Error for Error {}
 
+/// For `?` in code that returns `std::io::Result`: a bare OS error keeps
+/// its errno, one with context its I/O kind and our text; anything else
+/// becomes an `Other` I/O error that wraps ours.
+///
+/// ```
+/// use mdb::{Error, ErrorKind};
+/// let io = std::io::Error::from(Error::from(ErrorKind::Os(libc::ENOSPC)));
+/// assert_eq!(io.raw_os_error(), Some(libc::ENOSPC));
+/// let io = std::io::Error::from(Error::from(ErrorKind::MapFull));
+/// assert_eq!(io.kind(), std::io::ErrorKind::Other);
+/// assert!(io.to_string().starts_with("MDB_MAP_FULL"));
+/// ```
+impl From<Error> for std::io::Error {
+    fn from(e: Error) -> std::io::Error {
+        match e.kind {
+            ErrorKind::Os(errno) if e.context.is_none() => std::io::Error::from_raw_os_error(errno),
+            ErrorKind::Os(errno) => {
+                std::io::Error::new(std::io::Error::from_raw_os_error(errno).kind(), e)
+            }
+            _ => std::io::Error::other(e),
+        }
+    }
+}
+
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
         ErrorKind::Os(e.raw_os_error().unwrap_or(libc::EIO)).into()
