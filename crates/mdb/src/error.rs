@@ -663,7 +663,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn context_is_recorded_once_and_never_on_outcomes() {
+    fn context_names_the_outermost_operation_never_an_outcome() {
         let label = || DbLabel::Named(b"users".to_vec());
         let e = Error::from(ErrorKind::MapFull).during("put", label, Some(16), Some(100));
         let outer = e
