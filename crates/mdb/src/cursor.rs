@@ -97,6 +97,8 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
             }
         }
         let r = apply(&mut self.pos, self.txn, &self.rec, self.rec.flags, op);
+        // Not `op.failed` as in `CursorState::get`: this form measured
+        // 1 Ir per scan item less (`mdb-bench instr`, Rust API scan).
         let r = r.map_err(|e| {
             let (name, key, val) = op.described();
             self.txn.env().failed(e, name, self.db, key, val)

@@ -475,8 +475,7 @@ impl EnvOptions {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Env> {
-        Env::open_with(self, path.as_ref())
-            .map_err(|e| e.during("open environment", || DbLabel::None, None, None))
+        Env::open_with(self, path.as_ref()).map_err(|e| e.during_op("open environment"))
     }
 }
 

@@ -452,6 +452,13 @@ impl Error {
         self.context.as_ref().and_then(|c| c.value_len)
     }
 
+    /// [`Error::during`] for an operation on no database and without a
+    /// key or value (opening, beginning, committing).
+    #[cold]
+    pub(crate) fn during_op(self, op: &'static str) -> Error {
+        self.during(op, || DbLabel::None, None, None)
+    }
+
     /// Record what the failing operation was doing, unless the error is an
     /// expected outcome (`KeyExist`, `NotFound`). An operation the caller
     /// called replaces what one it called in turn recorded (a cursor put

@@ -27,6 +27,11 @@ fn seed(dir: &Path) -> (PathBuf, Vec<u8>, usize, usize) {
     (path, bytes, ps, m)
 }
 
+/// What `r` failed with, if it failed.
+fn failure<T>(r: mdb::Result<T>) -> Option<ErrorKind> {
+    r.err().map(|e| e.kind())
+}
+
 fn read_only(path: &Path) -> mdb::Result<mdb::Env> {
     opts(EnvFlags::NO_LOCK | EnvFlags::READ_ONLY).open(path)
 }
@@ -47,15 +52,11 @@ fn root_past_end_of_file() {
         let env = read_only(&path).unwrap();
         let r = env.read_txn().unwrap();
         assert_eq!(
-            r.cursor(Database::MAIN)
-                .unwrap()
-                .first()
-                .err()
-                .map(|e| e.kind()),
+            failure(r.cursor(Database::MAIN).unwrap().first()),
             Some(ErrorKind::Corrupted)
         );
         assert_eq!(
-            r.get(Database::MAIN, b"key0002").err().map(|e| e.kind()),
+            failure(r.get(Database::MAIN, b"key0002")),
             Some(ErrorKind::Corrupted)
         );
     });
@@ -79,12 +80,9 @@ fn moves_after_a_failed_seek() {
         let r = env.read_txn().unwrap();
         let mut c = r.cursor(Database::MAIN).unwrap();
         assert!(c.first().unwrap().is_some());
+        assert_eq!(failure(c.set_range(b"zzzz")), Some(ErrorKind::Corrupted));
         assert_eq!(
-            c.set_range(b"zzzz").err().map(|e| e.kind()),
-            Some(ErrorKind::Corrupted)
-        );
-        assert_eq!(
-            c.get_current().err().map(|e| e.kind()),
+            failure(c.get_current()),
             Some(ErrorKind::Misuse(mdb::Misuse::UnpositionedCursor))
         );
         // Unpositioned: next and prev start from the ends (and may fail).
@@ -109,23 +107,15 @@ fn leaf2_flag_with_lower_past_page_end() {
         let env = read_only(&path).unwrap();
         let r = env.read_txn().unwrap();
         assert_eq!(
-            r.cursor(Database::MAIN)
-                .unwrap()
-                .last()
-                .err()
-                .map(|e| e.kind()),
+            failure(r.cursor(Database::MAIN).unwrap().last()),
             Some(ErrorKind::Corrupted)
         );
         assert_eq!(
-            r.cursor(Database::MAIN)
-                .unwrap()
-                .first()
-                .err()
-                .map(|e| e.kind()),
+            failure(r.cursor(Database::MAIN).unwrap().first()),
             Some(ErrorKind::Corrupted)
         );
         assert_eq!(
-            r.get(Database::MAIN, b"key0002").err().map(|e| e.kind()),
+            failure(r.get(Database::MAIN, b"key0002")),
             Some(ErrorKind::Corrupted)
         );
     });
@@ -160,20 +150,11 @@ fn subdb_node_flagged_bigdata() {
         let r = env.read_txn().unwrap();
         let db = r.open_db("dups").unwrap();
         let mut c = r.cursor(db).unwrap();
-        assert_eq!(
-            c.set_key(b"many").err().map(|e| e.kind()),
-            Some(ErrorKind::Corrupted)
-        );
-        assert_eq!(
-            r.get(db, b"many").err().map(|e| e.kind()),
-            Some(ErrorKind::Corrupted)
-        );
+        assert_eq!(failure(c.set_key(b"many")), Some(ErrorKind::Corrupted));
+        assert_eq!(failure(r.get(db, b"many")), Some(ErrorKind::Corrupted));
         let mut c = r.cursor(db).unwrap();
         while let Ok(Some(_)) = c.next() {}
-        assert_eq!(
-            r.open_db("plain").err().map(|e| e.kind()),
-            Some(ErrorKind::Corrupted)
-        );
+        assert_eq!(failure(r.open_db("plain")), Some(ErrorKind::Corrupted));
     });
 }
 

@@ -3,7 +3,7 @@
 
 use crate::db::Database;
 use crate::env::EnvFlags;
-use crate::error::{DbLabel, ErrorKind, Result};
+use crate::error::{ErrorKind, Result};
 use crate::format::meta::{Meta, META_WRITE_OFF};
 use crate::format::page::NodeData;
 use crate::io::{Commit, CommitFailure};
@@ -29,7 +29,7 @@ impl RwTxn<'_> {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn commit(mut self) -> Result<()> {
-        let during = |e: crate::Error| e.during("commit", || DbLabel::None, None, None);
+        let during = |e: crate::Error| e.during_op("commit");
         if self.broken.get() {
             return Err(during(ErrorKind::BadTxn.into()));
         }

@@ -162,7 +162,6 @@ impl Env {
     /// ```
     pub fn read_txn(&self) -> Result<RoTxn<'_>> {
         self.read_txn_in()
-            .map_err(|e| e.during("begin read transaction", || DbLabel::None, None, None))
     }
 
     /// Begin a read transaction that may move to another thread (`Send`):
@@ -184,21 +183,23 @@ impl Env {
             return Err(ErrorKind::Incompatible.into());
         }
         self.read_txn_in()
-            .map_err(|e| e.during("begin read transaction", || DbLabel::None, None, None))
     }
 
     fn read_txn_in<S: SlotMode>(&self) -> Result<RoTxn<'_, S>> {
-        if self.panicked.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(ErrorKind::Panic.into());
-        }
-        let (slot, own_slot) = self.reader_slot()?;
-        let mut txn = RoTxn::bare(self, slot, own_slot);
-        // On error, dropping `txn` gives the slot back.
-        txn.meta = self.snapshot_into(slot)?;
-        txn.view.map = self.map_for(&txn.meta)?;
-        txn.view.bound.set(self.snapshot_bound(&txn.meta));
-        txn.view.last = txn.meta.last_pgno;
-        Ok(txn)
+        let begin = || {
+            if self.panicked.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(ErrorKind::Panic.into());
+            }
+            let (slot, own_slot) = self.reader_slot()?;
+            let mut txn = RoTxn::bare(self, slot, own_slot);
+            // On error, dropping `txn` gives the slot back.
+            txn.meta = self.snapshot_into(slot)?;
+            txn.view.map = self.map_for(&txn.meta)?;
+            txn.view.bound.set(self.snapshot_bound(&txn.meta));
+            txn.view.last = txn.meta.last_pgno;
+            Ok(txn)
+        };
+        begin().map_err(|e: crate::Error| e.during_op("begin read transaction"))
     }
 }
 

@@ -71,7 +71,7 @@ impl Env {
     /// ```
     pub fn write_txn(&self) -> Result<RwTxn<'_>> {
         self.begin_write_txn()
-            .map_err(|e| e.during("begin write transaction", || DbLabel::None, None, None))
+            .map_err(|e| e.during_op("begin write transaction"))
     }
 
     fn begin_write_txn(&self) -> Result<RwTxn<'_>> {
