@@ -27,7 +27,7 @@ use crate::io::DataFile;
 use crate::lock::LockFile;
 use crate::wal::mode::Wal;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
@@ -35,6 +35,14 @@ use std::time::{Duration, Instant};
 /// How long a leader waits at most for the writers at work or queued to
 /// append their commits before it syncs the log for the group.
 const GATHER: Duration = Duration::from_micros(200);
+
+/// How long the first waiter for the token spins before it sleeps. Waking
+/// a sleeping thread took 30 µs (median) on a 2-CPU virtual machine, as
+/// long as a small transaction: with 8 threads committing, the token sat
+/// idle between every two of them. One spinner at most, and only with
+/// more than one CPU; the others sleep, and the one that takes the token
+/// wakes the next to spin in its place.
+const SPIN: Duration = Duration::from_micros(100);
 
 /// How long the holder keeps the writer mutex once this process's writers
 /// are done, in case one comes back (other processes wait up to twice that
@@ -54,6 +62,11 @@ struct Shared {
     /// take the mutex only when there is something to see (readers of a
     /// durable-mode environment never do).
     relaxed_txnid: AtomicU64,
+    /// The token is free: what the spinning waiter watches (see
+    /// [`SPIN`]).
+    free: AtomicBool,
+    /// Waiters may spin: there is more than one CPU.
+    spin: bool,
     /// The token was given back, or the holder took (or failed to take)
     /// the writer mutex.
     token_cv: Condvar,
@@ -70,6 +83,8 @@ struct State {
     /// The token: a write transaction (or checkpoint) of this process.
     owner: Option<ThreadId>,
     waiting: usize,
+    /// One of the waiters spins for the token rather than sleeping.
+    spinner: bool,
     /// A writer asks the holder thread to lock the lock file's writer
     /// mutex.
     want: bool,
@@ -118,6 +133,16 @@ impl Shared {
         self.st.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Spin until the token looks free, for [`SPIN`] at most.
+    fn spin_for_token(&self) {
+        let start = Instant::now();
+        while !self.free.load(Ordering::Acquire) && start.elapsed() < SPIN {
+            for _ in 0..32 {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
     fn wait<'a>(&self, cv: &Condvar, g: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         cv.wait(g).unwrap_or_else(|p| p.into_inner())
     }
@@ -130,6 +155,8 @@ impl Group {
             lock,
             st: Mutex::new(State::default()),
             relaxed_txnid: AtomicU64::new(0),
+            free: AtomicBool::new(true),
+            spin: std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
             token_cv: Condvar::new(),
             holder_cv: Condvar::new(),
             durable_cv: Condvar::new(),
@@ -159,13 +186,29 @@ impl Group {
             return Err(ErrorKind::BadTxn.into());
         }
         g.waiting += 1;
+        let mut spun = false;
         while g.owner.is_some() {
+            if sh.spin && !spun && !g.spinner {
+                spun = true;
+                g.spinner = true;
+                drop(g);
+                sh.spin_for_token();
+                g = sh.state();
+                g.spinner = false;
+                continue;
+            }
             g = sh.wait(&sh.token_cv, g);
+            spun = false;
         }
         g.waiting -= 1;
         if let Some(e) = &g.failed {
             sh.token_cv.notify_one();
             return Err(e.clone());
+        }
+        sh.free.store(false, Ordering::Relaxed);
+        if sh.spin && g.waiting > 0 && !g.spinner {
+            // The next in line wakes now and spins while this one works.
+            sh.token_cv.notify_one();
         }
         g.owner = Some(me);
         g.entries += 1;
@@ -176,6 +219,7 @@ impl Group {
         while !g.held {
             if let Some(e) = g.lock_err.take() {
                 g.owner = None;
+                sh.free.store(true, Ordering::Release);
                 sh.token_cv.notify_one();
                 return Err(e);
             }
@@ -198,10 +242,13 @@ impl Group {
         let sh = &*self.shared;
         let mut g = sh.state();
         g.owner = None;
-        if g.waiting > 0 {
+        sh.free.store(true, Ordering::Release);
+        // A spinning waiter sees `free` without a wake-up.
+        if g.waiting > 0 && !g.spinner {
             sh.token_cv.notify_one();
         }
-        if g.gathering {
+        // A gathering leader waits for the queue to drain.
+        if g.gathering && g.waiting == 0 {
             sh.gather_cv.notify_one();
         }
     }

@@ -126,6 +126,9 @@ fn leftover_plan(pager: &Pager<'_>, n: usize) -> Result<Vec<(u64, usize)>> {
     // pages, runs as short as the keys allow.
     let each = total.div_ceil(keys.len().max(1));
     let ps = pager.psize();
+    if 8 * (each + 1) + 16 <= crate::format::page::node_max(ps) {
+        return Ok(keys.into_iter().map(|key| (key, each)).collect());
+    }
     let pages = crate::format::page::ov_pages(ps, 8 * (each + 1));
     let cap = ((pages * ps - crate::format::page::HDR) / 8 - 1).max(each);
     Ok(keys.into_iter().map(|key| (key, cap)).collect())
