@@ -110,10 +110,11 @@ struct State {
     syncing: bool,
     /// Commits the last sync covered.
     last_group: usize,
-    /// Threads waiting on `durable_cv`; a leader waiting on `gather_cv`
-    /// (a notification is a system call even with nobody waiting).
+    /// Threads waiting on `durable_cv`; the leader waiting on `gather_cv`
+    /// for its group (a notification is a system call even with nobody
+    /// waiting).
     durable_waiters: usize,
-    gathering: bool,
+    gatherer: Option<ThreadId>,
     /// The log or data file failed: nothing more can be made durable.
     failed: Option<Error>,
 }
@@ -126,6 +127,14 @@ pub(crate) struct Entry {
     pub(crate) recovered: bool,
     /// The meta to build on when commits are still in the pipeline.
     pub(crate) head: Option<Meta>,
+}
+
+impl State {
+    /// The group a leader gathers is complete: no writer of this process
+    /// is at work or queued, and it is as large as the last one.
+    fn gathered(&self) -> bool {
+        self.owner.is_none() && self.waiting == 0 && self.pending.len() >= self.last_group
+    }
 }
 
 impl Shared {
@@ -248,7 +257,7 @@ impl Group {
             sh.token_cv.notify_one();
         }
         // A gathering leader waits for the queue to drain.
-        if g.gathering && g.waiting == 0 {
+        if g.gatherer.is_some() && g.waiting == 0 {
             sh.gather_cv.notify_one();
         }
     }
@@ -299,30 +308,43 @@ impl Group {
             if let Some(e) = &g.failed {
                 return Err(e.clone());
             }
-            if g.syncing {
+            let gathered = g.gathered();
+            if g.syncing || (g.gatherer.is_some() && !gathered) {
                 g.durable_waiters += 1;
                 g = sh.wait(&sh.durable_cv, g);
                 g.durable_waiters -= 1;
                 continue;
             }
-            g.syncing = true;
-            // Writers of this process are at work or queued, or the last
-            // group was larger: their commits can share this sync if it
-            // waits for them, a little.
-            let start = Instant::now();
-            g.gathering = true;
-            while g.owner.is_some() || g.waiting > 0 || g.pending.len() < g.last_group {
-                let waited = start.elapsed();
-                if waited >= GATHER {
-                    break;
+            if g.gatherer.take().is_some() {
+                // The group is complete while its leader sleeps: sync it
+                // now rather than after the leader's wake-up (as long as
+                // a small transaction here); the leader steps back.
+                sh.gather_cv.notify_one();
+            } else if !gathered {
+                // Writers of this process are at work or queued, or the
+                // last group was larger: their commits can share this sync
+                // if it waits for them, a little.
+                let me = std::thread::current().id();
+                let start = Instant::now();
+                g.gatherer = Some(me);
+                while g.gatherer == Some(me) && !g.gathered() {
+                    let waited = start.elapsed();
+                    if waited >= GATHER {
+                        break;
+                    }
+                    g = sh
+                        .gather_cv
+                        .wait_timeout(g, GATHER - waited)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
                 }
-                g = sh
-                    .gather_cv
-                    .wait_timeout(g, GATHER - waited)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
+                if g.gatherer != Some(me) {
+                    // Another waiter took the group over.
+                    continue;
+                }
+                g.gatherer = None;
             }
-            g.gathering = false;
+            g.syncing = true;
             g.last_group = g.pending.len();
             drop(g);
             let r = wal.sync_appended();
