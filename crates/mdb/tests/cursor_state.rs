@@ -259,3 +259,83 @@ fn cursor_deletes_and_steps_match_a_model() {
     let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
 }
+
+/// After each cursor delete of a front-to-back walk, PREV returns the item
+/// before the deleted one and NEXT then the item after it, against a
+/// BTreeMap, through the rebalances the walk causes (the cursor keeps its
+/// place through them without a search when the leaf stays on its path).
+#[test]
+fn prev_and_next_after_cursor_deletes_match_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .map_size(256 << 20)
+        .open(dir.path())
+        .unwrap();
+    let m = Database::MAIN;
+    let mut model = BTreeMap::new();
+    let mut w = env.write_txn().unwrap();
+    for i in 0..6000u64 {
+        let k = format!("{:08}", i.wrapping_mul(7919) % 100_000).into_bytes();
+        let v = vec![b'v'; (i % 150) as usize];
+        w.put(m, &k, &v, WriteFlags::EMPTY).unwrap();
+        model.insert(k, v);
+    }
+    w.commit().unwrap();
+    let mut w = env.write_txn().unwrap();
+    let mut c = CursorState::new(&w, m).unwrap();
+    let mut at = c.get(&w, CursorOp::First).unwrap().map(|(k, _)| k.to_vec());
+    let mut n = 0u64;
+    while let Some(k) = at {
+        n += 1;
+        // Keep every fifth item, so that leaves shrink, share and merge.
+        if n.is_multiple_of(5) {
+            at = c.get(&w, CursorOp::Next).unwrap().map(|(k, _)| k.to_vec());
+            continue;
+        }
+        w.cursor_del(&mut c, false).unwrap();
+        model.remove(&k);
+        let before = model.range(..k.clone()).next_back().map(|(k, _)| k.clone());
+        let after = model
+            .range((
+                std::ops::Bound::Excluded(k.clone()),
+                std::ops::Bound::Unbounded,
+            ))
+            .next()
+            .map(|(k, _)| k.clone());
+        if n.is_multiple_of(3) {
+            let prev = c.get(&w, CursorOp::Prev).unwrap().map(|(k, _)| k.to_vec());
+            assert_eq!(prev, before, "PREV after deleting {k:?}");
+            if prev.is_none() {
+                // Before the first item: NEXT starts over at the first.
+                let first = c.get(&w, CursorOp::First).unwrap().map(|(k, _)| k.to_vec());
+                assert_eq!(first, after);
+                at = first;
+                continue;
+            }
+        }
+        at = c.get(&w, CursorOp::Next).unwrap().map(|(k, _)| k.to_vec());
+        assert_eq!(at, after, "NEXT after deleting {k:?}");
+    }
+    assert_eq!(w.stat(m).unwrap().entries, model.len() as u64);
+    // Then everything from the front: the cursor's leaf is always its
+    // parent's first, which takes its right sibling's nodes.
+    let mut at = c.get(&w, CursorOp::First).unwrap().map(|(k, _)| k.to_vec());
+    while let Some(k) = at {
+        w.cursor_del(&mut c, false).unwrap();
+        model.remove(&k);
+        at = c.get(&w, CursorOp::Next).unwrap().map(|(k, _)| k.to_vec());
+        assert_eq!(
+            at.as_ref(),
+            model.keys().next(),
+            "NEXT after deleting {k:?}"
+        );
+        if model.len().is_multiple_of(7) {
+            assert_eq!(c.get(&w, CursorOp::Prev).unwrap(), None);
+            at = c.get(&w, CursorOp::First).unwrap().map(|(k, _)| k.to_vec());
+        }
+    }
+    assert_eq!(w.stat(m).unwrap().entries, 0);
+    w.commit().unwrap();
+    let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+}
