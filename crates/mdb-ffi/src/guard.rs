@@ -31,17 +31,10 @@ pub fn rc(r: mdb::Result<()>) -> c_int {
 
 /// Whether an error of a write operation leaves the transaction only fit
 /// to abort (c-api.md §7.1): everything but lookup misses and argument checks.
+/// EACCES too: a write in a read-only transaction, refused before it began.
 pub fn is_fatal(e: &mdb::Error) -> bool {
-    !matches!(
-        e.kind(),
-        mdb::ErrorKind::KeyExist
-            | mdb::ErrorKind::NotFound
-            | mdb::ErrorKind::BadValSize
-            | mdb::ErrorKind::Incompatible
-            | mdb::ErrorKind::Os(libc::EINVAL)
-            | mdb::ErrorKind::Misuse(_)
-            | mdb::ErrorKind::Os(libc::EACCES)
-    )
+    let k = e.kind();
+    !(k.leaves_txn_usable() || k == mdb::ErrorKind::Os(libc::EACCES))
 }
 
 /// Whether `r` failed with `kind`.

@@ -284,6 +284,29 @@ impl ErrorKind {
         }
     }
 
+    /// Whether a write that failed with this kind left its transaction as
+    /// it was, still usable: a missing or existing key, a bad size or
+    /// argument, an incompatible database, misuse of the API. Any other
+    /// failure may have stopped halfway through its change, and the
+    /// transaction can then only abort.
+    ///
+    /// ```
+    /// use mdb::ErrorKind;
+    /// assert!(ErrorKind::KeyExist.leaves_txn_usable());
+    /// assert!(!ErrorKind::MapFull.leaves_txn_usable());
+    /// ```
+    pub fn leaves_txn_usable(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::KeyExist
+                | ErrorKind::NotFound
+                | ErrorKind::BadValSize
+                | ErrorKind::Incompatible
+                | ErrorKind::Os(libc::EINVAL)
+                | ErrorKind::Misuse(_)
+        )
+    }
+
     /// Build an error from an LMDB code or errno (inverse of [`ErrorKind::code`]).
     ///
     /// ```

@@ -166,15 +166,7 @@ impl<'env> RwTxn<'env> {
     /// Mark the transaction broken on errors that may leave it half-done.
     pub(crate) fn fail_on_fatal<T>(&self, r: Result<T>) -> Result<T> {
         if let Err(e) = &r {
-            if !matches!(
-                e.kind(),
-                ErrorKind::KeyExist
-                    | ErrorKind::NotFound
-                    | ErrorKind::BadValSize
-                    | ErrorKind::Incompatible
-                    | ErrorKind::Os(libc::EINVAL)
-                    | ErrorKind::Misuse(_)
-            ) {
+            if !e.kind().leaves_txn_usable() {
                 self.broken.set(true);
             }
         }
