@@ -186,11 +186,7 @@ fn positioning_on_a_large_value_does_not_touch_it() {
 /// leaves, and with overflow values.
 #[test]
 fn cursor_deletes_and_steps_match_a_model() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = EnvOptions::new()
-        .map_size(256 << 20)
-        .open(dir.path())
-        .unwrap();
+    let (dir, env) = env_256m();
     let m = Database::MAIN;
     let mut model = BTreeMap::new();
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -266,11 +262,7 @@ fn cursor_deletes_and_steps_match_a_model() {
 /// place through them without a search when the leaf stays on its path).
 #[test]
 fn prev_and_next_after_cursor_deletes_match_a_model() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = EnvOptions::new()
-        .map_size(256 << 20)
-        .open(dir.path())
-        .unwrap();
+    let (dir, env) = env_256m();
     let m = Database::MAIN;
     let mut model = BTreeMap::new();
     let mut w = env.write_txn().unwrap();
@@ -338,4 +330,14 @@ fn prev_and_next_after_cursor_deletes_match_a_model() {
     w.commit().unwrap();
     let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
+}
+
+/// A fresh environment with a 256 MiB map.
+fn env_256m() -> (tempfile::TempDir, mdb::Env) {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .map_size(256 << 20)
+        .open(dir.path())
+        .unwrap();
+    (dir, env)
 }
