@@ -123,8 +123,8 @@ impl WalEnv {
                 // Another process may have written the log since: look
                 // again, and replay what a writer that died after its log
                 // sync left.
-                if let Some(t) = self.wal.reconcile(&self.file, self.psize, false)? {
-                    self.lock.set_txnid(t);
+                if let Some(r) = self.wal.reconcile(&self.file, self.psize, false)? {
+                    crate::group::publish_replayed(&self.file, &self.lock, &r)?;
                 }
             }
             f()

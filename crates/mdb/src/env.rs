@@ -1730,7 +1730,9 @@ impl Drop for WriterHeld<'_> {
 /// opens the environment alone.
 fn roll_forward(w: &Wal, df: &DataFile, plain: bool) -> Result<()> {
     let psize = page_size(df)?;
-    w.reconcile(df, psize, true)?;
+    if let Some(r) = w.reconcile(df, psize, true)? {
+        r.write_alone(df)?;
+    }
     let m = newest_meta(df, psize)?;
     if m.txnid > w.checkpointed() {
         // Replayed records, or commits made without the log.

@@ -25,7 +25,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::meta::{Meta, META_WRITE_LEN};
 use crate::io::DataFile;
 use crate::lock::LockFile;
-use crate::wal::mode::Wal;
+use crate::wal::mode::{MetaUpdate, Replayed, Wal};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -380,9 +380,10 @@ impl Group {
 }
 
 /// Publish the commits of `pending` up to `through` (now durable), in
-/// one step: the newest of them goes to each of the two meta slots, older
-/// first, and readers are told the newest txnid. The metas in between
-/// would be overwritten at once; no reader could pick them.
+/// one step: the newest of them and the newest before it in the other meta
+/// slot are written (`publish_metas`), and readers are told the newest
+/// txnid. The metas in between would be overwritten at once; no reader
+/// could pick them.
 fn publish(
     pending: &mut VecDeque<(u64, u64, [u8; META_WRITE_LEN])>,
     through: u64,
@@ -394,12 +395,62 @@ fn publish(
         return Ok(());
     };
     let other = pending.range(..n).rev().find(|p| p.1 != last_off);
-    if let Some(&(_, off, upd)) = other {
-        df.write_meta(off, &upd, false)?;
-    }
-    df.write_meta(last_off, &last_upd, false)?;
-    lock.set_txnid(last);
+    publish_metas(
+        df,
+        lock,
+        other.map(|&(t, off, ref upd)| (t, off, &upd[..])),
+        (last, last_off, &last_upd),
+    )?;
     pending.drain(..n);
+    Ok(())
+}
+
+/// Publish what [`Wal::reconcile`] replayed (the caller holds the writer
+/// lock; readers may be at work).
+pub(crate) fn publish_replayed(df: &DataFile, lock: &LockFile, r: &Replayed) -> Result<()> {
+    publish_metas(
+        df,
+        lock,
+        r.other.as_ref().map(MetaUpdate::parts),
+        r.last.parts(),
+    )
+}
+
+/// Write the metas of `last`, the newest commit to publish, and of
+/// `other`, the newest before it whose meta goes to the other slot, each
+/// a (txnid, offset, bytes), and publish `last`. A reader copies the meta
+/// of the txnid `lock` shows and then checks that txnid again: the slot of
+/// the published commit must not change before that txnid moves on (as
+/// LMDB's writer of `t + 2` rewrites the slot of `t` only once `t + 1` is
+/// published). So the meta that goes to that slot is written only after
+/// the other one is published; writing both before one `set_txnid` let a
+/// reader take a torn copy (a root of one commit with the last page of
+/// another: `PageNotFound` in a reader of an 8-thread group commit test).
+pub(crate) fn publish_metas(
+    df: &DataFile,
+    lock: &LockFile,
+    other: Option<(u64, u64, &[u8])>,
+    last: (u64, u64, &[u8]),
+) -> Result<()> {
+    let cur = lock.txnid();
+    let (t, off, upd) = last;
+    match other {
+        Some((ot, ooff, oupd)) if (t ^ cur) & 1 == 0 => {
+            // `last` goes to the slot of `cur`: move readers off it first.
+            df.write_meta(ooff, oupd, false)?;
+            lock.set_txnid(ot);
+            df.write_meta(off, upd, false)?;
+            lock.set_txnid(t);
+        }
+        _ => {
+            df.write_meta(off, upd, false)?;
+            lock.set_txnid(t);
+            if let Some((_, ooff, oupd)) = other {
+                // The slot of `cur`, which no new reader copies now.
+                df.write_meta(ooff, oupd, false)?;
+            }
+        }
+    }
     Ok(())
 }
 

@@ -126,12 +126,12 @@ impl Env {
         if let (Some(w), true) = (&self.wal, fresh) {
             // Replay what a writer that died after its log sync left, and
             // see what other processes did to the log.
-            if let Some(t) = w
+            if let Some(r) = w
                 .wal
                 .reconcile(&self.file, self.psize, false)
                 .map_err(unlock)?
             {
-                l.set_txnid(t);
+                crate::group::publish_replayed(&self.file, l, &r).map_err(unlock)?;
             }
         }
         let (slot, base) = match head {

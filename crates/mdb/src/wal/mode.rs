@@ -191,6 +191,41 @@ pub(crate) fn set_version(df: &DataFile, psize: usize, version: u32) -> Result<(
     Ok(())
 }
 
+/// A commit's meta as it goes to the data file: its txnid, the offset of
+/// the part commits rewrite, and those bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MetaUpdate {
+    pub(crate) txnid: u64,
+    pub(crate) off: u64,
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// What [`Wal::reconcile`] replayed: the metas to write, the newest and
+/// the newest of the other slot before it.
+#[derive(Debug)]
+pub(crate) struct Replayed {
+    pub(crate) last: MetaUpdate,
+    pub(crate) other: Option<MetaUpdate>,
+}
+
+impl MetaUpdate {
+    /// (txnid, offset, bytes).
+    pub(crate) fn parts(&self) -> (u64, u64, &[u8]) {
+        (self.txnid, self.off, &self.bytes)
+    }
+}
+
+impl Replayed {
+    /// Write the metas, older first, when no reader can be copying one
+    /// (the environment is opened alone).
+    pub(crate) fn write_alone(&self, df: &DataFile) -> Result<()> {
+        if let Some(o) = &self.other {
+            df.write_meta(o.off, &o.bytes, false)?;
+        }
+        df.write_meta(self.last.off, &self.last.bytes, false)
+    }
+}
+
 impl Wal {
     /// Open the log in `dir` (created if missing).
     pub(crate) fn open(
@@ -224,14 +259,16 @@ impl Wal {
     /// Bring the data file and the log into agreement (the caller holds the
     /// writer lock, or opens the environment alone). At open (`at_open`),
     /// after a possible crash of the machine, the metas are not trusted:
-    /// every record past the checkpoint is written again. Returns the txnid
-    /// the data file now holds when records were replayed (to publish).
+    /// every record past the checkpoint is written again. When records were
+    /// replayed, their pages are in the data file and the metas to publish
+    /// are returned, not written: readers may be copying the published
+    /// one (`crate::group::publish_metas` writes them in a safe order).
     pub(crate) fn reconcile(
         &self,
         df: &DataFile,
         psize: usize,
         at_open: bool,
-    ) -> Result<Option<u64>> {
+    ) -> Result<Option<Replayed>> {
         let mut g = self.inner();
         let inner = &mut *g;
         // Another process may have made the file plain meanwhile.
@@ -282,6 +319,7 @@ impl Wal {
             return Err(ErrorKind::Corrupted.into());
         }
         let mut buf = Vec::new();
+        let mut metas: [Option<MetaUpdate>; 2] = [None, None];
         inner.log.scan(after, |r| {
             if r.psize() as usize != psize {
                 return Err(ErrorKind::Corrupted.into());
@@ -293,10 +331,32 @@ impl Wal {
                 at.push((off, b));
             }
             df.write_pages(&at)?;
+            // The newest meta of each slot: the ones in between would be
+            // overwritten at once.
             let (off, m) = r.meta();
-            df.write_meta(off, m, false)
+            let slot = &mut metas[usize::from(metas[0].as_ref().is_some_and(|u| u.off != off))];
+            *slot = Some(MetaUpdate {
+                txnid: r.txnid(),
+                off,
+                bytes: m.to_vec(),
+            });
+            Ok(())
         })?;
-        Ok(Some(last))
+        let [a, b] = metas;
+        let (newest, other) = match (a, b) {
+            (Some(a), Some(b)) if a.txnid > b.txnid => (a, Some(b)),
+            (Some(a), Some(b)) => (b, Some(a)),
+            (Some(a), None) => (a, None),
+            // `last > after`: the scan visited a record.
+            (None, _) => return Err(ErrorKind::Corrupted.into()),
+        };
+        if newest.txnid != last {
+            return Err(ErrorKind::Corrupted.into());
+        }
+        Ok(Some(Replayed {
+            last: newest,
+            other,
+        }))
     }
 
     /// Before a writer commits as `txnid` on top of `base`: a txnid the log
