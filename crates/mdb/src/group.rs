@@ -105,7 +105,7 @@ struct State {
     /// this process's readers see it.
     relaxed: Option<Meta>,
     /// Appended, not yet published: txnid, meta offset, meta update.
-    pending: VecDeque<(u64, u64, [u8; META_WRITE_LEN])>,
+    pending: VecDeque<MetaUpdate>,
     /// A leader is syncing the log.
     syncing: bool,
     /// Commits the last sync covered.
@@ -282,7 +282,11 @@ impl Group {
                 .relaxed_txnid
                 .store(meta.txnid, Ordering::Release);
         }
-        g.pending.push_back((meta.txnid, meta_off, upd));
+        g.pending.push_back(MetaUpdate {
+            txnid: meta.txnid,
+            off: meta_off,
+            bytes: upd,
+        });
     }
 
     /// The newest commit this process's readers may see beyond the
@@ -301,7 +305,7 @@ impl Group {
         let sh = &*self.shared;
         let mut g = sh.state();
         loop {
-            if g.pending.front().is_none_or(|p| p.0 > txnid) {
+            if g.pending.front().is_none_or(|p| p.txnid > txnid) {
                 // Published (a failure leaves the commits it lost pending).
                 return Ok(());
             }
@@ -371,7 +375,7 @@ impl Group {
     /// Wait until every appended commit is published (the caller holds
     /// the token, so none is appended meanwhile).
     pub(crate) fn drain(&self, wal: &Wal, df: &DataFile) -> Result<()> {
-        let last = self.shared.state().pending.back().map(|p| p.0);
+        let last = self.shared.state().pending.back().map(|p| p.txnid);
         match last {
             Some(t) => self.wait_durable(t, wal, df),
             None => Ok(()),
@@ -385,22 +389,17 @@ impl Group {
 /// txnid. The metas in between would be overwritten at once; no reader
 /// could pick them.
 fn publish(
-    pending: &mut VecDeque<(u64, u64, [u8; META_WRITE_LEN])>,
+    pending: &mut VecDeque<MetaUpdate>,
     through: u64,
     df: &DataFile,
     lock: &LockFile,
 ) -> Result<()> {
-    let n = pending.iter().take_while(|p| p.0 <= through).count();
-    let Some(&(last, last_off, last_upd)) = n.checked_sub(1).and_then(|i| pending.get(i)) else {
+    let n = pending.iter().take_while(|p| p.txnid <= through).count();
+    let Some(last) = n.checked_sub(1).and_then(|i| pending.get(i)) else {
         return Ok(());
     };
-    let other = pending.range(..n).rev().find(|p| p.1 != last_off);
-    publish_metas(
-        df,
-        lock,
-        other.map(|&(t, off, ref upd)| (t, off, &upd[..])),
-        (last, last_off, &last_upd),
-    )?;
+    let other = pending.range(..n).rev().find(|p| p.off != last.off);
+    publish_metas(df, lock, other, last)?;
     pending.drain(..n);
     Ok(())
 }
@@ -408,17 +407,12 @@ fn publish(
 /// Publish what [`Wal::reconcile`] replayed (the caller holds the writer
 /// lock; readers may be at work).
 pub(crate) fn publish_replayed(df: &DataFile, lock: &LockFile, r: &Replayed) -> Result<()> {
-    publish_metas(
-        df,
-        lock,
-        r.other.as_ref().map(MetaUpdate::parts),
-        r.last.parts(),
-    )
+    publish_metas(df, lock, r.other.as_ref(), &r.last)
 }
 
 /// Write the metas of `last`, the newest commit to publish, and of
-/// `other`, the newest before it whose meta goes to the other slot, each
-/// a (txnid, offset, bytes), and publish `last`. A reader copies the meta
+/// `other`, the newest before it whose meta goes to the other slot, and
+/// publish `last`. A reader copies the meta
 /// of the txnid `lock` shows and then checks that txnid again: the slot of
 /// the published commit must not change before that txnid moves on (as
 /// LMDB's writer of `t + 2` rewrites the slot of `t` only once `t + 1` is
@@ -426,28 +420,27 @@ pub(crate) fn publish_replayed(df: &DataFile, lock: &LockFile, r: &Replayed) -> 
 /// the other one is published; writing both before one `set_txnid` let a
 /// reader take a torn copy (a root of one commit with the last page of
 /// another: `PageNotFound` in a reader of an 8-thread group commit test).
-pub(crate) fn publish_metas(
+fn publish_metas(
     df: &DataFile,
     lock: &LockFile,
-    other: Option<(u64, u64, &[u8])>,
-    last: (u64, u64, &[u8]),
+    other: Option<&MetaUpdate>,
+    last: &MetaUpdate,
 ) -> Result<()> {
     let cur = lock.txnid();
-    let (t, off, upd) = last;
     match other {
-        Some((ot, ooff, oupd)) if (t ^ cur) & 1 == 0 => {
+        Some(o) if (last.txnid ^ cur) & 1 == 0 => {
             // `last` goes to the slot of `cur`: move readers off it first.
-            df.write_meta(ooff, oupd, false)?;
-            lock.set_txnid(ot);
-            df.write_meta(off, upd, false)?;
-            lock.set_txnid(t);
+            df.write_meta(o.off, &o.bytes, false)?;
+            lock.set_txnid(o.txnid);
+            df.write_meta(last.off, &last.bytes, false)?;
+            lock.set_txnid(last.txnid);
         }
         _ => {
-            df.write_meta(off, upd, false)?;
-            lock.set_txnid(t);
-            if let Some((_, ooff, oupd)) = other {
+            df.write_meta(last.off, &last.bytes, false)?;
+            lock.set_txnid(last.txnid);
+            if let Some(o) = other {
                 // The slot of `cur`, which no new reader copies now.
-                df.write_meta(ooff, oupd, false)?;
+                df.write_meta(o.off, &o.bytes, false)?;
             }
         }
     }

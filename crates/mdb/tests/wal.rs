@@ -699,12 +699,7 @@ fn committing_threads_share_log_syncs_and_readers_see_only_durable_commits() {
         syncs: Default::default(),
         hold_for: THREADS,
     });
-    let env = EnvOptions::new()
-        .map_size(64 << 20)
-        .wal(wal_opts())
-        .fault_injector(count.clone())
-        .open(dir.path())
-        .unwrap();
+    let env = open_observed(dir.path(), wal_opts(), count.clone());
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
         // A reader: each thread's counter only grows, and every snapshot
@@ -820,12 +815,7 @@ fn group_commits_never_rewrite_the_published_meta_slot() {
         writes: Default::default(),
         into_published: Default::default(),
     });
-    let env = EnvOptions::new()
-        .map_size(64 << 20)
-        .wal(wal_opts())
-        .fault_injector(slots.clone())
-        .open(dir.path())
-        .unwrap();
+    let env = open_observed(dir.path(), wal_opts(), slots.clone());
     assert_eq!(env.stat().unwrap().page_size, 4096);
     std::thread::scope(|s| {
         for t in 0..8u32 {
@@ -848,6 +838,16 @@ fn group_commits_never_rewrite_the_published_meta_slot() {
     assert_eq!(slots.into_published.load(Ordering::SeqCst), 0);
 }
 
+/// A WAL environment (64 MiB map) whose I/O `f` observes.
+fn open_observed(dir: &Path, o: WalOptions, f: Arc<dyn FaultInjector>) -> Env {
+    EnvOptions::new()
+        .map_size(64 << 20)
+        .wal(o)
+        .fault_injector(f)
+        .open(dir)
+        .unwrap()
+}
+
 fn sees(env: &Env, k: &[u8]) -> bool {
     env.read_txn()
         .unwrap()
@@ -868,12 +868,7 @@ fn relaxed_commits_are_seen_here_at_once_and_elsewhere_once_synced() {
     });
     let mut o = wal_opts();
     o.sync_every = Some(std::time::Duration::from_secs(3600));
-    let env = EnvOptions::new()
-        .map_size(64 << 20)
-        .wal(o)
-        .fault_injector(count.clone())
-        .open(dir.path())
-        .unwrap();
+    let env = open_observed(dir.path(), o, count.clone());
     for i in 0..5u32 {
         put(&env, format!("r{i}").as_bytes()).unwrap();
         assert!(
@@ -933,12 +928,7 @@ fn spare_segments_are_made_off_the_commit_path() {
     let seen = Arc::new(Preparers(Default::default()));
     let mut o = wal_opts();
     o.checkpointer = true;
-    let env = EnvOptions::new()
-        .map_size(64 << 20)
-        .wal(o)
-        .fault_injector(seen.clone())
-        .open(dir.path())
-        .unwrap();
+    let env = open_observed(dir.path(), o, seen.clone());
     let me = std::thread::current().id();
     let mut model = BTreeMap::new();
     // Not a time assertion: the bound only keeps a broken background

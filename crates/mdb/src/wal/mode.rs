@@ -19,7 +19,9 @@ use super::checkpoint::Checkpoint;
 use super::log::{Log, LogOptions};
 use super::record::RecordParts;
 use crate::error::{ErrorKind, Result};
-use crate::format::meta::{pick_meta, Meta, META_LEN, VERSION, VERSION_OFF, VERSION_WAL};
+use crate::format::meta::{
+    pick_meta, Meta, META_LEN, META_WRITE_LEN, VERSION, VERSION_OFF, VERSION_WAL,
+};
 use crate::io::{Commit, CommitFailure, CommitSink, DataFile, FaultInjector};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -193,11 +195,11 @@ pub(crate) fn set_version(df: &DataFile, psize: usize, version: u32) -> Result<(
 
 /// A commit's meta as it goes to the data file: its txnid, the offset of
 /// the part commits rewrite, and those bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct MetaUpdate {
     pub(crate) txnid: u64,
     pub(crate) off: u64,
-    pub(crate) bytes: Vec<u8>,
+    pub(crate) bytes: [u8; META_WRITE_LEN],
 }
 
 /// What [`Wal::reconcile`] replayed: the metas to write, the newest and
@@ -206,13 +208,6 @@ pub(crate) struct MetaUpdate {
 pub(crate) struct Replayed {
     pub(crate) last: MetaUpdate,
     pub(crate) other: Option<MetaUpdate>,
-}
-
-impl MetaUpdate {
-    /// (txnid, offset, bytes).
-    pub(crate) fn parts(&self) -> (u64, u64, &[u8]) {
-        (self.txnid, self.off, &self.bytes)
-    }
 }
 
 impl Replayed {
@@ -334,11 +329,11 @@ impl Wal {
             // The newest meta of each slot: the ones in between would be
             // overwritten at once.
             let (off, m) = r.meta();
-            let slot = &mut metas[usize::from(metas[0].as_ref().is_some_and(|u| u.off != off))];
+            let slot = &mut metas[usize::from(metas[0].is_some_and(|u| u.off != off))];
             *slot = Some(MetaUpdate {
                 txnid: r.txnid(),
                 off,
-                bytes: m.to_vec(),
+                bytes: m.try_into().map_err(|_| ErrorKind::Corrupted)?,
             });
             Ok(())
         })?;
