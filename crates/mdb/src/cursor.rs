@@ -3,6 +3,7 @@
 use crate::db::Database;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::meta::DbRecord;
+use crate::format::page::{Leaf, Page};
 use crate::pager::PageRead;
 use crate::position::Position;
 use crate::snapshot::Snapshot;
@@ -36,7 +37,43 @@ pub struct Cursor<'t, T: Snapshot> {
     /// The leaf under the position (plain databases): `next` steps along it
     /// without looking the page up again. The transaction is borrowed for
     /// `'t`, so no page can change under it.
-    leaf: Option<crate::format::page::Page<'t>>,
+    leaf: Option<Kept<'t>>,
+}
+
+/// The leaf a cursor stands on, its level in the cursor's path, and a leaf
+/// further on in key order that the steps along this one prefetch.
+#[derive(Clone, Copy)]
+struct Kept<'t> {
+    leaf: Leaf<'t>,
+    lvl: usize,
+    /// What the steps have still to prefetch of the page [`SPREAD_AHEAD`]
+    /// leaves on under the same parent (empty if none).
+    ahead: &'t [u8],
+}
+
+/// How many leaves ahead of the cursor's the scan steps prefetch, a few
+/// lines per step (the next leaf is asked for whole when the cursor enters
+/// a leaf). Two whole leaves asked for at once stall the steps after them
+/// while the CPU has too many lines in flight; spread over the steps, the
+/// loads overlap the cursor's work. `next` over 1M random-loaded items,
+/// time against summing the mapped file (throwaway driver, medians of 11
+/// runs, five rounds, both forms in one build): 1.41-1.60x against
+/// 1.69-1.88x; reading every key and value byte as well, 2.52-2.99x
+/// against 2.96-3.40x.
+const SPREAD_AHEAD: usize = 3;
+
+/// Bytes prefetched per step (four lines): 16 steps cover a 4 KiB page, a
+/// leaf half full of 16-byte keys and 100-byte values.
+const STEP_BYTES: usize = 256;
+
+impl<'t> Kept<'t> {
+    #[inline(always)]
+    fn prefetch_step(&mut self) {
+        if let Some((w, rest)) = self.ahead.split_at_checked(STEP_BYTES) {
+            crate::mmap::prefetch_lines(w);
+            self.ahead = rest;
+        }
+    }
 }
 
 impl<'t, T: Snapshot> Cursor<'t, T> {
@@ -83,34 +120,91 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
     /// ```
     pub fn op(&mut self, op: CursorOp<'_>) -> Result<Option<Item<'t>>> {
         if let CursorOp::Next = op {
-            if let Some(r) = self.step_in_leaf() {
-                return r;
-            }
+            return self.next();
         }
         self.op_general(op)
     }
 
-    /// NEXT within the leaf the last call left the cursor on (a plain
-    /// database, nothing changed since): `None` when the general path must
-    /// run. Inlined into `next` and `op`, so a scan step makes no call.
+    /// NEXT to the next plain item of the leaf the last call left the
+    /// cursor on (a plain database, nothing changed since), else `None`
+    /// with nothing changed. Inlined into `next` and `op`, so a scan step
+    /// makes no call.
     #[inline(always)]
-    fn step_in_leaf(&mut self) -> Option<Result<Option<Item<'t>>>> {
-        let p = self.leaf?;
-        let path = &mut self.pos.main.path;
-        let l = path.leaf();
-        let i = path.ix[l] + 1;
-        if let Some(item) = crate::format::page::plain_item(p.bytes(), i) {
-            path.ix[l] = i;
-            return Some(Ok(Some(item)));
+    fn step_in_leaf(&mut self) -> Option<Item<'t>> {
+        let kept = self.leaf.as_mut()?;
+        let ix = self.pos.main.path.ix.get_mut(kept.lvl)?;
+        let item = kept.leaf.item(*ix + 1)?;
+        *ix += 1;
+        kept.prefetch_step();
+        Some(item)
+    }
+
+    /// NEXT when [`step_in_leaf`](Self::step_in_leaf) could not: an item
+    /// of another kind on the kept leaf, the next leaf's first item, or
+    /// the general path.
+    #[inline(never)]
+    fn next_off_plain(&mut self) -> Result<Option<Item<'t>>> {
+        if let Some(kept) = self.leaf {
+            let i = self.pos.main.path.ix[kept.lvl] + 1;
+            if i < kept.leaf.len() {
+                self.pos.main.path.ix[kept.lvl] = i;
+                return self.item_at(kept.leaf.page(), i);
+            }
+            if i == kept.leaf.len() {
+                return self.next_leaf();
+            }
         }
-        if i < p.len() {
-            path.ix[l] = i;
-            let r = p
-                .node(i)
-                .and_then(|n| Ok(Some((n.key(), crate::tree::node_value(self.txn, n)?))));
-            return Some(r);
+        self.op_general(CursorOp::Next)
+    }
+
+    /// Item `i` of leaf `p`, whatever its kind.
+    fn item_at(&self, p: Page<'t>, i: usize) -> Result<Option<Item<'t>>> {
+        let r = p
+            .node(i)
+            .and_then(|n| Ok(Some((n.key(), crate::tree::node_value(self.txn, n)?))));
+        r.map_err(|e| self.failed_next(e))
+    }
+
+    /// NEXT from the last item of the kept leaf: the first item of the next
+    /// leaf, found from the path (no search from the root, no re-check of
+    /// the database record), and that leaf kept in turn.
+    fn next_leaf(&mut self) -> Result<Option<Item<'t>>> {
+        match self.pos.main.step_to_leaf(self.txn, &self.rec, true, 2) {
+            Ok(Some(p)) => {
+                self.keep(p, true);
+                match self.leaf.and_then(|k| k.leaf.item(0)) {
+                    Some(item) => Ok(Some(item)),
+                    None => self.pos.current(self.txn).map_err(|e| self.failed_next(e)),
+                }
+            }
+            Ok(None) => Ok(None),
+            Err(e) => {
+                self.leaf = None;
+                Err(self.failed_next(e))
+            }
         }
-        None
+    }
+
+    /// Keep `p`, the leaf at the end of the position's path, for the next
+    /// steps (nothing kept if it is not a plain leaf); a scan (`scan`)
+    /// also has them prefetch the leaf [`SPREAD_AHEAD`] on.
+    fn keep(&mut self, p: Page<'t>, scan: bool) {
+        let path = &self.pos.main.path;
+        let lvl = path.leaf();
+        let mut ahead: &'t [u8] = &[];
+        if scan && lvl > 0 {
+            let parent = self.txn.page(path.pg[lvl - 1]);
+            let child = parent.and_then(|b| b.child(path.ix[lvl - 1] + SPREAD_AHEAD));
+            if let Ok(b) = child.and_then(|c| self.txn.page_bytes(c)) {
+                ahead = b;
+            }
+        }
+        self.leaf = Leaf::of(p).map(|leaf| Kept { leaf, lvl, ahead });
+    }
+
+    #[cold]
+    fn failed_next(&self, e: Error) -> Error {
+        self.txn.env().failed(e, "cursor next", self.db, None, None)
     }
 
     #[inline(never)]
@@ -127,7 +221,9 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
         if r.is_ok() && self.pos.dcmp.is_none() && !self.pos.unset() && !self.pos.just_deleted {
             let path = &self.pos.main.path;
             if path.len > 0 {
-                self.leaf = self.txn.page(path.pg[path.leaf()]).ok();
+                if let Ok(p) = self.txn.page(path.pg[path.leaf()]) {
+                    self.keep(p, false);
+                }
             }
         }
         r
@@ -192,10 +288,10 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
     #[allow(clippy::should_implement_trait)]
     #[inline]
     pub fn next(&mut self) -> Result<Option<Item<'t>>> {
-        if let Some(r) = self.step_in_leaf() {
-            return r;
+        match self.step_in_leaf() {
+            Some(item) => Ok(Some(item)),
+            None => self.next_off_plain(),
         }
-        self.op_general(CursorOp::Next)
     }
     /// Previous item (the last one if unpositioned).
     ///

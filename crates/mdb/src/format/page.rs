@@ -474,6 +474,63 @@ pub fn search(p: &Page<'_>, key: &[u8], cmp: crate::format::cmp::CmpFn) -> Resul
     }
 }
 
+/// A plain leaf page (not LEAF2) with its pointer array sliced once: the
+/// view a scan steps along. A step then bounds-checks only what one item
+/// adds (its pointer, its node header, its key and value), with no header
+/// re-read.
+#[derive(Clone, Copy)]
+pub struct Leaf<'a> {
+    page: Page<'a>,
+    ptrs: &'a [u8],
+}
+
+impl<'a> Leaf<'a> {
+    /// `p` as a plain leaf; `None` for a branch or LEAF2 page.
+    #[inline]
+    pub fn of(p: Page<'a>) -> Option<Leaf<'a>> {
+        if p.flags() & (P_LEAF | P_LEAF2) != P_LEAF {
+            return None;
+        }
+        let ptrs = p.b.get(HDR..p.lower() as usize)?;
+        Some(Leaf { page: p, ptrs })
+    }
+    /// The page.
+    #[inline]
+    pub fn page(&self) -> Page<'a> {
+        self.page
+    }
+    /// Number of nodes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.ptrs.len() / 2
+    }
+    /// Whether the leaf has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.ptrs.is_empty()
+    }
+    /// Key and inline value of node `i` when it is a plain item lying
+    /// within the page, as [`plain_item`]; `None` past the last node and
+    /// for anything else ([`Page::node`] then says why).
+    #[inline(always)]
+    pub fn item(&self, i: usize) -> Option<(&'a [u8], &'a [u8])> {
+        let ptr = self.ptrs.get(2 * i..)?.first_chunk::<2>()?;
+        let off = u16::from_le_bytes(*ptr) as usize;
+        let b = self.page.b;
+        if off < HDR + self.ptrs.len() || off + NODE_HDR > b.len() {
+            return None;
+        }
+        let n = &b[off..off + NODE_HDR];
+        if u16::from_le_bytes([n[4], n[5]]) & (F_BIGDATA | F_SUBDATA | F_DUPDATA) != 0 {
+            return None;
+        }
+        let ds = u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as usize;
+        let ks = u16::from_le_bytes([n[6], n[7]]) as usize;
+        let k = off + NODE_HDR;
+        let kv = b.get(k..k + ks + ds)?;
+        Some(kv.split_at(ks))
+    }
+}
+
 /// Key and inline value of node `i` of the leaf page `b` (raw bytes, not
 /// validated), when it is a plain item (no overflow, duplicates or database
 /// record) that lies within the page: the scan step, with no [`Page::new`].
@@ -1131,8 +1188,11 @@ mod tests {
                 let n = p.node(j).unwrap();
                 assert_eq!((n.key(), n.data()), (&k[..], &v[..]));
                 assert_eq!(plain_item(&b, j), Some((&k[..], &v[..])));
+                assert_eq!(Leaf::of(p).unwrap().item(j), Some((&k[..], &v[..])));
             }
             assert_eq!(plain_item(&b, model.len()), None);
+            assert_eq!(Leaf::of(p).unwrap().item(model.len()), None);
+            assert_eq!(Leaf::of(p).unwrap().len(), model.len());
         }
         for at in 0..HDR + 2 * model.len().max(1) + 16 {
             let mut c = b.clone();
@@ -1149,6 +1209,10 @@ mod tests {
             }
             for j in 0..model.len() + 2 {
                 let _ = plain_item(&c, j);
+                // The scan's view agrees with the unvalidated reader.
+                if let Some(l) = Page::new(&c).ok().and_then(Leaf::of) {
+                    assert_eq!(l.item(j), plain_item(&c, j));
+                }
             }
         }
     }

@@ -276,13 +276,27 @@ impl CursorPos {
     /// false (position kept) at the end. On an error the position is kept
     /// too.
     fn step_leaf<S: PageRead>(&mut self, s: &S, rec: &DbRecord, fwd: bool) -> Result<bool> {
+        Ok(self.step_to_leaf(s, rec, fwd, 3)?.is_some())
+    }
+
+    /// [`step_leaf`](Self::step_leaf) giving the leaf it moved to, and
+    /// prefetching the leaves after it that are fewer than `far` steps
+    /// away (`far` = 3: the next two).
+    #[inline]
+    pub(crate) fn step_to_leaf<'a, S: PageRead>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+        fwd: bool,
+        far: usize,
+    ) -> Result<Option<Page<'a>>> {
         // The deepest branch with a child beyond the path's, found without
         // moving.
         let leaf = self.path.leaf();
         let mut lvl = leaf;
         let (up, p, j) = loop {
             if lvl == 0 {
-                return Ok(false);
+                return Ok(None);
             }
             lvl -= 1;
             let p = s.page(self.path.pg[lvl])?;
@@ -305,8 +319,8 @@ impl CursorPos {
             self.path.ix[up] = j;
             self.path.pg[leaf] = child;
             self.path.ix[leaf] = if fwd { 0 } else { c.len().saturating_sub(1) };
-            prefetch_ahead(s, &p, j, fwd);
-            return Ok(true);
+            prefetch_ahead(s, &p, j, fwd, far);
+            return Ok(Some(c));
         }
         let save = self.path;
         self.path.ix[up] = j;
@@ -317,9 +331,9 @@ impl CursorPos {
         }
         let parent = self.path.len - 2;
         if let Ok(p) = s.page(self.path.pg[parent]) {
-            prefetch_ahead(s, &p, self.path.ix[parent], fwd);
+            prefetch_ahead(s, &p, self.path.ix[parent], fwd, far);
         }
-        Ok(true)
+        s.page(self.path.pg[leaf]).map(Some)
     }
 
     /// Move to the next item (the first if unset); false, position kept, at the end.
@@ -397,13 +411,15 @@ impl CursorPos {
     }
 }
 
-/// A scan reads leaves in key order, rarely file order: have the two
-/// leaves after child `j` of branch `p` start loading while the cursor
-/// reads that one. Each is asked for at two steps: asking once (one leaf or
-/// two ahead) measured no faster than not at all, as if most of a burst of
-/// prefetches into a page not yet in the TLB were dropped.
-fn prefetch_ahead<S: PageRead>(s: &S, p: &Page<'_>, j: usize, fwd: bool) {
-    for d in 1..3 {
+/// A scan reads leaves in key order, rarely file order: have the leaves
+/// after child `j` of branch `p`, fewer than `far` away, start loading
+/// while the cursor reads that one. With `far` = 3 each leaf is asked for
+/// at two steps: asking once (one leaf or two ahead) measured no faster
+/// than not at all, as if most of a burst of prefetches into a page not yet
+/// in the TLB were dropped. The Rust cursor asks for the next leaf only and
+/// spreads the one three ahead over its steps (`cursor::Kept`).
+fn prefetch_ahead<S: PageRead>(s: &S, p: &Page<'_>, j: usize, fwd: bool, far: usize) {
+    for d in 1..far {
         let k = if fwd { j + d } else { j.wrapping_sub(d) };
         if k < p.len() {
             if let Ok(c) = p.child(k) {
