@@ -564,28 +564,50 @@ pub fn plain_item(b: &[u8], i: usize) -> Option<(&[u8], &[u8])> {
 /// [`search`] of a node page in the default order: the hottest loop of
 /// the engine. The pointer array is sliced once (`Page::new` checked that
 /// it lies within the page), so a probe costs one bounds check for its
-/// pointer and one for its key.
+/// pointer and one for its node header; most probes then end on the first
+/// eight bytes of the keys, compared as big-endian words (the search key's
+/// converted once), and only the others check and compare the whole key.
 fn search_lexical(p: &Page<'_>, key: &[u8]) -> Result<(usize, bool)> {
+    use std::cmp::Ordering::*;
     let b = p.b;
     let lower = p.lower() as usize;
     let ptrs = b.get(HDR..lower).ok_or(ErrorKind::Corrupted)?;
-    bisect(p, |i| {
-        let off = match ptrs.get(2 * i..2 * i + 2) {
-            Some(&[lo, hi]) => u16::from_le_bytes([lo, hi]) as usize,
+    let kw = key.first_chunk::<8>().map(|w| u64::from_be_bytes(*w));
+    let branch = p.is_branch();
+    // Branch node 0 has the "minus infinity" key; search among 1..n.
+    let (mut lo, mut hi) = (usize::from(branch), ptrs.len() / 2);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        let off = match ptrs.get(2 * mid..2 * mid + 2) {
+            Some(&[a, b]) => u16::from_le_bytes([a, b]) as usize,
             _ => return Err(ErrorKind::Corrupted.into()),
         };
-        let k = match b.get(off..off + NODE_HDR) {
-            Some(h) if off >= lower => {
-                let ks = u16::from_le_bytes([h[6], h[7]]) as usize;
-                b.get(off + NODE_HDR..off + NODE_HDR + ks)
-            }
-            _ => None,
+        let ks = match b.get(off..off + NODE_HDR) {
+            Some(h) if off >= lower => u16::from_le_bytes([h[6], h[7]]) as usize,
+            _ => return Err(ErrorKind::Corrupted.into()),
         };
-        Ok(crate::format::cmp::lexical(
-            k.ok_or(ErrorKind::Corrupted)?,
-            key,
-        ))
-    })
+        let k = off + NODE_HDR;
+        if let (Some(kw), true) = (kw, ks >= 8) {
+            if let Some(w) = b.get(k..k + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+                let w = u64::from_be_bytes(w);
+                if w < kw {
+                    lo = mid + 1;
+                    continue;
+                }
+                if w > kw {
+                    hi = mid;
+                    continue;
+                }
+            }
+        }
+        match crate::format::cmp::lexical(b.get(k..k + ks).ok_or(ErrorKind::Corrupted)?, key) {
+            Less => lo = mid + 1,
+            Greater => hi = mid,
+            Equal => return Ok((mid, true)),
+        }
+    }
+    // Branch: the last child whose separator <= key.
+    Ok((if branch { lo - 1 } else { lo }, false))
 }
 
 /// Binary search of `p` with `probe(i)` = entry `i` compared to the key.
@@ -1168,7 +1190,15 @@ mod tests {
         edit::init(&mut b, 3, P_LEAF);
         let mut model: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         for _ in 0..200 {
-            let key = format!("k{:03}", next() % 60).into_bytes();
+            // Short keys, keys sharing their first eight bytes, and keys
+            // of eight and more that differ there (the lexical search
+            // compares first words).
+            let key = match next() % 3 {
+                0 => format!("k{:03}", next() % 60),
+                1 => format!("shared__{:0w$}", next() % 30, w = (next() % 3) as usize),
+                _ => format!("{:010}", (next() % 30) * 7_919_113),
+            }
+            .into_bytes();
             let val = vec![b'v'; (next() % 24) as usize];
             let p = Page::new(&b).unwrap();
             let (i, exact) = search(&p, &key, crate::format::cmp::CmpFn::rust(cmp)).unwrap();
@@ -1206,6 +1236,11 @@ mod tests {
                 }
                 let _ = search(&p, b"k030", crate::format::cmp::CmpFn::rust(cmp));
                 let _ = search(&p, b"k030", crate::format::cmp::Order::Lexical.cmp_fn());
+                let _ = search(
+                    &p,
+                    b"shared__12",
+                    crate::format::cmp::Order::Lexical.cmp_fn(),
+                );
             }
             for j in 0..model.len() + 2 {
                 let _ = plain_item(&c, j);
