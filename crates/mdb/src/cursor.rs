@@ -119,10 +119,11 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn op(&mut self, op: CursorOp<'_>) -> Result<Option<Item<'t>>> {
-        if let CursorOp::Next = op {
-            return self.next();
+        match op {
+            CursorOp::Next => self.next(),
+            CursorOp::Prev => self.prev(),
+            _ => self.op_general(op),
         }
-        self.op_general(op)
     }
 
     /// NEXT to the next plain item of the leaf the last call left the
@@ -148,46 +149,86 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
             let i = self.pos.main.path.ix[kept.lvl] + 1;
             if i < kept.leaf.len() {
                 self.pos.main.path.ix[kept.lvl] = i;
-                return self.item_at(kept.leaf.page(), i);
+                return self.item_at(kept.leaf.page(), i, "cursor next");
             }
             if i == kept.leaf.len() {
-                return self.next_leaf();
+                return self.cross_leaf(true);
             }
         }
         self.op_general(CursorOp::Next)
     }
 
+    /// PREV to the previous plain item of the kept leaf, else `None` with
+    /// nothing changed (as [`step_in_leaf`](Self::step_in_leaf)).
+    #[inline(always)]
+    fn step_back_in_leaf(&mut self) -> Option<Item<'t>> {
+        let kept = self.leaf.as_ref()?;
+        let ix = self.pos.main.path.ix.get_mut(kept.lvl)?;
+        let i = ix.checked_sub(1)?;
+        let item = kept.leaf.item(i)?;
+        *ix = i;
+        Some(item)
+    }
+
+    /// PREV when [`step_back_in_leaf`](Self::step_back_in_leaf) could not
+    /// (as [`next_off_plain`](Self::next_off_plain)).
+    #[inline(never)]
+    fn prev_off_plain(&mut self) -> Result<Option<Item<'t>>> {
+        if let Some(kept) = self.leaf {
+            let ix = self.pos.main.path.ix[kept.lvl];
+            if ix == 0 {
+                return self.cross_leaf(false);
+            }
+            // (`ix` may be one past the last item after a seek past the end.)
+            if ix <= kept.leaf.len() {
+                self.pos.main.path.ix[kept.lvl] = ix - 1;
+                return self.item_at(kept.leaf.page(), ix - 1, "cursor prev");
+            }
+        }
+        self.op_general(CursorOp::Prev)
+    }
+
     /// Item `i` of leaf `p`, whatever its kind.
-    fn item_at(&self, p: Page<'t>, i: usize) -> Result<Option<Item<'t>>> {
+    fn item_at(&self, p: Page<'t>, i: usize, op: &'static str) -> Result<Option<Item<'t>>> {
         let r = p
             .node(i)
             .and_then(|n| Ok(Some((n.key(), crate::tree::node_value(self.txn, n)?))));
-        r.map_err(|e| self.failed_next(e))
+        r.map_err(|e| self.failed(e, op))
     }
 
-    /// NEXT from the last item of the kept leaf: the first item of the next
-    /// leaf, found from the path (no search from the root, no re-check of
-    /// the database record), and that leaf kept in turn.
-    fn next_leaf(&mut self) -> Result<Option<Item<'t>>> {
-        match self.pos.main.step_to_leaf(self.txn, &self.rec, true, 2) {
+    /// NEXT (`fwd`) from the last item of the kept leaf, or PREV from its
+    /// first: the first item of the next leaf (the last of the previous
+    /// one), found from the path (no search from the root, no re-check of
+    /// the database record), and that leaf kept in turn. A forward scan
+    /// asks for the next leaf whole and spreads the third one over its
+    /// steps; a backward one asks for the two before whole.
+    fn cross_leaf(&mut self, fwd: bool) -> Result<Option<Item<'t>>> {
+        let (op, far) = if fwd {
+            ("cursor next", 2)
+        } else {
+            ("cursor prev", 3)
+        };
+        match self.pos.main.step_to_leaf(self.txn, &self.rec, fwd, far) {
             Ok(Some(p)) => {
-                self.keep(p, true);
-                match self.leaf.and_then(|k| k.leaf.item(0)) {
+                self.keep(p, fwd);
+                let path = &self.pos.main.path;
+                let ix = path.ix[path.leaf()];
+                match self.leaf.and_then(|k| k.leaf.item(ix)) {
                     Some(item) => Ok(Some(item)),
-                    None => self.pos.current(self.txn).map_err(|e| self.failed_next(e)),
+                    None => self.pos.current(self.txn).map_err(|e| self.failed(e, op)),
                 }
             }
             Ok(None) => Ok(None),
             Err(e) => {
                 self.leaf = None;
-                Err(self.failed_next(e))
+                Err(self.failed(e, op))
             }
         }
     }
 
     /// Keep `p`, the leaf at the end of the position's path, for the next
-    /// steps (nothing kept if it is not a plain leaf); a scan (`scan`)
-    /// also has them prefetch the leaf [`SPREAD_AHEAD`] on.
+    /// steps (nothing kept if it is not a plain leaf); a forward scan
+    /// (`scan`) also has them prefetch the leaf [`SPREAD_AHEAD`] on.
     fn keep(&mut self, p: Page<'t>, scan: bool) {
         let path = &self.pos.main.path;
         let lvl = path.leaf();
@@ -203,8 +244,8 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
     }
 
     #[cold]
-    fn failed_next(&self, e: Error) -> Error {
-        self.txn.env().failed(e, "cursor next", self.db, None, None)
+    fn failed(&self, e: Error, op: &'static str) -> Error {
+        self.txn.env().failed(e, op, self.db, None, None)
     }
 
     #[inline(never)]
@@ -308,8 +349,12 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
     /// assert_eq!(c.prev()?.unwrap().0, b"b");
     /// # Ok::<(), mdb::Error>(())
     /// ```
+    #[inline]
     pub fn prev(&mut self) -> Result<Option<Item<'t>>> {
-        self.op(CursorOp::Prev)
+        match self.step_back_in_leaf() {
+            Some(item) => Ok(Some(item)),
+            None => self.prev_off_plain(),
+        }
     }
     /// First value of the next key (`MDB_NEXT_NODUP`).
     ///
