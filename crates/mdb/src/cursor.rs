@@ -45,6 +45,8 @@ pub struct Cursor<'t, T: Snapshot> {
 #[derive(Clone, Copy)]
 struct Kept<'t> {
     leaf: Leaf<'t>,
+    /// `pos.main.path.leaf()` when kept (the path's depth does not change
+    /// while the leaf is kept), so that a step computes nothing.
     lvl: usize,
     /// What the steps have still to prefetch of the page [`SPREAD_AHEAD`]
     /// leaves on under the same parent (empty if none).
@@ -209,8 +211,8 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
             ("cursor prev", 3)
         };
         match self.pos.main.step_to_leaf(self.txn, &self.rec, fwd, far) {
-            Ok(Some(p)) => {
-                self.keep(p, fwd);
+            Ok(Some(crossed)) => {
+                self.keep(crossed.leaf, crossed.parent.filter(|_| fwd));
                 let path = &self.pos.main.path;
                 let ix = path.ix[path.leaf()];
                 match self.leaf.and_then(|k| k.leaf.item(ix)) {
@@ -227,15 +229,14 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
     }
 
     /// Keep `p`, the leaf at the end of the position's path, for the next
-    /// steps (nothing kept if it is not a plain leaf); a forward scan
-    /// (`scan`) also has them prefetch the leaf [`SPREAD_AHEAD`] on.
-    fn keep(&mut self, p: Page<'t>, scan: bool) {
+    /// steps (nothing kept if it is not a plain leaf); with its parent (a
+    /// forward scan), also have them prefetch the leaf [`SPREAD_AHEAD`] on.
+    fn keep(&mut self, p: Page<'t>, parent: Option<Page<'t>>) {
         let path = &self.pos.main.path;
         let lvl = path.leaf();
         let mut ahead: &'t [u8] = &[];
-        if scan && lvl > 0 {
-            let parent = self.txn.page(path.pg[lvl - 1]);
-            let child = parent.and_then(|b| b.child(path.ix[lvl - 1] + SPREAD_AHEAD));
+        if let (Some(parent), Some(up)) = (parent, lvl.checked_sub(1)) {
+            let child = parent.child(path.ix[up] + SPREAD_AHEAD);
             if let Ok(b) = child.and_then(|c| self.txn.page_bytes(c)) {
                 ahead = b;
             }
@@ -263,7 +264,7 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
             let path = &self.pos.main.path;
             if path.len > 0 {
                 if let Ok(p) = self.txn.page(path.pg[path.leaf()]) {
-                    self.keep(p, false);
+                    self.keep(p, None);
                 }
             }
         }

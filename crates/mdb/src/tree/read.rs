@@ -279,9 +279,9 @@ impl CursorPos {
         Ok(self.step_to_leaf(s, rec, fwd, 3)?.is_some())
     }
 
-    /// [`step_leaf`](Self::step_leaf) giving the leaf it moved to, and
-    /// prefetching the leaves after it that are fewer than `far` steps
-    /// away (`far` = 3: the next two).
+    /// [`step_leaf`](Self::step_leaf) giving the leaf it moved to and its
+    /// parent, and prefetching the leaves after it that are fewer than
+    /// `far` steps away (`far` = 3: the next two).
     #[inline]
     pub(crate) fn step_to_leaf<'a, S: PageRead>(
         &mut self,
@@ -289,7 +289,7 @@ impl CursorPos {
         rec: &DbRecord,
         fwd: bool,
         far: usize,
-    ) -> Result<Option<Page<'a>>> {
+    ) -> Result<Option<Crossed<'a>>> {
         // The deepest branch with a child beyond the path's, found without
         // moving.
         let leaf = self.path.leaf();
@@ -320,7 +320,10 @@ impl CursorPos {
             self.path.pg[leaf] = child;
             self.path.ix[leaf] = if fwd { 0 } else { c.len().saturating_sub(1) };
             prefetch_ahead(s, &p, j, fwd, far);
-            return Ok(Some(c));
+            return Ok(Some(Crossed {
+                leaf: c,
+                parent: Some(p),
+            }));
         }
         let save = self.path;
         self.path.ix[up] = j;
@@ -329,11 +332,15 @@ impl CursorPos {
             self.path = save;
             return Err(e);
         }
-        let parent = self.path.len - 2;
-        if let Ok(p) = s.page(self.path.pg[parent]) {
-            prefetch_ahead(s, &p, self.path.ix[parent], fwd, far);
+        let up = self.path.len - 2;
+        let parent = s.page(self.path.pg[up]).ok();
+        if let Some(p) = &parent {
+            prefetch_ahead(s, p, self.path.ix[up], fwd, far);
         }
-        s.page(self.path.pg[leaf]).map(Some)
+        Ok(Some(Crossed {
+            leaf: s.page(self.path.pg[leaf])?,
+            parent,
+        }))
     }
 
     /// Move to the next item (the first if unset); false, position kept, at the end.
@@ -409,6 +416,13 @@ impl CursorPos {
         }
         Ok(exact)
     }
+}
+
+/// The leaf a cursor crossed to, and its parent (`None` if it could not
+/// be read again), for a caller that looks further along the parent.
+pub(crate) struct Crossed<'a> {
+    pub(crate) leaf: Page<'a>,
+    pub(crate) parent: Option<Page<'a>>,
 }
 
 /// A scan reads leaves in key order, rarely file order: have the leaves
