@@ -154,7 +154,6 @@ impl Env {
 
     /// Write a compacted copy of the environment into directory `dir`
     /// (`mdb_env_copy2` with `MDB_CP_COMPACT`, as `mdb_copy -c`).
-    #[cfg(feature = "matrix")]
     pub fn copy_compact(&self, dir: &Path) -> Result<()> {
         let path = CString::new(dir.as_os_str().as_bytes()).map_err(|_| Error(libc_einval()))?;
         // SAFETY: env is open; path is NUL-terminated.
