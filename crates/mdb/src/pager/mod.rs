@@ -241,6 +241,16 @@ impl<'env> Pager<'env> {
         }
     }
 
+    /// Dirty pages changed numbers (`tree::place`): every cached path and
+    /// position holding page numbers is stale.
+    pub(crate) fn forget_paths(&mut self) {
+        self.moves += 1;
+        self.lost += 1;
+        self.append = None;
+        self.dirty_path = DirtyPath::NONE;
+        self.last_insert = (0, usize::MAX);
+    }
+
     /// Free `n` pages starting at `pg`.
     pub(crate) fn free_pages(&mut self, pg: u64, n: usize) {
         self.moves += 1;

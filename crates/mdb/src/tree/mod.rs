@@ -12,6 +12,7 @@ pub(crate) mod delete;
 pub(crate) mod dups;
 pub(crate) mod freedb;
 pub(crate) mod insert;
+pub(crate) mod place;
 pub(crate) mod read;
 pub(crate) mod relocate;
 

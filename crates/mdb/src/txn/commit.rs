@@ -56,7 +56,7 @@ impl RwTxn<'_> {
 
     /// Returns the txnid to wait for in WAL mode.
     fn commit_inner(&mut self) -> Result<Option<u64>> {
-        let named: Vec<(Database, crate::format::meta::DbRecord)> = self
+        let mut named: Vec<(Database, crate::format::meta::DbRecord)> = self
             .dbs
             .borrow()
             .iter()
@@ -73,6 +73,15 @@ impl RwTxn<'_> {
         if self.pg.dirty.is_empty() && !any_db && self.pg.free.freed.is_empty() && !forced {
             return Ok(None);
         }
+        // Trees mostly rewritten get their leaves in key order in the file
+        // (`tree::place`); named trees before their records are written.
+        for (db, rec) in &mut named {
+            let root = tree::place::place(&mut self.pg, rec)?;
+            if root != rec.root {
+                rec.root = root;
+                self.set_rec(*db, *rec);
+            }
+        }
         for (db, rec) in named {
             let name = self.env.dbi_info(db)?.name.ok_or(ErrorKind::BadDbi)?;
             let mut m = self.tree(Database::MAIN)?;
@@ -85,6 +94,12 @@ impl RwTxn<'_> {
             );
             self.set_rec(Database::MAIN, m.rec);
             r?;
+        }
+        let mut main = self.rec(Database::MAIN)?;
+        let root = tree::place::place(&mut self.pg, &main)?;
+        if root != main.root {
+            main.root = root;
+            self.set_rec(Database::MAIN, main);
         }
         tree::save_freelist(&mut self.pg)?;
 
