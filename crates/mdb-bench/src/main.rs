@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::Duration;
 use workloads::{Data, Db, Engine, Index, IndexData, Res};
 
-const WORKLOADS: [&str; 17] = [
+const WORKLOADS: [&str; 20] = [
     "load",
     "get",
     "scan",
@@ -27,6 +27,9 @@ const WORKLOADS: [&str; 17] = [
     "file_pread",
     "scan_ordered",
     "file_read_ordered",
+    "bulk_load",
+    "bulk_scan",
+    "bulk_file_read",
     "append_load",
     "cursor_delete",
     "sync_put",
@@ -51,7 +54,8 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
                  [--python PATH] [--lib PATH] [--markdown]
 
   workloads: load, get, scan, file_read, file_pread, scan_ordered,
-             file_read_ordered, append_load, cursor_delete,
+             file_read_ordered, bulk_load, bulk_scan, bulk_file_read,
+             append_load, cursor_delete,
              sync_put, sync_threads, batch_put, disk_get, py_sync, index_load,
              index_get_both, index_scan
   on disk (the current directory, or --dir), each contender once per
@@ -538,6 +542,9 @@ fn run(a: &Args) -> Res<()> {
         "file_pread",
         "scan_ordered",
         "file_read_ordered",
+        "bulk_load",
+        "bulk_scan",
+        "bulk_file_read",
         "append_load",
         "cursor_delete",
     ]);
@@ -638,6 +645,17 @@ fn run(a: &Args) -> Res<()> {
         "sum of every word of that compacted copy, mapped and in the page cache, per item".into(),
         a.n,
     );
+    let mut bulk_s = mk("bulk_load", "random puts, all in one txn".into(), a.n);
+    let mut bulk_scan_s = mk(
+        "bulk_scan",
+        "full cursor scan of that one-txn load, mapped by an untimed scan first".into(),
+        a.n,
+    );
+    let mut bulk_file_s = mk(
+        "bulk_file_read",
+        "sum of every word of that one-txn load's data file, mapped and in the page cache, per item".into(),
+        a.n,
+    );
     let mut append_s = mk(
         "append_load",
         format!("sorted puts with APPEND, {} per txn", workloads::BATCH),
@@ -680,6 +698,9 @@ fn run(a: &Args) -> Res<()> {
         "file_pread",
         "scan_ordered",
         "file_read_ordered",
+        "bulk_load",
+        "bulk_scan",
+        "bulk_file_read",
         "append_load",
         "cursor_delete",
     ];
@@ -734,6 +755,29 @@ fn run(a: &Args) -> Res<()> {
                     if want("file_read_ordered") {
                         file_o.push(e, workloads::file_read(&cdir)?);
                     }
+                }
+            }
+        }
+    }
+    if want("bulk_load") || want("bulk_scan") || want("bulk_file_read") {
+        let data = data.as_ref().unwrap();
+        for rep in 0..a.reps {
+            eprintln!("bulk rep {}/{}", rep + 1, a.reps);
+            for e in engine_order(&a.engines, rep) {
+                let dir = TempDir::new(&cpu_base, e.name(), a.keep)?;
+                let db = Db::open(e, &dir.0)?;
+                let d = workloads::bulk_load(&db, data)?;
+                if want("bulk_load") {
+                    bulk_s.push(e, d);
+                }
+                // Untimed: the commit wrote the pages with pwrite; this
+                // maps them (as `scan_ordered` does).
+                workloads::scan(&db, data)?;
+                if want("bulk_scan") {
+                    bulk_scan_s.push(e, workloads::scan(&db, data)?);
+                }
+                if want("bulk_file_read") {
+                    bulk_file_s.push(e, workloads::file_read(&dir.0)?);
                 }
             }
         }
@@ -829,8 +873,21 @@ fn run(a: &Args) -> Res<()> {
     }
 
     let all = [
-        &load_s, &get_s, &scan_s, &file_s, &pread_s, &scan_o, &file_o, &append_s, &cdel_s,
-        &ixload_s, &ixget_s, &ixscan_s,
+        &load_s,
+        &get_s,
+        &scan_s,
+        &file_s,
+        &pread_s,
+        &scan_o,
+        &file_o,
+        &bulk_s,
+        &bulk_scan_s,
+        &bulk_file_s,
+        &append_s,
+        &cdel_s,
+        &ixload_s,
+        &ixget_s,
+        &ixscan_s,
     ];
     let rows: Vec<&Samples> = all.into_iter().filter(|s| want(s.name)).collect();
     let ratio = |s: &Samples| median(&s.pair_ratios());
@@ -906,6 +963,11 @@ fn run(a: &Args) -> Res<()> {
         &scan_o,
         &file_o,
         "Full scan of a compacted copy (leaves in key order) against summing that copy mapped",
+    );
+    vs(
+        &bulk_scan_s,
+        &bulk_file_s,
+        "Full scan of a database loaded in one transaction against summing its file mapped",
     );
     Ok(())
 }

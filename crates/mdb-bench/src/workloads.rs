@@ -388,18 +388,24 @@ pub fn index_scan(ix: &Index, data: &IndexData) -> Res<(Duration, ScanSum)> {
 
 /// `load`: all keys in index (= random key) order, `BATCH` puts per commit.
 pub fn load(db: &Db, data: &Data) -> Res<Duration> {
-    put_keys(db, &data.keys, false)
+    put_keys(db, &data.keys, false, BATCH)
+}
+
+/// `bulk_load`: all keys in index (= random key) order in one write
+/// transaction, as an import or `mdb load` writes them.
+pub fn bulk_load(db: &Db, data: &Data) -> Res<Duration> {
+    put_keys(db, &data.keys, false, data.n.max(1))
 }
 
 /// `append_load`: the keys in ascending order with APPEND, `BATCH` puts
 /// per commit, into an empty database.
 pub fn append_load(db: &Db, data: &Data) -> Res<Duration> {
-    put_keys(db, &data.sorted, true)
+    put_keys(db, &data.sorted, true, BATCH)
 }
 
-/// Put `keys` (value `i` for the `i`-th), `BATCH` per commit; with
+/// Put `keys` (value `i` for the `i`-th), `batch` per commit; with
 /// `append`, as `MDB_APPEND` puts.
-fn put_keys(db: &Db, keys: &[[u8; 16]], append: bool) -> Res<Duration> {
+fn put_keys(db: &Db, keys: &[[u8; 16]], append: bool, batch: usize) -> Res<Duration> {
     let mut v = value_template();
     let flags = match append {
         true => mdb::WriteFlags::APPEND,
@@ -408,20 +414,20 @@ fn put_keys(db: &Db, keys: &[[u8; 16]], append: bool) -> Res<Duration> {
     let t = Instant::now();
     match db {
         Db::Mdb(env) => {
-            for (c, chunk) in keys.chunks(BATCH).enumerate() {
+            for (c, chunk) in keys.chunks(batch).enumerate() {
                 let mut w = env.write_txn()?;
                 for (j, k) in chunk.iter().enumerate() {
-                    fill_value((c * BATCH + j) as u64, &mut v);
+                    fill_value((c * batch + j) as u64, &mut v);
                     w.put(mdb::Database::MAIN, k, &v, flags)?;
                 }
                 w.commit()?;
             }
         }
         Db::Lmdb(env) => {
-            for (c, chunk) in keys.chunks(BATCH).enumerate() {
+            for (c, chunk) in keys.chunks(batch).enumerate() {
                 let mut w = env.write_txn()?;
                 for (j, k) in chunk.iter().enumerate() {
-                    fill_value((c * BATCH + j) as u64, &mut v);
+                    fill_value((c * batch + j) as u64, &mut v);
                     if append {
                         w.append(k, &v)?;
                     } else {

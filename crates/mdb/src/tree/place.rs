@@ -63,14 +63,18 @@ pub(crate) fn place(pager: &mut Pager<'_>, rec: &DbRecord) -> Result<u64> {
     let remap: PgnoMap<u64> = order.iter().copied().zip(nums.iter().copied()).collect();
     // Pointers first, under the old numbers: a branch's children are
     // found by the numbers its nodes hold now.
+    let mut kids = Vec::new();
     for &pg in &order[leaf_count..] {
         let Some(buf) = pager.dirty.get_mut(&pg) else {
             continue;
         };
-        let n = Page::new(buf)?.len();
-        for i in 0..n {
-            let child = Page::new(buf)?.child(i)?;
-            if let Some(&to) = remap.get(&child) {
+        kids.clear();
+        let p = Page::new(buf)?;
+        for i in 0..p.len() {
+            kids.push(p.child(i)?);
+        }
+        for (i, child) in kids.iter().enumerate() {
+            if let Some(&to) = remap.get(child) {
                 edit::set_child(buf, i, to);
             }
         }
