@@ -121,6 +121,9 @@ pub(crate) struct Pager<'env> {
     spilled: PgnoMap<()>,
     /// Dirty bytes kept in memory at most, before spilling (0: no limit).
     spill_at: usize,
+    /// Puts so far (`tree::place` runs only for transactions that put
+    /// many items per page of the tree).
+    pub(crate) puts: u64,
     /// Spills so far (tests).
     pub(crate) spills: u64,
     /// Operations since the last `spill::evict_own`.
@@ -200,6 +203,7 @@ impl<'env> Pager<'env> {
             free_db: base.free,
             spare: std::mem::take(&mut *env.page_pool.lock().unwrap()),
             last_insert: (0, usize::MAX),
+            puts: 0,
             moves: 0,
             append: None,
             lost: 0,

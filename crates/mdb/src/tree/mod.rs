@@ -1,7 +1,9 @@
 //! B+trees over the pager: search and cursor stacks (`read`), insertion
 //! with splits (`insert`), deletion with rebalancing (`delete`), sorted
-//! duplicates (`dups`), page allocation from the free list (`alloc`), and
-//! saving the free list at commit (`freedb`). Every database is a tree: the
+//! duplicates (`dups`), page allocation from the free list (`alloc`),
+//! saving the free list at commit (`freedb`), numbering a mostly rewritten
+//! tree's pages in key order at commit (`place`), and moving pages down
+//! the file (`relocate`). Every database is a tree: the
 //! main and free databases, named databases, DUPSORT sub-databases.
 //!
 //! Functions here take the [`Pager`] and a [`Tree`]; they know nothing of

@@ -150,6 +150,7 @@ impl<'env> RwTxn<'env> {
     ) -> Result<()> {
         let rec = self.check_usable(db)?;
         check_key(key)?;
+        self.pg.puts += 1;
         let mut t = self.tree_of(db, rec);
         let r = if t.dups.is_some() {
             match val {
