@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::Duration;
 use workloads::{Data, Db, Engine, Index, IndexData, Res};
 
-const WORKLOADS: [&str; 20] = [
+const WORKLOADS: [&str; 21] = [
     "load",
     "get",
     "scan",
@@ -36,6 +36,7 @@ const WORKLOADS: [&str; 20] = [
     "sync_threads",
     "batch_put",
     "disk_get",
+    "cold_scan",
     "py_sync",
     "index_load",
     "index_get_both",
@@ -56,7 +57,8 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
   workloads: load, get, scan, file_read, file_pread, scan_ordered,
              file_read_ordered, bulk_load, bulk_scan, bulk_file_read,
              append_load, cursor_delete,
-             sync_put, sync_threads, batch_put, disk_get, py_sync, index_load,
+             sync_put, sync_threads, batch_put, disk_get, cold_scan, py_sync,
+             index_load,
              index_get_both, index_scan
   on disk (the current directory, or --dir), each contender once per
   repetition, in an order rotating from one repetition to the next:
@@ -553,6 +555,7 @@ fn run(a: &Args) -> Res<()> {
         "sync_threads",
         "batch_put",
         "disk_get",
+        "cold_scan",
         "py_sync",
     ]);
     let index_w = any(&["index_load", "index_get_both", "index_scan"]);
@@ -655,6 +658,14 @@ fn run(a: &Args) -> Res<()> {
         "bulk_file_read",
         "sum of every word of that one-txn load's data file, mapped and in the page cache, per item".into(),
         a.n,
+    );
+    let mut cold_s = mk(
+        "cold_scan",
+        format!(
+            "full cursor scan from a cold page cache (posix_fadvise DONTNEED) of {} keys loaded in one durable txn, on disk",
+            a.disk_n
+        ),
+        a.disk_n,
     );
     let mut append_s = mk(
         "append_load",
@@ -820,6 +831,30 @@ fn run(a: &Args) -> Res<()> {
         let (put, get) = disk::batch_and_get(&sync_base, &data, a.reps, a.keep)?;
         multi.extend([put, get].into_iter().filter(|m| want(m.name)));
     }
+    if want("cold_scan") {
+        eprintln!("generating {} keys...", a.disk_n);
+        let data = Data::new(a.disk_n);
+        for rep in 0..a.reps {
+            eprintln!("cold_scan rep {}/{}", rep + 1, a.reps);
+            for e in engine_order(&a.engines, rep) {
+                let dir = TempDir::new(&sync_base, e.name(), a.keep)?;
+                let db = Db::open(e, &dir.0)?;
+                workloads::bulk_load(&db, &data)?;
+                // Closed, so that no mapping holds the pages in the cache.
+                drop(db);
+                let left = workloads::evict(&dir.0.join("data.mdb"))?;
+                if left > 0.01 {
+                    return Err(format!(
+                        "cold_scan: {:.0}% of the file stayed in the page cache",
+                        left * 100.0
+                    )
+                    .into());
+                }
+                let db = Db::open(e, &dir.0)?;
+                cold_s.push(e, workloads::scan(&db, &data)?);
+            }
+        }
+    }
     if want("py_sync") {
         let lib = match &a.lib {
             Some(l) => l.clone(),
@@ -883,6 +918,7 @@ fn run(a: &Args) -> Res<()> {
         &bulk_s,
         &bulk_scan_s,
         &bulk_file_s,
+        &cold_s,
         &append_s,
         &cdel_s,
         &ixload_s,

@@ -511,7 +511,34 @@ mod sys {
             off: i64,
         ) -> *mut c_void;
         pub fn munmap(addr: *mut c_void, len: usize) -> c_int;
+        pub fn mincore(addr: *mut c_void, len: usize, vec: *mut u8) -> c_int;
+        pub fn posix_fadvise(fd: c_int, off: i64, len: i64, advice: c_int) -> c_int;
     }
+    pub const POSIX_FADV_DONTNEED: c_int = 4;
+}
+
+/// Drop the file's pages from the page cache (they must be clean and
+/// mapped by no one: close the environment first); returns the fraction
+/// of its pages still resident afterwards.
+pub fn evict(path: &Path) -> Res<f64> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path)?;
+    f.sync_all()?;
+    // SAFETY: plain system call on an open descriptor.
+    let rc = unsafe { sys::posix_fadvise(f.as_raw_fd(), 0, 0, sys::POSIX_FADV_DONTNEED) };
+    if rc != 0 {
+        return Err(std::io::Error::from_raw_os_error(rc).into());
+    }
+    let map = Mapping::new(path)?;
+    let pages = map.len.div_ceil(4096);
+    let mut vec = vec![0u8; pages];
+    // SAFETY: `map` is a live mapping of `map.len` bytes; `vec` has one
+    // byte per 4 KiB page of it.
+    let rc = unsafe { sys::mincore(map.ptr, map.len, vec.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    Ok(vec.iter().filter(|&&b| b & 1 != 0).count() as f64 / pages as f64)
 }
 
 impl Mapping {
