@@ -513,6 +513,7 @@ mod sys {
         pub fn munmap(addr: *mut c_void, len: usize) -> c_int;
         pub fn mincore(addr: *mut c_void, len: usize, vec: *mut u8) -> c_int;
         pub fn posix_fadvise(fd: c_int, off: i64, len: i64, advice: c_int) -> c_int;
+        pub fn sync();
     }
     pub const POSIX_FADV_DONTNEED: c_int = 4;
 }
@@ -524,6 +525,10 @@ pub fn evict(path: &Path) -> Res<f64> {
     use std::os::fd::AsRawFd;
     let f = std::fs::File::open(path)?;
     f.sync_all()?;
+    // The whole file system too: writeback still going on from the load
+    // (the journal, other files) would be timed with the scan.
+    // SAFETY: plain system call, no arguments.
+    unsafe { sys::sync() };
     // SAFETY: plain system call on an open descriptor.
     let rc = unsafe { sys::posix_fadvise(f.as_raw_fd(), 0, 0, sys::POSIX_FADV_DONTNEED) };
     if rc != 0 {
