@@ -73,6 +73,9 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
                mdb WAL
     disk_get   random gets of the K keys after batch_put (5 passes), same
                contenders
+    cold_scan  K random puts in one durable txn, the environment closed,
+               the file dropped from the page cache, then a full scan:
+               mdb and LMDB
     py_sync    (only when named) scripts/py_sync_put.py: P single-put
                durable commits through python3-lmdb on Debian's liblmdb,
                on ours, and on ours with MDB_WAL=1

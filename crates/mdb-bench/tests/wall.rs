@@ -39,6 +39,12 @@ fn every_workload_yields_times_for_both_engines() {
         "get",
         "scan",
         "file_read",
+        "file_pread",
+        "scan_ordered",
+        "file_read_ordered",
+        "bulk_load",
+        "bulk_scan",
+        "bulk_file_read",
         "append_load",
         "cursor_delete",
     ];
@@ -57,10 +63,38 @@ fn every_workload_yields_times_for_both_engines() {
         assert!(is_time(cells[1]) && is_time(cells[2]), "{w}: {cells:?}");
         assert!(cells[3].parse::<f64>().is_ok(), "{w}: ratio {:?}", cells[3]);
     }
-    assert!(
-        out.contains("Full scan against summing the mapped data file"),
-        "{out}"
-    );
+    for line in [
+        "Full scan against summing the mapped data file",
+        "Full scan against read(2) of the data file",
+        "Full scan of a compacted copy (leaves in key order)",
+        "Full scan of a database loaded in one transaction",
+    ] {
+        assert!(out.contains(line), "{line}:\n{out}");
+    }
+}
+
+/// `cold_scan` drops the file from the page cache (on the disk of the
+/// build directory: tmpfs pages cannot be dropped) and times both engines.
+#[test]
+fn cold_scan_times_both_engines() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("mdb-bench-cold-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = bench(&[
+        "--only",
+        "cold_scan",
+        "--disk-n",
+        "3000",
+        "--reps",
+        "2",
+        "--markdown",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let cells = row(&out, "`cold_scan`");
+    assert_eq!(cells.len(), 5, "{cells:?}");
+    assert!(is_time(cells[1]) && is_time(cells[2]), "{cells:?}");
 }
 
 #[test]
