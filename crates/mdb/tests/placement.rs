@@ -297,3 +297,48 @@ fn placed_and_unplaced_commits_keep_every_snapshot() {
     seen.remove(&b"dups"[..]);
     same_model(&seen, &model, "reopened");
 }
+
+/// In WAL mode the placed pages go to the log, and from it to the data
+/// file: after a roll-forward (a reopen without a checkpoint) and after a
+/// checkpoint the leaves are in key order and the contents match.
+#[test]
+fn placed_pages_go_through_the_write_ahead_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = || {
+        let mut o = EnvOptions::new();
+        o.max_dbs(4)
+            .flags(mdb::EnvFlags::NO_TLS)
+            .wal(mdb::WalOptions::default());
+        o
+    };
+    let mut next = rng(0x51ac_e5ee_d000_0003);
+    let mut model = Model::new();
+    {
+        let env = wal().open(dir.path()).unwrap();
+        let mut w = env.write_txn().unwrap();
+        for _ in 0..20_000 {
+            let (k, v) = key_val(&mut next);
+            w.put(Database::MAIN, &k, &v, WriteFlags::EMPTY).unwrap();
+            model.insert(k, v);
+        }
+        w.commit().unwrap();
+        // Gone without a checkpoint: the commit is in the log only.
+        std::mem::forget(env);
+    }
+    let env = wal().open(dir.path()).unwrap();
+    same_model(
+        &contents(&env.read_txn().unwrap(), Database::MAIN),
+        &model,
+        "rolled forward",
+    );
+    env.checkpoint().unwrap();
+    let f = File::read(dir.path());
+    let leaves = f.leaves(f.main_root());
+    assert!(leaves.len() > 100, "{}", leaves.len());
+    assert!(
+        ascending(&leaves),
+        "leaves out of key order after the checkpoint"
+    );
+    let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+}
