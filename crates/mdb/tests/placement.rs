@@ -126,7 +126,7 @@ fn debian_lines(dir: &Path, db: Option<&str>) -> String {
     let script = format!(
         "import lmdb,sys\n\
          e=lmdb.open('{}',readonly=True,lock=False,max_dbs=4)\n\
-         d=e.open_db({name}) if {name} is not None else None\n\
+         d=e.open_db({name},dupsort={name}==b'dups') if {name} is not None else None\n\
          with e.begin(db=d) as t:\n\
          \x20for k,v in t.cursor():\n\
          \x20\x20sys.stdout.write(k.hex()+' '+v.hex()+'\\n')\n",
@@ -144,8 +144,11 @@ fn debian_lines(dir: &Path, db: Option<&str>) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 fn model_lines(m: &Model) -> String {
-    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
     m.iter()
         .map(|(k, v)| format!("{} {}\n", hex(k), hex(v)))
         .collect()
@@ -158,48 +161,75 @@ fn a_bulk_load_leaves_its_leaves_in_key_order() {
     let env = open(dir.path());
     let mut next = rng(0x51ac_e5ee_d000_0001);
     let (mut main, mut named) = (Model::new(), Model::new());
+    let mut dups: BTreeMap<Vec<u8>, std::collections::BTreeSet<Vec<u8>>> = BTreeMap::new();
     let mut w = env.write_txn().unwrap();
     let n = w.create_db("named", DbFlags::EMPTY).unwrap();
-    for _ in 0..20_000 {
+    let d = w.create_db("dups", DbFlags::DUP_SORT).unwrap();
+    for i in 0..20_000 {
         let (k, v) = key_val(&mut next);
         w.put(Database::MAIN, &k, &v, WriteFlags::EMPTY).unwrap();
         main.insert(k, v);
         let (k, v) = key_val(&mut next);
         w.put(n, &k, &v, WriteFlags::EMPTY).unwrap();
         named.insert(k, v);
+        // Keys with one value, a few, and (every 500th) hundreds: values
+        // inline, in sub-pages and in sub-databases.
+        let (k, _) = key_val(&mut next);
+        let count = match i % 500 {
+            0 => 300,
+            j if j % 3 == 0 => 1 + next(8),
+            _ => 1,
+        };
+        for _ in 0..count {
+            let v: Vec<u8> = (0..4 + next(12)).map(|_| next(256) as u8).collect();
+            w.put(d, &k, &v, WriteFlags::EMPTY).unwrap();
+            dups.entry(k.clone()).or_default().insert(v);
+        }
     }
     w.commit().unwrap();
 
     let f = File::read(dir.path());
-    let (lm, ln) = (f.leaves(f.main_root()), f.leaves(f.named_root(b"named")));
-    assert!(
-        lm.len() > 100 && ln.len() > 100,
-        "{} {}",
-        lm.len(),
-        ln.len()
-    );
+    let lm = f.leaves(f.main_root());
+    let ln = f.leaves(f.named_root(b"named"));
+    let ld = f.leaves(f.named_root(b"dups"));
+    assert!(lm.len() > 100 && ln.len() > 100 && ld.len() > 100);
     assert!(ascending(&lm), "MAIN's leaves are not in key order: {lm:?}");
     assert!(
         ascending(&ln),
-        "the named database's leaves are not in key order"
+        "the named database's leaves are out of key order"
+    );
+    assert!(
+        ascending(&ld),
+        "the DUPSORT database's leaves are out of key order"
     );
     let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
 
     let r = env.read_txn().unwrap();
     let mut seen = contents(&r, Database::MAIN);
-    let record = seen
-        .remove(&b"named"[..])
-        .expect("the named database's record");
+    let record = seen.remove(&b"named"[..]).expect("named's record");
+    let dups_record = seen.remove(&b"dups"[..]).expect("dups' record");
     same_model(&seen, &main, "MAIN");
     same_model(&contents(&r, r.open_db("named").unwrap()), &named, "named");
+    let mut got: BTreeMap<Vec<u8>, std::collections::BTreeSet<Vec<u8>>> = BTreeMap::new();
+    for kv in r.cursor(r.open_db("dups").unwrap()).unwrap().iter() {
+        let (k, v) = kv.unwrap();
+        got.entry(k.to_vec()).or_default().insert(v.to_vec());
+    }
+    assert!(got == dups, "the DUPSORT database's contents differ");
     drop(r);
     drop(env);
     // Debian's LMDB reads the same items.
     assert_eq!(debian_lines(dir.path(), Some("named")), model_lines(&named));
-    let mut with_record = main;
-    with_record.insert(b"named".to_vec(), record);
-    assert_eq!(debian_lines(dir.path(), None), model_lines(&with_record));
+    let dup_lines: String = dups
+        .iter()
+        .flat_map(|(k, vs)| vs.iter().map(move |v| format!("{} {}\n", hex(k), hex(v))))
+        .collect();
+    assert_eq!(debian_lines(dir.path(), Some("dups")), dup_lines);
+    let mut with_records = main;
+    with_records.insert(b"named".to_vec(), record);
+    with_records.insert(b"dups".to_vec(), dups_record);
+    assert_eq!(debian_lines(dir.path(), None), model_lines(&with_records));
 }
 
 /// Big rewrites (placed) and small edits (not) in turn, with readers
