@@ -372,3 +372,33 @@ fn placed_pages_go_through_the_write_ahead_log() {
     let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
 }
+
+/// Under WRITE_MAP the commit copies the dirty buffers into the writable
+/// map: the placed pages land there in key order as well.
+#[test]
+fn placed_pages_under_write_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .flags(mdb::EnvFlags::WRITE_MAP)
+        .open(dir.path())
+        .unwrap();
+    let mut next = rng(0x51ac_e5ee_d000_0004);
+    let mut model = Model::new();
+    let mut w = env.write_txn().unwrap();
+    for _ in 0..20_000 {
+        let (k, v) = key_val(&mut next);
+        w.put(Database::MAIN, &k, &v, WriteFlags::EMPTY).unwrap();
+        model.insert(k, v);
+    }
+    w.commit().unwrap();
+    same_model(
+        &contents(&env.read_txn().unwrap(), Database::MAIN),
+        &model,
+        "WRITE_MAP",
+    );
+    let f = File::read(dir.path());
+    let leaves = f.leaves(f.main_root());
+    assert!(leaves.len() > 100 && ascending(&leaves), "{leaves:?}");
+    let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+}
