@@ -19,7 +19,8 @@ use std::process::Command;
 use std::time::Duration;
 use workloads::{Data, Db, Engine, Index, IndexData, Res};
 
-const WORKLOADS: [&str; 21] = [
+/// In memory (`/dev/shm`, or --dir): LMDB against mdb, N keys.
+const CPU_WORKLOADS: [&str; 12] = [
     "load",
     "get",
     "scan",
@@ -32,16 +33,28 @@ const WORKLOADS: [&str; 21] = [
     "bulk_file_read",
     "append_load",
     "cursor_delete",
+];
+
+/// On disk (the current directory, or --dir).
+const DISK_WORKLOADS: [&str; 6] = [
     "sync_put",
     "sync_threads",
     "batch_put",
     "disk_get",
     "cold_scan",
     "py_sync",
-    "index_load",
-    "index_get_both",
-    "index_scan",
 ];
+
+/// A DUPSORT index database.
+const INDEX_WORKLOADS: [&str; 3] = ["index_load", "index_get_both", "index_scan"];
+
+/// Every workload, in the order of the report.
+fn workloads_all() -> impl Iterator<Item = &'static str> {
+    CPU_WORKLOADS
+        .into_iter()
+        .chain(DISK_WORKLOADS)
+        .chain(INDEX_WORKLOADS)
+}
 
 /// Run only when named in `--only`: they need python3-lmdb and our
 /// liblmdb.so.
@@ -149,8 +162,7 @@ fn parse_args() -> Result<Args, String> {
         py_n: 2000,
         python: PathBuf::from("/usr/bin/python3"),
         lib: None,
-        only: WORKLOADS
-            .iter()
+        only: workloads_all()
             .filter(|w| !NOT_BY_DEFAULT.contains(w))
             .map(|s| s.to_string())
             .collect(),
@@ -187,10 +199,14 @@ fn parse_args() -> Result<Args, String> {
                     .map(|s| s.trim().to_string())
                     .filter(|s| !s.is_empty())
                     .collect();
-                if let Some(bad) = a.only.iter().find(|w| !WORKLOADS.contains(&w.as_str())) {
+                if let Some(bad) = a
+                    .only
+                    .iter()
+                    .find(|w| !workloads_all().any(|k| k == w.as_str()))
+                {
                     return Err(format!(
                         "unknown workload {bad:?} (known: {})",
-                        WORKLOADS.join(",")
+                        workloads_all().collect::<Vec<_>>().join(",")
                     ));
                 }
             }
@@ -459,6 +475,25 @@ fn time_range(v: &[f64]) -> String {
     }
 }
 
+/// Every repetition, each engine (alternating which goes first) in a
+/// fresh directory under `base`, opened there: `f(engine, dir, db)`.
+fn per_engine(
+    a: &Args,
+    base: &Path,
+    what: &str,
+    mut f: impl FnMut(Engine, &Path, Db) -> Res<()>,
+) -> Res<()> {
+    for rep in 0..a.reps {
+        eprintln!("{what} rep {}/{}", rep + 1, a.reps);
+        for e in engine_order(&a.engines, rep) {
+            let dir = TempDir::new(base, e.name(), a.keep)?;
+            let db = Db::open(e, &dir.0)?;
+            f(e, &dir.0, db)?;
+        }
+    }
+    Ok(())
+}
+
 /// The engines in the order of repetition `rep`: alternating who goes first.
 fn engine_order(engines: &[Engine], rep: usize) -> Vec<Engine> {
     let mut v = engines.to_vec();
@@ -539,29 +574,9 @@ fn run(a: &Args) -> Res<()> {
 
     let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
     let any = |ws: &[&str]| ws.iter().any(|w| want(w));
-    let cpu_w = any(&[
-        "load",
-        "get",
-        "scan",
-        "file_read",
-        "file_pread",
-        "scan_ordered",
-        "file_read_ordered",
-        "bulk_load",
-        "bulk_scan",
-        "bulk_file_read",
-        "append_load",
-        "cursor_delete",
-    ]);
-    let disk_w = any(&[
-        "sync_put",
-        "sync_threads",
-        "batch_put",
-        "disk_get",
-        "cold_scan",
-        "py_sync",
-    ]);
-    let index_w = any(&["index_load", "index_get_both", "index_scan"]);
+    let cpu_w = any(&CPU_WORKLOADS);
+    let disk_w = any(&DISK_WORKLOADS);
+    let index_w = any(&INDEX_WORKLOADS);
     let header: Vec<String> = [
         format!("commit: {}", git_commit()),
         format!("machine: {nproc} CPUs (nproc), {}, Linux {}", cpu_model(), kernel()),
@@ -704,21 +719,7 @@ fn run(a: &Args) -> Res<()> {
         n_index_keys * workloads::SCAN_PASSES,
     );
 
-    let plain = [
-        "load",
-        "get",
-        "scan",
-        "file_read",
-        "file_pread",
-        "scan_ordered",
-        "file_read_ordered",
-        "bulk_load",
-        "bulk_scan",
-        "bulk_file_read",
-        "append_load",
-        "cursor_delete",
-    ];
-    let data = if plain.iter().any(|w| want(w)) {
+    let data = if cpu_w {
         eprintln!("generating {} keys...", a.n);
         Some(Data::new(a.n))
     } else {
@@ -733,85 +734,66 @@ fn run(a: &Args) -> Res<()> {
         || ordered
     {
         let data = data.as_ref().unwrap();
-        for rep in 0..a.reps {
-            eprintln!("rep {}/{}", rep + 1, a.reps);
-            for e in engine_order(&a.engines, rep) {
-                let dir = TempDir::new(&cpu_base, e.name(), a.keep)?;
-                let db = Db::open(e, &dir.0)?;
-                let d = workloads::load(&db, data)?;
-                if want("load") {
-                    load_s.push(e, d);
+        per_engine(a, &cpu_base, "load", |e, dir, db| {
+            let d = workloads::load(&db, data)?;
+            if want("load") {
+                load_s.push(e, d);
+            }
+            if want("get") {
+                get_s.push(e, workloads::get(&db, data)?);
+            }
+            if want("scan") {
+                scan_s.push(e, workloads::scan(&db, data)?);
+            }
+            if want("file_read") {
+                file_s.push(e, workloads::file_read(dir)?);
+            }
+            if want("file_pread") {
+                pread_s.push(e, workloads::file_pread(dir)?);
+            }
+            if ordered {
+                let cdir = dir.join("compact");
+                std::fs::create_dir_all(&cdir)?;
+                db.copy_compact(&cdir)?;
+                let cdb = Db::open(e, &cdir)?;
+                if want("scan_ordered") {
+                    scan_o.push(e, workloads::scan_mapped(&cdb, data)?);
                 }
-                if want("get") {
-                    get_s.push(e, workloads::get(&db, data)?);
-                }
-                if want("scan") {
-                    scan_s.push(e, workloads::scan(&db, data)?);
-                }
-                if want("file_read") {
-                    file_s.push(e, workloads::file_read(&dir.0)?);
-                }
-                if want("file_pread") {
-                    pread_s.push(e, workloads::file_pread(&dir.0)?);
-                }
-                if ordered {
-                    let cdir = dir.0.join("compact");
-                    std::fs::create_dir_all(&cdir)?;
-                    db.copy_compact(&cdir)?;
-                    let cdb = Db::open(e, &cdir)?;
-                    // Untimed: maps every page of the fresh environment,
-                    // as `file_read` maps its file before timing (the
-                    // scans above run on a mapping the load filled).
-                    workloads::scan(&cdb, data)?;
-                    if want("scan_ordered") {
-                        scan_o.push(e, workloads::scan(&cdb, data)?);
-                    }
-                    if want("file_read_ordered") {
-                        file_o.push(e, workloads::file_read(&cdir)?);
-                    }
+                if want("file_read_ordered") {
+                    file_o.push(e, workloads::file_read(&cdir)?);
                 }
             }
-        }
+            Ok(())
+        })?;
     }
     if want("bulk_load") || want("bulk_scan") || want("bulk_file_read") {
         let data = data.as_ref().unwrap();
-        for rep in 0..a.reps {
-            eprintln!("bulk rep {}/{}", rep + 1, a.reps);
-            for e in engine_order(&a.engines, rep) {
-                let dir = TempDir::new(&cpu_base, e.name(), a.keep)?;
-                let db = Db::open(e, &dir.0)?;
-                let d = workloads::bulk_load(&db, data)?;
-                if want("bulk_load") {
-                    bulk_s.push(e, d);
-                }
-                // Untimed: the commit wrote the pages with pwrite; this
-                // maps them (as `scan_ordered` does).
-                workloads::scan(&db, data)?;
-                if want("bulk_scan") {
-                    bulk_scan_s.push(e, workloads::scan(&db, data)?);
-                }
-                if want("bulk_file_read") {
-                    bulk_file_s.push(e, workloads::file_read(&dir.0)?);
-                }
+        per_engine(a, &cpu_base, "bulk", |e, dir, db| {
+            let d = workloads::bulk_load(&db, data)?;
+            if want("bulk_load") {
+                bulk_s.push(e, d);
             }
-        }
+            if want("bulk_scan") {
+                bulk_scan_s.push(e, workloads::scan_mapped(&db, data)?);
+            }
+            if want("bulk_file_read") {
+                bulk_file_s.push(e, workloads::file_read(dir)?);
+            }
+            Ok(())
+        })?;
     }
     if want("append_load") || want("cursor_delete") {
         let data = data.as_ref().unwrap();
-        for rep in 0..a.reps {
-            eprintln!("append rep {}/{}", rep + 1, a.reps);
-            for e in engine_order(&a.engines, rep) {
-                let dir = TempDir::new(&cpu_base, e.name(), a.keep)?;
-                let db = Db::open(e, &dir.0)?;
-                let d = workloads::append_load(&db, data)?;
-                if want("append_load") {
-                    append_s.push(e, d);
-                }
-                if want("cursor_delete") {
-                    cdel_s.push(e, workloads::cursor_delete(&db, a.n)?);
-                }
+        per_engine(a, &cpu_base, "append", |e, _, db| {
+            let d = workloads::append_load(&db, data)?;
+            if want("append_load") {
+                append_s.push(e, d);
             }
-        }
+            if want("cursor_delete") {
+                cdel_s.push(e, workloads::cursor_delete(&db, a.n)?);
+            }
+            Ok(())
+        })?;
     }
     let mut multi = Vec::new();
     if want("sync_put") {
@@ -837,26 +819,21 @@ fn run(a: &Args) -> Res<()> {
     if want("cold_scan") {
         eprintln!("generating {} keys...", a.disk_n);
         let data = Data::new(a.disk_n);
-        for rep in 0..a.reps {
-            eprintln!("cold_scan rep {}/{}", rep + 1, a.reps);
-            for e in engine_order(&a.engines, rep) {
-                let dir = TempDir::new(&sync_base, e.name(), a.keep)?;
-                let db = Db::open(e, &dir.0)?;
-                workloads::bulk_load(&db, &data)?;
-                // Closed, so that no mapping holds the pages in the cache.
-                drop(db);
-                let left = workloads::evict(&dir.0.join("data.mdb"))?;
-                if left > 0.01 {
-                    return Err(format!(
-                        "cold_scan: {:.0}% of the file stayed in the page cache",
-                        left * 100.0
-                    )
-                    .into());
-                }
-                let db = Db::open(e, &dir.0)?;
-                cold_s.push(e, workloads::scan(&db, &data)?);
+        per_engine(a, &sync_base, "cold_scan", |e, dir, db| {
+            workloads::bulk_load(&db, &data)?;
+            // Closed, so that no mapping holds the pages in the cache.
+            drop(db);
+            let left = workloads::evict(&dir.join("data.mdb"))?;
+            if left > 0.01 {
+                return Err(format!(
+                    "cold_scan: {:.0}% of the file stayed in the page cache",
+                    left * 100.0
+                )
+                .into());
             }
-        }
+            cold_s.push(e, workloads::scan(&Db::open(e, dir)?, &data)?);
+            Ok(())
+        })?;
     }
     if want("py_sync") {
         let lib = match &a.lib {

@@ -18,6 +18,17 @@ fn bench(args: &[&str]) -> String {
     stdout
 }
 
+/// `bench` with `--dir` a fresh directory `tag` under `base`, removed after.
+fn bench_in(base: &std::path::Path, tag: &str, args: &[&str]) -> String {
+    let dir = base.join(format!("{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut all = args.to_vec();
+    all.extend(["--dir", dir.to_str().unwrap()]);
+    let out = bench(&all);
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
 /// The cells of the markdown row whose first cell contains `name`.
 fn row<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
     let line = table
@@ -77,21 +88,19 @@ fn every_workload_yields_times_for_both_engines() {
 /// build directory: tmpfs pages cannot be dropped) and times both engines.
 #[test]
 fn cold_scan_times_both_engines() {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("mdb-bench-cold-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = bench(&[
-        "--only",
-        "cold_scan",
-        "--disk-n",
-        "3000",
-        "--reps",
-        "2",
-        "--markdown",
-        "--dir",
-        dir.to_str().unwrap(),
-    ]);
-    let _ = std::fs::remove_dir_all(&dir);
+    let out = bench_in(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "mdb-bench-cold",
+        &[
+            "--only",
+            "cold_scan",
+            "--disk-n",
+            "3000",
+            "--reps",
+            "2",
+            "--markdown",
+        ],
+    );
     let cells = row(&out, "`cold_scan`");
     assert_eq!(cells.len(), 5, "{cells:?}");
     assert!(is_time(cells[1]) && is_time(cells[2]), "{cells:?}");
@@ -114,22 +123,21 @@ fn scale_reports_each_size_and_the_growth() {
 /// `disk_get` yields a time and a rate, and the rate ratios are printed.
 #[test]
 fn disk_workloads_yield_every_contender() {
-    let dir = std::env::temp_dir().join(format!("mdb-bench-wall-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = bench(&[
-        "--only",
-        "sync_put,batch_put,disk_get",
-        "--sync-n",
-        "20",
-        "--disk-n",
-        "3000",
-        "--reps",
-        "2",
-        "--markdown",
-        "--dir",
-        dir.to_str().unwrap(),
-    ]);
-    let _ = std::fs::remove_dir_all(&dir);
+    let out = bench_in(
+        &std::env::temp_dir(),
+        "mdb-bench-wall",
+        &[
+            "--only",
+            "sync_put,batch_put,disk_get",
+            "--sync-n",
+            "20",
+            "--disk-n",
+            "3000",
+            "--reps",
+            "2",
+            "--markdown",
+        ],
+    );
     for w in ["`sync_put`", "`batch_put`", "`disk_get`"] {
         assert!(out.contains(w), "{w} missing:\n{out}");
     }
@@ -167,20 +175,19 @@ fn py_sync_runs_the_script_on_each_library() {
         );
         return;
     }
-    let dir = std::env::temp_dir().join(format!("mdb-bench-py-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = bench(&[
-        "--only",
-        "py_sync",
-        "--py-n",
-        "20",
-        "--reps",
-        "1",
-        "--markdown",
-        "--dir",
-        dir.to_str().unwrap(),
-    ]);
-    let _ = std::fs::remove_dir_all(&dir);
+    let out = bench_in(
+        &std::env::temp_dir(),
+        "mdb-bench-py",
+        &[
+            "--only",
+            "py_sync",
+            "--py-n",
+            "20",
+            "--reps",
+            "1",
+            "--markdown",
+        ],
+    );
     for c in ["Debian liblmdb", "ours", "ours MDB_WAL=1"] {
         assert!(is_time(row(&out, c)[1]), "{c}:\n{out}");
     }
