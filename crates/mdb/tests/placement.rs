@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+/// A DUPSORT database's model: each key's set of values.
+type Dups = BTreeMap<Vec<u8>, std::collections::BTreeSet<Vec<u8>>>;
 
 fn u16_at(b: &[u8], at: usize) -> usize {
     u16::from_le_bytes([b[at], b[at + 1]]) as usize
@@ -112,6 +114,43 @@ fn contents<T: Txn>(t: &T, db: Database) -> Model {
 }
 
 /// With NO_TLS: the tests hold several read transactions in one thread.
+fn dup_contents<T: Txn>(t: &T, db: Database) -> Dups {
+    let mut got = Dups::new();
+    for kv in t.cursor(db).unwrap().iter() {
+        let (k, v) = kv.unwrap();
+        got.entry(k.to_vec()).or_default().insert(v.to_vec());
+    }
+    got
+}
+
+/// `n` random items put into MAIN in one committed transaction.
+fn bulk_main(env: &Env, seed: u64, n: usize) -> Model {
+    let mut next = rng(seed);
+    let mut model = Model::new();
+    let mut w = env.write_txn().unwrap();
+    for _ in 0..n {
+        let (k, v) = key_val(&mut next);
+        w.put(Database::MAIN, &k, &v, WriteFlags::EMPTY).unwrap();
+        model.insert(k, v);
+    }
+    w.commit().unwrap();
+    model
+}
+
+/// The checker finds nothing in the data file.
+fn assert_sound(dir: &Path, what: &str) {
+    let rep = mdb::check::check_file(&dir.join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{what}: {:?}", rep.problems);
+}
+
+/// MAIN's leaves in the data file are many and in key order.
+fn assert_main_placed(dir: &Path, what: &str) {
+    let f = File::read(dir);
+    let leaves = f.leaves(f.main_root());
+    assert!(leaves.len() > 100, "{what}: {} leaves", leaves.len());
+    assert!(ascending(&leaves), "{what}: MAIN's leaves out of key order");
+}
+
 fn open(dir: &Path) -> Env {
     EnvOptions::new()
         .max_dbs(4)
@@ -161,7 +200,7 @@ fn a_bulk_load_leaves_its_leaves_in_key_order() {
     let env = open(dir.path());
     let mut next = rng(0x51ac_e5ee_d000_0001);
     let (mut main, mut named) = (Model::new(), Model::new());
-    let mut dups: BTreeMap<Vec<u8>, std::collections::BTreeSet<Vec<u8>>> = BTreeMap::new();
+    let mut dups: Dups = BTreeMap::new();
     let mut w = env.write_txn().unwrap();
     let n = w.create_db("named", DbFlags::EMPTY).unwrap();
     let d = w.create_db("dups", DbFlags::DUP_SORT).unwrap();
@@ -202,8 +241,7 @@ fn a_bulk_load_leaves_its_leaves_in_key_order() {
         ascending(&ld),
         "the DUPSORT database's leaves are out of key order"
     );
-    let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
-    assert!(rep.is_ok(), "{:?}", rep.problems);
+    assert_sound(dir.path(), "bulk load");
 
     let r = env.read_txn().unwrap();
     let mut seen = contents(&r, Database::MAIN);
@@ -211,11 +249,7 @@ fn a_bulk_load_leaves_its_leaves_in_key_order() {
     let dups_record = seen.remove(&b"dups"[..]).expect("dups' record");
     same_model(&seen, &main, "MAIN");
     same_model(&contents(&r, r.open_db("named").unwrap()), &named, "named");
-    let mut got: BTreeMap<Vec<u8>, std::collections::BTreeSet<Vec<u8>>> = BTreeMap::new();
-    for kv in r.cursor(r.open_db("dups").unwrap()).unwrap().iter() {
-        let (k, v) = kv.unwrap();
-        got.entry(k.to_vec()).or_default().insert(v.to_vec());
-    }
+    let got = dup_contents(&r, r.open_db("dups").unwrap());
     assert!(got == dups, "the DUPSORT database's contents differ");
     drop(r);
     drop(env);
@@ -242,7 +276,7 @@ fn placed_and_unplaced_commits_keep_every_snapshot() {
     let env = open(dir.path());
     let mut next = rng(0x51ac_e5ee_d000_0002);
     let mut model = Model::new();
-    let mut dups: BTreeMap<Vec<u8>, std::collections::BTreeSet<Vec<u8>>> = BTreeMap::new();
+    let mut dups: Dups = BTreeMap::new();
     let mut w = env.write_txn().unwrap();
     let d = w.create_db("dups", DbFlags::DUP_SORT).unwrap();
     w.commit().unwrap();
@@ -288,25 +322,17 @@ fn placed_and_unplaced_commits_keep_every_snapshot() {
             }
         }
         w.commit().unwrap();
-        let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
-        assert!(rep.is_ok(), "round {round}: {:?}", rep.problems);
+        assert_sound(dir.path(), &format!("round {round}"));
         let r = env.read_txn().unwrap();
         let mut seen = contents(&r, Database::MAIN);
         seen.remove(&b"dups"[..]);
         same_model(&seen, &model, &format!("round {round}"));
-        let mut got_dups: BTreeMap<Vec<u8>, std::collections::BTreeSet<Vec<u8>>> = BTreeMap::new();
-        for kv in r.cursor(d).unwrap().iter() {
-            let (k, v) = kv.unwrap();
-            got_dups.entry(k.to_vec()).or_default().insert(v.to_vec());
-        }
-        assert!(got_dups == dups, "round {round}: DUPSORT contents differ");
+        assert!(
+            dup_contents(&r, d) == dups,
+            "round {round}: DUPSORT contents differ"
+        );
         if big {
-            let f = File::read(dir.path());
-            let leaves = f.leaves(f.main_root());
-            assert!(
-                ascending(&leaves),
-                "round {round}: MAIN's leaves out of key order"
-            );
+            assert_main_placed(dir.path(), &format!("round {round}"));
         }
         held.push((r, seen));
         // Old snapshots read as they were when taken.
@@ -341,20 +367,10 @@ fn placed_pages_go_through_the_write_ahead_log() {
             .wal(mdb::WalOptions::default());
         o
     };
-    let mut next = rng(0x51ac_e5ee_d000_0003);
-    let mut model = Model::new();
-    {
-        let env = wal().open(dir.path()).unwrap();
-        let mut w = env.write_txn().unwrap();
-        for _ in 0..20_000 {
-            let (k, v) = key_val(&mut next);
-            w.put(Database::MAIN, &k, &v, WriteFlags::EMPTY).unwrap();
-            model.insert(k, v);
-        }
-        w.commit().unwrap();
-        // Gone without a checkpoint: the commit is in the log only.
-        std::mem::forget(env);
-    }
+    let env = wal().open(dir.path()).unwrap();
+    let model = bulk_main(&env, 0x51ac_e5ee_d000_0003, 20_000);
+    // Gone without a checkpoint: the commit is in the log only.
+    std::mem::forget(env);
     let env = wal().open(dir.path()).unwrap();
     same_model(
         &contents(&env.read_txn().unwrap(), Database::MAIN),
@@ -362,15 +378,8 @@ fn placed_pages_go_through_the_write_ahead_log() {
         "rolled forward",
     );
     env.checkpoint().unwrap();
-    let f = File::read(dir.path());
-    let leaves = f.leaves(f.main_root());
-    assert!(leaves.len() > 100, "{}", leaves.len());
-    assert!(
-        ascending(&leaves),
-        "leaves out of key order after the checkpoint"
-    );
-    let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
-    assert!(rep.is_ok(), "{:?}", rep.problems);
+    assert_main_placed(dir.path(), "after the checkpoint");
+    assert_sound(dir.path(), "after the checkpoint");
 }
 
 /// Under WRITE_MAP the commit copies the dirty buffers into the writable
@@ -382,23 +391,12 @@ fn placed_pages_under_write_map() {
         .flags(mdb::EnvFlags::WRITE_MAP)
         .open(dir.path())
         .unwrap();
-    let mut next = rng(0x51ac_e5ee_d000_0004);
-    let mut model = Model::new();
-    let mut w = env.write_txn().unwrap();
-    for _ in 0..20_000 {
-        let (k, v) = key_val(&mut next);
-        w.put(Database::MAIN, &k, &v, WriteFlags::EMPTY).unwrap();
-        model.insert(k, v);
-    }
-    w.commit().unwrap();
+    let model = bulk_main(&env, 0x51ac_e5ee_d000_0004, 20_000);
     same_model(
         &contents(&env.read_txn().unwrap(), Database::MAIN),
         &model,
         "WRITE_MAP",
     );
-    let f = File::read(dir.path());
-    let leaves = f.leaves(f.main_root());
-    assert!(leaves.len() > 100 && ascending(&leaves), "{leaves:?}");
-    let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
-    assert!(rep.is_ok(), "{:?}", rep.problems);
+    assert_main_placed(dir.path(), "WRITE_MAP");
+    assert_sound(dir.path(), "WRITE_MAP");
 }

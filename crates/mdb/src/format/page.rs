@@ -558,6 +558,10 @@ pub fn plain_item(b: &[u8], i: usize) -> Option<(&[u8], &[u8])> {
 /// pointer and one for its node header; most probes then end on the first
 /// eight bytes of the keys, compared as big-endian words (the search key's
 /// converted once), and only the others check and compare the whole key.
+/// It runs its own loop rather than [`bisect`]'s: the same probe as a
+/// closure returning an `Ordering` cost a get 1541 instructions against
+/// 1476 through the C ABI, a random put 3578 against 3519 (`mdb-bench
+/// instr`).
 fn search_lexical(p: &Page<'_>, key: &[u8]) -> Result<(usize, bool)> {
     use std::cmp::Ordering::*;
     let b = p.b;

@@ -105,10 +105,11 @@ pub(crate) fn place(pager: &mut Pager<'_>, rec: &DbRecord) -> Result<u64> {
     Ok(remap.get(&root).copied().unwrap_or(root))
 }
 
-/// Collect the dirty pages under `pg` (dirty itself): leaves in key order,
-/// branches in the order met. False when a page is not what a tree page
-/// should be: then nothing is placed (the commit goes on; checking trees
-/// is not this walk's work).
+/// Collect the dirty pages under `pg`: leaves in key order, branches in
+/// the order met. A clean page is passed over (nothing under it is dirty:
+/// copy-on-write dirties a page's parents first). False when a page is not
+/// what a tree page should be: then nothing is placed (the commit goes on;
+/// checking trees is not this walk's work).
 fn walk(
     pager: &Pager<'_>,
     pg: u64,
@@ -119,13 +120,16 @@ fn walk(
     if depth >= MAX_DEPTH {
         return false;
     }
-    let Some(p) = pager.dirty.get(&pg).and_then(|b| Page::new(b).ok()) else {
+    let Some(b) = pager.dirty.get(&pg) else {
+        return true;
+    };
+    let Ok(p) = Page::new(b) else {
         return false;
     };
     if p.is_branch() {
         branches.push(pg);
         (0..p.len()).all(|i| match p.child(i) {
-            Ok(c) => !pager.dirty.contains_key(&c) || walk(pager, c, depth + 1, leaves, branches),
+            Ok(c) => walk(pager, c, depth + 1, leaves, branches),
             Err(_) => false,
         })
     } else if p.is_leaf() {

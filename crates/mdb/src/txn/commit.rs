@@ -4,7 +4,7 @@
 use crate::db::Database;
 use crate::env::EnvFlags;
 use crate::error::{ErrorKind, Result};
-use crate::format::meta::{Meta, META_WRITE_OFF};
+use crate::format::meta::{DbRecord, Meta, META_WRITE_OFF};
 use crate::format::page::NodeData;
 use crate::io::{Commit, CommitFailure};
 use crate::tree;
@@ -54,9 +54,20 @@ impl RwTxn<'_> {
         r.map_err(during)
     }
 
+    /// [`tree::place::place`] of `db`'s tree, whose record `rec` follows
+    /// (and is replaced) when the root moves.
+    fn place(&mut self, db: Database, rec: &mut DbRecord) -> Result<()> {
+        let root = tree::place::place(&mut self.pg, rec)?;
+        if root != rec.root {
+            rec.root = root;
+            self.set_rec(db, *rec);
+        }
+        Ok(())
+    }
+
     /// Returns the txnid to wait for in WAL mode.
     fn commit_inner(&mut self) -> Result<Option<u64>> {
-        let mut named: Vec<(Database, crate::format::meta::DbRecord)> = self
+        let mut named: Vec<(Database, DbRecord)> = self
             .dbs
             .borrow()
             .iter()
@@ -76,11 +87,7 @@ impl RwTxn<'_> {
         // Trees mostly rewritten get their leaves in key order in the file
         // (`tree::place`); named trees before their records are written.
         for (db, rec) in &mut named {
-            let root = tree::place::place(&mut self.pg, rec)?;
-            if root != rec.root {
-                rec.root = root;
-                self.set_rec(*db, *rec);
-            }
+            self.place(*db, rec)?;
         }
         for (db, rec) in named {
             let name = self.env.dbi_info(db)?.name.ok_or(ErrorKind::BadDbi)?;
@@ -95,12 +102,7 @@ impl RwTxn<'_> {
             self.set_rec(Database::MAIN, m.rec);
             r?;
         }
-        let mut main = self.rec(Database::MAIN)?;
-        let root = tree::place::place(&mut self.pg, &main)?;
-        if root != main.root {
-            main.root = root;
-            self.set_rec(Database::MAIN, main);
-        }
+        self.place(Database::MAIN, &mut self.rec(Database::MAIN)?)?;
         tree::save_freelist(&mut self.pg)?;
 
         let env = self.env;
