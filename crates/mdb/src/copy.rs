@@ -506,22 +506,27 @@ impl Write for FdWriter {
     }
 }
 
-/// A branch or leaf page being copied, and the child to visit next.
+/// A branch page being copied (its header checked when it was read; only
+/// its children's numbers change), its node count, and the child to visit
+/// next.
 struct Frame {
     img: Vec<u8>,
+    len: usize,
     next: usize,
 }
 
-/// Child page of branch node `i` of a page image.
-fn child(img: &[u8], i: usize) -> Result<u64> {
-    Page::new(img)?.child(i)
-}
+impl Frame {
+    /// Child page of node `i`.
+    fn child(&self, i: usize) -> Result<u64> {
+        Page::edited(&self.img).child(i)
+    }
 
-/// Point branch node `i` of a page image at `pgno`.
-fn set_child(img: &mut [u8], i: usize, pgno: u64) -> Result<()> {
-    Page::new(img)?.node(i)?;
-    edit::set_child(img, i, pgno);
-    Ok(())
+    /// Point node `i` at `pgno`.
+    fn set_child(&mut self, i: usize, pgno: u64) -> Result<()> {
+        Page::edited(&self.img).child(i)?;
+        edit::set_child(&mut self.img, i, pgno);
+        Ok(())
+    }
 }
 
 /// Copy page `src` into `dst` as LMDB's page copy does: the header and
@@ -692,30 +697,36 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
         let mut pg = root;
         loop {
             // Go down to the leftmost leaf below `pg`.
-            let mut img = self.src(pg, 1)?.to_vec();
-            let p = Page::new(&img)?;
+            let raw = self.src(pg, 1)?;
+            let p = Page::new(raw)?;
             let mut done = if p.is_branch() {
                 if stack.len() >= MAX_DEPTH || p.is_empty() {
                     return Err(ErrorKind::Corrupted.into());
                 }
                 pg = p.child(0)?;
-                stack.push(Frame { img, next: 0 });
+                stack.push(Frame {
+                    img: raw.to_vec(),
+                    len: p.len(),
+                    next: 0,
+                });
                 continue;
-            } else {
-                if scan && !p.is_leaf2() {
-                    self.leaf_children(&mut img, nesting)?;
-                }
+            } else if scan && p.refers_out()? {
+                let mut img = raw.to_vec();
+                self.leaf_children(&mut img, nesting)?;
                 self.emit(&img)?
+            } else {
+                // Most leaves go out as they are, straight from the map.
+                self.emit(raw)?
             };
             // Climb while the parents are finished, emitting them.
             loop {
                 let Some(f) = stack.last_mut() else {
                     return Ok(done);
                 };
-                set_child(&mut f.img, f.next, done)?;
+                f.set_child(f.next, done)?;
                 f.next += 1;
-                if f.next < Page::new(&f.img)?.len() {
-                    pg = child(&f.img, f.next)?;
+                if f.next < f.len {
+                    pg = f.child(f.next)?;
                     break;
                 }
                 let f = stack.pop().expect("frame");
@@ -726,7 +737,8 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
 
     /// Copy what the nodes of a leaf point to, updating the leaf image.
     fn leaf_children(&mut self, img: &mut [u8], nesting: usize) -> Result<()> {
-        for i in 0..Page::new(img)?.len() {
+        let n = Page::new(img)?.len();
+        for i in 0..n {
             let nd = Page::new(img)?.node(i)?;
             let nf = nd.flags();
             let data = if nf & F_BIGDATA != 0 {

@@ -377,6 +377,42 @@ impl<'a> Page<'a> {
             self.b.len() - HDR - self.free()
         }
     }
+    /// Whether a leaf's nodes point outside the page (an overflow value or
+    /// a sub-database), each node's header checked to lie between the
+    /// pointer array and the page's end. One pass over the raw headers,
+    /// with no node views: what a compacting copy asks of every leaf it
+    /// copies as it is (the caller reads a leaf that does refer out node
+    /// by node, through [`Page::node`]).
+    pub fn refers_out(&self) -> Result<bool> {
+        if !self.is_leaf() || self.is_leaf2() {
+            return Ok(false);
+        }
+        let (b, lower) = (self.b, self.lower() as usize);
+        let last = b.len() - NODE_HDR;
+        if lower > last {
+            // No room for a node: only an empty leaf is sane.
+            return if lower == HDR {
+                Ok(false)
+            } else {
+                Err(ErrorKind::Corrupted.into())
+            };
+        }
+        // Branch-free: flags of all nodes or-ed, bad offsets noted (one
+        // compare: below `lower` wraps past `span`) and clamped so the read
+        // stays in the page, both judged once.
+        let span = last - lower;
+        let (mut flags, mut bad) = (0u16, false);
+        for ptr in b[HDR..lower].chunks_exact(2) {
+            let off = u16::from_le_bytes([ptr[0], ptr[1]]) as usize;
+            bad |= off.wrapping_sub(lower) > span;
+            let at = off.min(last) + 4;
+            flags |= u16::from_le_bytes([b[at], b[at + 1]]);
+        }
+        if bad {
+            return Err(ErrorKind::Corrupted.into());
+        }
+        Ok(flags & (F_BIGDATA | F_SUBDATA) != 0)
+    }
     /// Whether keys are packed fixed-size values (DUPFIXED).
     #[inline]
     pub fn is_leaf2(&self) -> bool {
@@ -1035,6 +1071,42 @@ pub fn raw_key(raw: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refers_out_sees_overflow_and_sub_databases_and_bad_pointers() {
+        let rec = [7u8; 48];
+        let leaf = |data: NodeData<'_>| {
+            let mut b = vec![0u8; 256];
+            edit::init(&mut b, 3, P_LEAF);
+            assert!(edit::insert_leaf(&mut b, 0, b"a", NodeData::Inline(b"x")));
+            assert!(edit::insert_leaf(&mut b, 1, b"b", data));
+            b
+        };
+        let plain = leaf(NodeData::Inline(b"value"));
+        assert!(!Page::new(&plain).unwrap().refers_out().unwrap());
+        assert!(!Page::new(&leaf(NodeData::SubPage(b"subpage!")))
+            .unwrap()
+            .refers_out()
+            .unwrap());
+        for data in [
+            NodeData::Overflow(9, 70_000),
+            NodeData::SubDb(&rec),
+            NodeData::DupDb(&rec),
+        ] {
+            assert!(Page::new(&leaf(data)).unwrap().refers_out().unwrap());
+        }
+        let mut b = vec![0u8; 256];
+        edit::init(&mut b, 3, P_BRANCH);
+        assert!(edit::insert_branch(&mut b, 0, b"", 0x0002_0000_0001));
+        assert!(!Page::new(&b).unwrap().refers_out().unwrap());
+        // A node pointer into the pointer array, or too near the end.
+        for bad in [HDR as u16, 250] {
+            let mut b = plain.clone();
+            wr16(&mut b, HDR + 2, bad);
+            let r = Page::new(&b).unwrap().refers_out();
+            assert_eq!(r.err().map(|e| e.kind()), Some(ErrorKind::Corrupted));
+        }
+    }
 
     #[test]
     fn encode_leaf_matches_the_node_insert_leaf_writes() {
