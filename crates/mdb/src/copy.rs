@@ -44,6 +44,7 @@ use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 /// Sub-database nesting: MAIN, then a named DB, then a duplicate sub-DB.
 const MAX_NESTING: usize = 2;
@@ -403,22 +404,61 @@ impl Env {
         let ps = self.psize;
         let src = snap.meta;
         let file_pages = snap.file_len / ps as u64;
+        let map = self.map_for(&src)?;
+        // As LMDB's copy: one thread walks the tree and fills a buffer while
+        // this one writes the other, so the walk and the writes overlap.
+        // The two buffers still alternate strictly, so each page's unused
+        // gap keeps what it kept before (byte-identical to `mdb_copy -c`).
+        let (to_writer, chunks) = mpsc::sync_channel::<Chunk>(2);
+        let (give_back, free) = mpsc::sync_channel::<Vec<u8>>(2);
+        give_back
+            .send(vec![0u8; CHUNK])
+            .expect("room for one buffer");
         let mut c = Compactor {
-            map: self.map_for(&src)?,
+            map,
             ps,
             last: src.last_pgno.min(file_pages.saturating_sub(1)),
             snap_last: src.last_pgno,
-            out: w,
-            bufs: [vec![0u8; CHUNK], vec![0u8; CHUNK]],
-            wlen: [0, 0],
-            cur: 0,
+            out: to_writer,
+            free,
+            buf: vec![0u8; CHUNK],
+            wlen: 0,
             next: 2,
             limit: 1,
-            progress,
-            total: 2,
-            tail: (0, 0),
         };
+        let root = self.compact_metas(&mut c, snap)?;
+        std::thread::scope(|scope| {
+            let walker = scope.spawn(move || {
+                if c.walk(src.main.root, true, 0)? != root {
+                    // Page leak or corrupt source: the live pages did not add up.
+                    return Err(ErrorKind::Incompatible.into());
+                }
+                c.switch()?;
+                Ok(c.next)
+            });
+            let written = self.write_chunks(map, chunks, give_back, w, progress);
+            // The channels are gone with `write_chunks`: a walker still
+            // waiting for a buffer stops with an error.
+            let walked: Result<u64> = walker.join().map_err(|_| Error::from(ErrorKind::Panic))?;
+            // A failed write makes the walker fail too: the write's error
+            // is the one that explains it.
+            written?;
+            let pages = walked?;
+            w.flush()?;
+            Ok(CopyStats {
+                snapshot_txnid: src.txnid,
+                source_last_pgno: src.last_pgno,
+                pages,
+                page_size: ps,
+            })
+        })
+    }
 
+    /// The start of a compacting copy: the two meta pages, in the first
+    /// buffer, and the copy's size sent to the writer. Returns the main
+    /// root the walk must end on.
+    fn compact_metas(&self, c: &mut Compactor<'_>, snap: &CopySnapshot<'_>) -> Result<u64> {
+        let (ps, src) = (c.ps, snap.meta);
         // Page 0: an empty environment; page 1: the data, as a new file would
         // have them after its first commit.
         let env_flags = (self.flags().bits() & 0xffff) as u16;
@@ -446,24 +486,64 @@ impl Env {
         if src.main.root != P_INVALID || m1.main.flags != 0 {
             m1.txnid = 1;
         }
-        c.total = m1.last_pgno + 1;
-        c.bufs[0][..ps].copy_from_slice(&m0.encode_page(0, ps));
-        c.bufs[0][ps..2 * ps].copy_from_slice(&m1.encode_page(1, ps));
-        c.wlen[0] = 2 * ps;
-        let root = c.walk(src.main.root, true, 0)?;
-        if root != m1.main.root {
-            // Page leak or corrupt source: the live pages did not add up.
-            return Err(ErrorKind::Incompatible.into());
-        }
-        c.switch(0)?;
-        c.out.flush()?;
-        Ok(CopyStats {
-            snapshot_txnid: src.txnid,
-            source_last_pgno: src.last_pgno,
-            pages: c.next,
-            page_size: ps,
-        })
+        c.send(Chunk::Total(m1.last_pgno + 1))?;
+        c.buf[..ps].copy_from_slice(&m0.encode_page(0, ps));
+        c.buf[ps..2 * ps].copy_from_slice(&m1.encode_page(1, ps));
+        c.wlen = 2 * ps;
+        Ok(m1.main.root)
     }
+
+    /// The writer's side of a compacting copy: write what the walker sends,
+    /// in order, handing each buffer back once written, and report progress.
+    fn write_chunks<W: Write + ?Sized>(
+        &self,
+        map: &Map,
+        chunks: mpsc::Receiver<Chunk>,
+        give_back: mpsc::SyncSender<Vec<u8>>,
+        w: &mut W,
+        progress: ProgressFn<'_>,
+    ) -> Result<()> {
+        let ps = self.psize;
+        let mut total = 2;
+        for chunk in chunks {
+            match chunk {
+                Chunk::Total(t) => total = t,
+                Chunk::Pages { buf, len, done } => {
+                    w.write_all(&buf[..len])?;
+                    // The walker may have finished and gone: nothing to hand back to.
+                    let _ = give_back.send(buf);
+                    let p = CopyProgress {
+                        pages_done: done,
+                        pages_total: total,
+                        page_size: ps,
+                    };
+                    if !progress(p) {
+                        return Err(ErrorKind::Os(libc::EINTR).into());
+                    }
+                }
+                Chunk::Run { from, end } => {
+                    let mut from = from;
+                    while from < end {
+                        let k = (end - from).min((CHUNK / ps) as u64);
+                        w.write_all(map.slice(from as usize * ps, k as usize * ps)?)?;
+                        from += k;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the walker of a compacting copy sends the writer, in output order.
+enum Chunk {
+    /// The copy's page count, once known.
+    Total(u64),
+    /// A buffer of pages, its filled length, and pages numbered so far.
+    Pages { buf: Vec<u8>, len: usize, done: u64 },
+    /// Source pages `from..end` (the rest of an overflow run), to write
+    /// straight from the map.
+    Run { from: u64, end: u64 },
 }
 
 /// The copy's snapshot: the read transaction that pins it, and its metas.
@@ -556,7 +636,7 @@ fn page_copy(dst: &mut [u8], src: &[u8]) {
 }
 
 /// The compacting walk: emits pages in post-order with new numbers.
-struct Compactor<'a, 'p, W: Write + ?Sized> {
+struct Compactor<'a> {
     /// A map generation holding the snapshot.
     map: &'a Map,
     ps: usize,
@@ -565,23 +645,19 @@ struct Compactor<'a, 'p, W: Write + ?Sized> {
     /// The snapshot's last_pgno: pages up to it but past `last` are missing
     /// from a truncated file.
     snap_last: u64,
-    out: &'a mut W,
-    /// Two page buffers used in turn, and how much of each is filled.
-    bufs: [Vec<u8>; 2],
-    wlen: [usize; 2],
-    /// The buffer being filled.
-    cur: usize,
+    /// To the writer, and the buffers it hands back.
+    out: mpsc::SyncSender<Chunk>,
+    free: mpsc::Receiver<Vec<u8>>,
+    /// The buffer being filled, and how much of it is.
+    buf: Vec<u8>,
+    wlen: usize,
     /// Next page number of the copy.
     next: u64,
     /// Highest page number the copy may use: the new main root.
     limit: u64,
-    progress: ProgressFn<'p>,
-    total: u64,
-    /// Source pages of an overflow run still to be written after the buffer.
-    tail: (u64, u64),
 }
 
-impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
+impl<'a> Compactor<'a> {
     /// Source page `pgno` from the map.
     fn src(&self, pgno: u64, pages: u64) -> Result<&'a [u8]> {
         if pgno < 2 || pages == 0 || pgno > self.last || pages - 1 > self.last - pgno {
@@ -611,43 +687,33 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
         Ok(pg)
     }
 
-    /// Write out the current buffer, then `tail` pages straight from the
-    /// map starting at source page `from`, and switch to the other buffer.
-    fn switch(&mut self, tail: u64) -> Result<()> {
-        let t = self.cur;
-        self.out.write_all(&self.bufs[t][..self.wlen[t]])?;
-        self.wlen[t] = 0;
-        if tail > 0 {
-            let ps = self.ps as u64;
-            let (mut from, end) = self.tail;
-            debug_assert_eq!(end - from, tail);
-            while from < end {
-                let k = (end - from).min(CHUNK as u64 / ps);
-                let bytes = self.src(from, k)?;
-                self.out.write_all(bytes)?;
-                from += k;
-            }
-        }
-        self.cur ^= 1;
-        self.wlen[self.cur] = 0;
-        let p = CopyProgress {
-            pages_done: self.next,
-            pages_total: self.total,
-            page_size: self.ps,
-        };
-        if (self.progress)(p) {
-            Ok(())
-        } else {
-            Err(ErrorKind::Os(libc::EINTR).into())
-        }
+    /// Pass a chunk to the writer; it is gone (a write failed) if it has
+    /// hung up, and the copy stops.
+    fn send(&self, c: Chunk) -> Result<()> {
+        self.out
+            .send(c)
+            .map_err(|_| Error::from(ErrorKind::Os(libc::EIO)))
+    }
+
+    /// Hand the current buffer to the writer and take the other one back
+    /// (which it has written by then).
+    fn switch(&mut self) -> Result<()> {
+        let next = self
+            .free
+            .recv()
+            .map_err(|_| Error::from(ErrorKind::Os(libc::EIO)))?;
+        let buf = std::mem::replace(&mut self.buf, next);
+        let (len, done) = (self.wlen, self.next);
+        self.wlen = 0;
+        self.send(Chunk::Pages { buf, len, done })
     }
 
     /// Make room for one page in the current buffer; returns its offset there.
     fn room(&mut self) -> Result<usize> {
-        if self.wlen[self.cur] >= CHUNK {
-            self.switch(0)?;
+        if self.wlen >= CHUNK {
+            self.switch()?;
         }
-        Ok(self.wlen[self.cur])
+        Ok(self.wlen)
     }
 
     /// Pages in the free list plus the free DB's own pages, as LMDB counts them.
@@ -764,10 +830,10 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
         let off = self.room()?;
         let pg = self.alloc(1)?;
         let ps = self.ps;
-        let dst = &mut self.bufs[self.cur][off..off + ps];
+        let dst = &mut self.buf[off..off + ps];
         page_copy(dst, img);
         edit::set_pgno(dst, pg);
-        self.wlen[self.cur] += ps;
+        self.wlen += ps;
         Ok(pg)
     }
 
@@ -784,15 +850,18 @@ impl<'a, W: Write + ?Sized> Compactor<'a, '_, W> {
         let off = self.room()?;
         let pg = self.alloc(n)?;
         let ps = self.ps;
-        let dst = &mut self.bufs[self.cur][off..off + ps];
+        let dst = &mut self.buf[off..off + ps];
         dst.copy_from_slice(first);
         edit::set_pgno(dst, pg);
-        self.wlen[self.cur] += ps;
+        self.wlen += ps;
         if n > 1 {
             // The rest of the run goes out straight from the map, and the
             // next pages go to the other buffer (as in LMDB).
-            self.tail = (ov + 1, ov + n);
-            self.switch(n - 1)?;
+            self.switch()?;
+            self.send(Chunk::Run {
+                from: ov + 1,
+                end: ov + n,
+            })?;
         }
         Ok(pg)
     }

@@ -684,3 +684,75 @@ fn compact_copy_refuses_leaks_and_corruption() {
     }
     assert!(failures > 0);
 }
+
+/// A compacting copy of several MiB (the walk runs in its own thread,
+/// writes in this one) stops cleanly at once when the writer fails or the
+/// progress callback says stop, whichever buffer the walk is at, and
+/// reports that error, not the walk's.
+#[test]
+fn compact_copy_stops_on_a_failed_write_or_a_cancel() {
+    struct FailAfter(usize);
+    impl std::io::Write for FailAfter {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            if self.0 < b.len() {
+                return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            self.0 -= b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let src = tmpdir();
+    let env = EnvOptions::new()
+        .flags(EnvFlags::NO_SYNC)
+        .map_size(256 << 20)
+        .open(src.path())
+        .unwrap();
+    let mut w = env.write_txn().unwrap();
+    for i in 0..60_000u32 {
+        let v = vec![i as u8; 90 + (i % 7) as usize * 40];
+        w.put(Database::MAIN, &i.to_be_bytes(), &v, WriteFlags::EMPTY)
+            .unwrap();
+    }
+    // Overflow runs too: they go out straight from the map, in between.
+    for i in 0..40u32 {
+        let k = format!("big{i}");
+        w.put(
+            Database::MAIN,
+            k.as_bytes(),
+            &vec![7u8; 20_000],
+            WriteFlags::EMPTY,
+        )
+        .unwrap();
+    }
+    w.commit().unwrap();
+    let mut whole = Vec::new();
+    env.copy_to_writer(&mut whole, true).unwrap();
+    assert!(whole.len() > 8 << 20, "{} bytes", whole.len());
+    for limit in [0, 4096, 1 << 20, (1 << 20) + 1, 3 << 20, whole.len() - 1] {
+        let r = env.copy_to_writer(&mut FailAfter(limit), true);
+        assert_eq!(
+            r.map_err(|e| e.kind()),
+            Err(ErrorKind::Os(libc::ENOSPC)),
+            "{limit}"
+        );
+    }
+    for stop_at in 1..5 {
+        let mut calls = 0;
+        let mut out = Vec::new();
+        let r = env.copy_to_writer_with(&mut out, true, &mut |_| {
+            calls += 1;
+            calls < stop_at
+        });
+        assert_eq!(r.map_err(|e| e.kind()), Err(ErrorKind::Os(libc::EINTR)));
+        assert_eq!(calls, stop_at);
+        assert!(out.len() < whole.len());
+        assert_eq!(out[..], whole[..out.len()]);
+    }
+    // And the environment is fine afterwards: the copy's reader is gone.
+    let mut again = Vec::new();
+    env.copy_to_writer(&mut again, true).unwrap();
+    assert!(again == whole);
+}
