@@ -25,6 +25,9 @@
 #define BATCH 1000
 #define VAL_LEN 100
 #define IDS_PER_KEY 100
+#define RANGE_LEN 10
+#define LARGE_LEN 100000
+#define LARGE_BATCH 10
 
 #define MUST(expr)                                                             \
 	do {                                                                   \
@@ -134,14 +137,16 @@ int main(int argc, char **argv)
 	if (n * 4096 > map)
 		map = n * 4096;
 	MUST(mdb_env_set_mapsize(env, map));
-	MUST(mdb_env_set_maxdbs(env, 4));
+	MUST(mdb_env_set_maxdbs(env, 6));
 	MUST(mdb_env_open(env, argv[1], MDB_NOSYNC, 0644));
 	MDB_txn *txn;
-	MDB_dbi rnd, app, dup;
+	MDB_dbi rnd, app, dup, large, front;
 	MUST(mdb_txn_begin(env, NULL, 0, &txn));
 	MUST(mdb_dbi_open(txn, "random", MDB_CREATE, &rnd));
 	MUST(mdb_dbi_open(txn, "append", MDB_CREATE, &app));
 	MUST(mdb_dbi_open(txn, "dupsort", MDB_CREATE | MDB_DUPSORT, &dup));
+	MUST(mdb_dbi_open(txn, "large", MDB_CREATE, &large));
+	MUST(mdb_dbi_open(txn, "front", MDB_CREATE, &front));
 	MUST(mdb_txn_commit(txn));
 
 	MDB_val k, v;
@@ -205,6 +210,31 @@ int main(int argc, char **argv)
 		fail("scan: wrong items");
 	done("scan", n);
 
+	/* Ranges: MDB_SET_RANGE at a random key, then MDB_NEXT for the rest
+	 * of RANGE_LEN items (fewer at the end of the database). */
+	count = 0;
+	CALLGRIND_ZERO_STATS;
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+	MUST(mdb_cursor_open(txn, rnd, &cur));
+	for (size_t i = 0; i < n / 10; i++) {
+		k.mv_size = 16, k.mv_data = keys + 16 * (size_t)get_order[i];
+		rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+		for (int j = 1; rc == 0; j++) {
+			count++;
+			if (j == RANGE_LEN)
+				break;
+			rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+		}
+		if (rc != 0 && rc != MDB_NOTFOUND)
+			MUST(rc);
+	}
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	CALLGRIND_DUMP_STATS_AT("range_10");
+	if (count < n / 10 || count > n / 10 * RANGE_LEN)
+		fail("range_10: wrong items");
+	done("range_10", n / 10);
+
 	count = 0;
 	CALLGRIND_ZERO_STATS;
 	for (size_t i = 0; i < n / 10; i++) {
@@ -218,6 +248,40 @@ int main(int argc, char **argv)
 	if (count != n / 10 * VAL_LEN)
 		fail("read_txn: wrong values");
 	done("read_txn", n / 10);
+
+	/* Values of 100 KB (overflow pages): n/100 of them, read back in a
+	 * scattered order in one read transaction. */
+	size_t nlarge = n / 100;
+	unsigned char *big = malloc(LARGE_LEN);
+	if (!big)
+		fail("out of memory");
+	for (size_t j = 0; j < LARGE_LEN; j++)
+		big[j] = (unsigned char)mix(j);
+	for (size_t i = 0; i < nlarge; i += LARGE_BATCH) {
+		MUST(mdb_txn_begin(env, NULL, 0, &txn));
+		for (size_t j = i; j < nlarge && j < i + LARGE_BATCH; j++) {
+			memcpy(big, &j, 8);
+			k.mv_size = 16, k.mv_data = keys + 16 * j;
+			v.mv_size = LARGE_LEN, v.mv_data = big;
+			MUST(mdb_put(txn, large, &k, &v, 0));
+		}
+		MUST(mdb_txn_commit(txn));
+	}
+	count = 0;
+	CALLGRIND_ZERO_STATS;
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+	for (size_t i = 0; i < nlarge; i++) {
+		size_t x = (i * 7919) % nlarge;
+		k.mv_size = 16, k.mv_data = keys + 16 * x;
+		MUST(mdb_get(txn, large, &k, &v));
+		count += v.mv_size == LARGE_LEN && memcmp(v.mv_data, &x, 8) == 0;
+	}
+	mdb_txn_abort(txn);
+	CALLGRIND_DUMP_STATS_AT("large_get");
+	free(big);
+	if (count != nlarge)
+		fail("large_get: wrong values");
+	done("large_get", nlarge);
 
 	CALLGRIND_ZERO_STATS;
 	for (size_t i = 0; i < n; i += BATCH) {
@@ -265,6 +329,40 @@ int main(int argc, char **argv)
 	if (count != n)
 		fail("cursor_delete: wrong count");
 	done("cursor_delete", n);
+
+	/* Per step: MDB_FIRST, then delete there (a queue drained from its
+	 * head). The database is loaded with APPEND outside the phase. */
+	for (size_t i = 0; i < n; i += BATCH) {
+		MUST(mdb_txn_begin(env, NULL, 0, &txn));
+		for (size_t j = i; j < n && j < i + BATCH; j++) {
+			k.mv_size = 16, k.mv_data = sorted + 16 * j;
+			v.mv_size = VAL_LEN, v.mv_data = val;
+			MUST(mdb_put(txn, front, &k, &v, MDB_APPEND));
+		}
+		MUST(mdb_txn_commit(txn));
+	}
+	count = 0;
+	CALLGRIND_ZERO_STATS;
+	do {
+		MUST(mdb_txn_begin(env, NULL, 0, &txn));
+		MUST(mdb_cursor_open(txn, front, &cur));
+		rc = 0;
+		for (int j = 0; j < BATCH; j++) {
+			rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+			if (rc != 0)
+				break;
+			MUST(mdb_cursor_del(cur, 0));
+			count++;
+		}
+		if (rc != 0 && rc != MDB_NOTFOUND)
+			MUST(rc);
+		mdb_cursor_close(cur);
+		MUST(mdb_txn_commit(txn));
+	} while (rc == 0);
+	CALLGRIND_DUMP_STATS_AT("first_delete");
+	if (count != n)
+		fail("first_delete: wrong count");
+	done("first_delete", n);
 
 	/* Every database holds what the phases left. */
 	MDB_stat st;

@@ -18,18 +18,27 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The phases, in the drivers' order, with what one operation is.
-const PHASES: [(&str, &str); 8] = [
+const PHASES: [(&str, &str); 11] = [
     ("put_random", "random puts, 1000 per txn"),
     ("put_append", "sorted puts with APPEND, 1000 per txn"),
     ("get", "random gets, one read txn"),
     ("scan", "cursor NEXT over every item"),
+    (
+        "range_10",
+        "SET_RANGE at a random key + 9 NEXT, one read txn",
+    ),
     ("read_txn", "read txn begin + one get + abort"),
+    (
+        "large_get",
+        "gets of 100 KB values (N/100 of them), one read txn",
+    ),
     (
         "dupsort_put",
         "random DUPSORT puts, ~100 ids per key, 1000 per txn",
     ),
     ("delete", "random deletes, 1000 per txn"),
     ("cursor_delete", "cursor del + NEXT, 1000 per txn"),
+    ("first_delete", "FIRST + cursor del, 1000 per txn"),
 ];
 
 const USAGE: &str = "\

@@ -4,6 +4,12 @@
 //! `mdb-bench __phases DIR N` under callgrind by [`crate::instr`].
 
 use crate::workloads::{key, mix, shuffled, Res, BATCH, IDS_PER_KEY, VAL_LEN};
+
+/// Items per range of `range_10`.
+const RANGE_LEN: usize = 10;
+/// Size of a `large_get` value, and how many are put per transaction.
+const LARGE_LEN: usize = 100_000;
+const LARGE_BATCH: usize = 10;
 use mdb::{Database, DbFlags, EnvFlags, Txn as _, WriteFlags};
 use std::ffi::CString;
 use std::path::Path;
@@ -103,13 +109,15 @@ pub fn run(dir: &Path, n: usize) -> Res<()> {
     }
     let env = mdb::EnvOptions::new()
         .map_size((n * 4096).max(1 << 30))
-        .max_dbs(4)
+        .max_dbs(6)
         .flags(EnvFlags::NO_SYNC)
         .open(dir)?;
     let mut w = env.write_txn()?;
     let rnd = w.create_db("random", DbFlags::EMPTY)?;
     let app = w.create_db("append", DbFlags::EMPTY)?;
     let dup = w.create_db("dupsort", DbFlags::DUP_SORT)?;
+    let large = w.create_db("large", DbFlags::EMPTY)?;
+    let front = w.create_db("front", DbFlags::EMPTY)?;
     w.commit()?;
 
     phase("put_random", n, || {
@@ -146,6 +154,31 @@ pub fn run(dir: &Path, n: usize) -> Res<()> {
         return Err("scan: wrong items".into());
     }
 
+    // Ranges: `set_range` at a random key, then `next` for the rest of
+    // RANGE_LEN items (fewer at the end of the database).
+    let count = phase("range_10", n / 10, || {
+        let r = env.read_txn()?;
+        let mut c = r.cursor(rnd)?;
+        let mut count = 0;
+        for &x in &d.get_order[..n / 10] {
+            let mut item = c.set_range(&d.keys[x as usize])?;
+            for j in 1.. {
+                if item.is_none() {
+                    break;
+                }
+                count += 1;
+                if j == RANGE_LEN {
+                    break;
+                }
+                item = c.next()?;
+            }
+        }
+        Ok(count)
+    })?;
+    if count < n / 10 || count > n / 10 * RANGE_LEN {
+        return Err("range_10: wrong items".into());
+    }
+
     let bytes = phase("read_txn", n / 10, || {
         let mut bytes = 0;
         for &x in &d.get_order[..n / 10] {
@@ -156,6 +189,32 @@ pub fn run(dir: &Path, n: usize) -> Res<()> {
     })?;
     if bytes != n / 10 * VAL_LEN {
         return Err("read_txn: wrong values".into());
+    }
+
+    // Values of 100 KB (overflow pages): n/100 of them, read back in a
+    // scattered order in one read transaction.
+    let nlarge = n / 100;
+    let mut big: Vec<u8> = (0..LARGE_LEN).map(|j| mix(j as u64) as u8).collect();
+    for (c, chunk) in d.keys[..nlarge].chunks(LARGE_BATCH).enumerate() {
+        let mut w = env.write_txn()?;
+        for (j, k) in chunk.iter().enumerate() {
+            big[..8].copy_from_slice(&((c * LARGE_BATCH + j) as u64).to_le_bytes());
+            w.put(large, k, &big, WriteFlags::EMPTY)?;
+        }
+        w.commit()?;
+    }
+    let found = phase("large_get", nlarge, || {
+        let r = env.read_txn()?;
+        let mut found = 0;
+        for i in 0..nlarge {
+            let x = (i * 7919) % nlarge;
+            let v = r.get(large, &d.keys[x])?.ok_or("missing key")?;
+            found += (v.len() == LARGE_LEN && v[..8] == (x as u64).to_le_bytes()) as usize;
+        }
+        Ok(found)
+    })?;
+    if found != nlarge {
+        return Err("large_get: wrong values".into());
     }
 
     phase("dupsort_put", n, || {
@@ -206,6 +265,31 @@ pub fn run(dir: &Path, n: usize) -> Res<()> {
     })?;
     if count != n {
         return Err("cursor_delete: wrong count".into());
+    }
+
+    // Per step: `first`, then delete there (a queue drained from its
+    // head). The database is loaded with APPEND outside the phase.
+    load(&env, front, WriteFlags::APPEND, &d.sorted, &mut val)?;
+    let count = phase("first_delete", n, || {
+        let mut count = 0;
+        loop {
+            let mut w = env.write_txn()?;
+            let mut c = w.write_cursor(front)?;
+            for _ in 0..BATCH {
+                if c.first()?.is_none() {
+                    drop(c);
+                    w.commit()?;
+                    return Ok(count);
+                }
+                c.del(false)?;
+                count += 1;
+            }
+            drop(c);
+            w.commit()?;
+        }
+    })?;
+    if count != n {
+        return Err("first_delete: wrong count".into());
     }
 
     let r = env.read_txn()?;

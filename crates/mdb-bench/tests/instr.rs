@@ -9,17 +9,20 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-const PHASES: [&str; 8] = [
-    "put_random",
-    "put_append",
-    "get",
-    "scan",
-    "read_txn",
-    "dupsort_put",
-    "delete",
-    "cursor_delete",
+/// Each phase and its operation count at N = 2000.
+const PHASES: [(&str, f64); 11] = [
+    ("put_random", 2000.0),
+    ("put_append", 2000.0),
+    ("get", 2000.0),
+    ("scan", 2000.0),
+    ("range_10", 200.0),
+    ("read_txn", 200.0),
+    ("large_get", 20.0),
+    ("dupsort_put", 2000.0),
+    ("delete", 2000.0),
+    ("cursor_delete", 2000.0),
+    ("first_delete", 2000.0),
 ];
-
 fn instr(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mdb-bench"))
         .arg("instr")
@@ -51,7 +54,7 @@ fn every_phase_counts_instructions_on_every_engine() {
         "mdb-bench instr failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
-    for phase in PHASES {
+    for (phase, want_ops) in PHASES {
         let row: Vec<&str> = stdout
             .lines()
             .map(|l| l.split_whitespace().collect::<Vec<_>>())
@@ -59,7 +62,6 @@ fn every_phase_counts_instructions_on_every_engine() {
             .unwrap_or_else(|| panic!("no row for {phase}:\n{stdout}"));
         // phase, ops, LMDB C, mdb C, ratio, mdb Rust, ratio
         assert_eq!(row.len(), 7, "{row:?}");
-        let want_ops = if phase == "read_txn" { 200.0 } else { 2000.0 };
         assert_eq!(row[1].parse::<f64>().unwrap(), want_ops, "{row:?}");
         for col in [2, 3, 5] {
             let ir: f64 = row[col].parse().unwrap();
