@@ -234,8 +234,22 @@ impl Input {
             }
         } else if let Some(v) = line.strip_prefix(b"maxreaders=") {
             let v = chomp(v);
-            match scan_unsigned(&v) {
-                Some(n) => h.max_readers = n as u32,
+            // `%u`: the low 32 bits; 0 leaves the default.
+            match scan_unsigned(&v).map(|n| n as u32) {
+                Some(n) if n > mdb::MAX_READERS => {
+                    // LMDB takes it and sizes the lock file to match: a
+                    // 256 GiB lock file for 2^32-1.
+                    let (n, max) = (n.to_string(), mdb::MAX_READERS.to_string());
+                    let parts: [&[u8]; 4] = [
+                        b"maxreaders ",
+                        n.as_bytes(),
+                        b" exceeds the limit of ",
+                        max.as_bytes(),
+                    ];
+                    self.msg(prog, &parts);
+                    return Err(());
+                }
+                Some(n) => h.max_readers = n,
                 None => {
                     self.msg(prog, &[b"invalid maxreaders ", &v]);
                     return Err(());
