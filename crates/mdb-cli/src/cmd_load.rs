@@ -469,10 +469,9 @@ fn load(prog: &[u8], o: &Opts, path: &OsString, inp: &mut Input) -> i32 {
         eo.max_readers(hdr.max_readers);
     }
     if hdr.map_size != 0 {
-        // Keep the engine's round-up to a page multiple from overflowing
-        // (engine note in docs/tools.md); such a map cannot be had anyway,
-        // and opening then fails with ENOMEM as in LMDB.
-        eo.map_size(hdr.map_size.min(usize::MAX & !0xffff));
+        // As given, even past what can be mapped: the new file records it
+        // and the open fails with ENOMEM, as in LMDB.
+        eo.map_size(hdr.map_size);
     }
     let env = match eo.open(path) {
         Ok(e) => e,

@@ -212,3 +212,35 @@ fn load_on_a_full_file_system_fails_with_enospc_not_sigbus() {
     let out = load_on_tiny_fs(t.path(), &dump_with("maxreaders=1000"));
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn load_huge_mapsize_fails_as_lmdb_does() {
+    debian::lmdb_utils();
+    for size in [
+        "18446744073709551615",
+        "18446744073709551000",
+        "140737488355328",
+    ] {
+        let t = tempfile::tempdir().unwrap();
+        let input = t.path().join("in");
+        std::fs::write(&input, dump_with(&format!("mapsize={size}"))).unwrap();
+        let mut files = Vec::new();
+        for (prog, arg0) in [("/usr/bin/mdb_load", "mdb_load"), (OURS, "mdb_load")] {
+            let env = t.path().join(files.len().to_string());
+            std::fs::create_dir(&env).unwrap();
+            let out = run(Command::new(prog)
+                .arg0(arg0)
+                .arg("-f")
+                .arg(&input)
+                .arg(&env));
+            assert_eq!(
+                (code(&out), String::from_utf8_lossy(&out.stderr).as_ref()),
+                (1, "mdb_env_open failed, error 12 Cannot allocate memory\n"),
+                "{prog} mapsize={size}"
+            );
+            files.push(std::fs::read(env.join("data.mdb")).unwrap());
+        }
+        // The new file records the size asked for, as LMDB's does.
+        assert!(files[0] == files[1], "mapsize={size}: data files differ");
+    }
+}
