@@ -244,3 +244,84 @@ fn load_huge_mapsize_fails_as_lmdb_does() {
         assert!(files[0] == files[1], "mapsize={size}: data files differ");
     }
 }
+
+#[test]
+fn load_reads_long_header_lines_as_lmdb_does() {
+    debian::lmdb_utils();
+    // LMDB reads a header line in pieces of 4095 bytes, each a line: a
+    // longer one ends in a piece without `=`.
+    for n in [4090, 4091, 10000] {
+        let t = tempfile::tempdir().unwrap();
+        let input = t.path().join("in");
+        let long = format!("foo={}", "x".repeat(n));
+        std::fs::write(&input, dump_with(&long)).unwrap();
+        let mut runs = Vec::new();
+        for prog in ["/usr/bin/mdb_load", OURS] {
+            let env = t.path().join(runs.len().to_string());
+            std::fs::create_dir(&env).unwrap();
+            let out = run(Command::new(prog)
+                .arg0("mdb_load")
+                .arg("-f")
+                .arg(&input)
+                .arg(&env));
+            runs.push((
+                code(&out),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            ));
+        }
+        assert_eq!(runs[1], runs[0], "foo= and {n} bytes: ours vs Debian");
+    }
+}
+
+#[test]
+fn load_of_endless_input_stops() {
+    debian::lmdb_utils();
+    // No newline ever: a header line (as LMDB: 4095 bytes without `=`).
+    // Ours runs in 1 GB of address space, so that a regression fails
+    // rather than takes the machine's memory.
+    let t = tempfile::tempdir().unwrap();
+    let mut runs = Vec::new();
+    for ours in [false, true] {
+        let env = t.path().join(runs.len().to_string());
+        std::fs::create_dir(&env).unwrap();
+        let out = if ours {
+            let script = r#"ulimit -v 1000000; exec "$0" load -f /dev/zero "$1""#;
+            run(Command::new("sh").args(["-c", script, OURS]).arg(&env))
+        } else {
+            run(Command::new("/usr/bin/mdb_load")
+                .arg0("mdb_load")
+                .args(["-f", "/dev/zero"])
+                .arg(&env))
+        };
+        runs.push((
+            code(&out),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ));
+    }
+    assert_eq!(runs[1], runs[0]);
+    assert_eq!(runs[1], (1, "mdb_load: line 1: unexpected format\n".into()));
+    // A record line that never ends (LMDB's buffer grows until memory runs
+    // out): longer than any record the map can hold, it fails as that put
+    // would, after 3 MiB or so, in 1 GB of address space.
+    for (before, err) in [
+        (
+            "",
+            "line 3: mdb_cursor_put failed, error -30781 MDB_BAD_VALSIZE",
+        ),
+        (
+            " 61\\n",
+            "line 4: mdb_cursor_put failed, error -30792 MDB_MAP_FULL",
+        ),
+    ] {
+        let env = t.path().join("endless");
+        std::fs::create_dir(&env).unwrap();
+        let script = format!(
+            r#"ulimit -v 1000000; {{ printf 'VERSION=3\nHEADER=END\n{before} '; tr '\0' a < /dev/zero; }} | "$0" load "$1""#
+        );
+        let out = run(Command::new("sh").args(["-c", &script, OURS]).arg(&env));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code(&out), 1, "{stderr}");
+        assert!(stderr.starts_with(&format!("mdb_load: {err}")), "{stderr}");
+        std::fs::remove_dir_all(&env).unwrap();
+    }
+}
