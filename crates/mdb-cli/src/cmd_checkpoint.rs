@@ -25,7 +25,7 @@ Options:
   -n        dbpath is the data file itself, not a directory (MDB_NOSUBDIR)
 
 Prints the transaction id the checkpoint covers. Exit status: 0 on success,
-1 on error.
+1 on error (also where dbpath holds no environment: none is created).
 ";
 
 /// Run the tool; returns the exit status.
@@ -35,6 +35,9 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         Ok(v) => v,
         Err(code) => return code,
     };
+    if let Err(code) = crate::require_env(prog, &dbpath, nosubdir) {
+        return code;
+    }
     let flags = crate::subdir_flags(nosubdir);
     let mut wal = WalOptions::default();
     wal.checkpointer = false;

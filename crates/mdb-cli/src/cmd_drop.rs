@@ -2,7 +2,7 @@
 
 use crate::getopt::{Getopt, Opt};
 use crate::{errln, lib_err, usage, Invocation};
-use mdb::{Database, EnvFlags, EnvOptions, Txn};
+use mdb::{Database, EnvFlags, EnvOptions, ErrorKind, Txn};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
@@ -26,7 +26,8 @@ records live in it; their pages are freed too (LMDB leaks them). -d on the
 main database only empties it.
 
 Exit status: 0 on success, 1 on error (for instance
-`mdb_open failed, error -30798 MDB_NOTFOUND: ...` for an unknown name).
+`mdb_open failed, error -30798 MDB_NOTFOUND: ...` for an unknown name, or
+where dbpath holds no environment: none is created, unlike mdb_drop).
 ";
 
 /// Run the tool; returns the exit status.
@@ -71,6 +72,11 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         }
     }
 
+    if crate::no_env(&ops[0], nosubdir).is_some() {
+        // What mdb_stat and mdb_dump say there (mdb_drop would create one).
+        lib_err("mdb_env_open", ErrorKind::Os(libc::ENOENT).into());
+        return 1;
+    }
     let mut flags = EnvFlags::EMPTY;
     if nosubdir {
         flags = flags | EnvFlags::NO_SUB_DIR;

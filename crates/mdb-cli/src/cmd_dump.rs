@@ -290,21 +290,15 @@ fn dump(o: &Opts, path: &OsString, out: &mut Out) -> Result<(), Stop> {
     if names.is_empty() {
         return Err(Stop::NotMultiple);
     }
-    crate::cmd_stat::for_each_named_db(
-        &env,
-        txn,
-        &names,
-        |e| reported("mdb_txn_begin", e),
-        |txn, db, name| {
-            if o.list {
-                out.put(name);
-                out.put(b"\n");
-                Ok(())
-            } else {
-                dump_db(&env, txn, db, Some(name), o, out)
-            }
-        },
-    )
+    crate::cmd_stat::for_each_named_db(&env, txn, &names, |txn, db, name| {
+        if o.list {
+            out.put(name);
+            out.put(b"\n");
+            Ok(())
+        } else {
+            dump_db(&env, txn, db, Some(name), o, out)
+        }
+    })
 }
 
 /// The flag keywords of the header, in LMDB's order.

@@ -68,10 +68,18 @@ struct Input {
     /// Input exhausted, or ended by an error in a key line.
     eof: bool,
     line: Vec<u8>,
+    /// Longest record line that can be stored: one whose data is as large
+    /// as the map (escapes take up to 3 bytes per byte). Longer input is an
+    /// error, not an unbounded buffer.
+    max_record_line: usize,
     /// Bytes read so far, and the progress bar they feed (`mdb load` on a terminal).
     bytes: u64,
     bar: Progress,
 }
+
+/// LMDB reads header lines with `fgets` into a 4096-byte buffer: a longer
+/// line comes as several, each counted.
+const HEADER_CHUNK: usize = 4095;
 
 /// Outcome of reading one record line.
 enum Rec {
@@ -83,17 +91,39 @@ enum Rec {
     Eof,
     /// Malformed line; the message is printed and the input is over.
     Bad,
+    /// A line too long to be stored (read no further; no message yet).
+    TooLong,
 }
 
 impl Input {
-    /// Read one line, with its newline if it has one; `false` at end of input.
-    fn raw_line(&mut self) -> bool {
+    /// Read one line, with its newline if it has one, but at most `max`
+    /// bytes of it (the rest is read as the next line); `false` at end of
+    /// input. A read error ends the input.
+    fn raw_line(&mut self, max: usize) -> bool {
         self.line.clear();
-        let got = matches!(self.r.read_until(b'\n', &mut self.line), Ok(n) if n > 0)
-            || !self.line.is_empty();
+        while self.line.len() < max {
+            let buf = match self.r.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            if buf.is_empty() {
+                break;
+            }
+            let room = &buf[..buf.len().min(max - self.line.len())];
+            let (n, newline) = match room.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (room.len(), false),
+            };
+            self.line.extend_from_slice(&room[..n]);
+            self.r.consume(n);
+            if newline {
+                break;
+            }
+        }
         self.bytes += self.line.len() as u64;
         self.bar.update(self.bytes);
-        got
+        !self.line.is_empty()
     }
 
     fn bad(&mut self, prog: &[u8]) -> Rec {
@@ -110,9 +140,15 @@ impl Input {
 
     /// Read a record line (key or value) and decode it into `out`.
     fn record(&mut self, prog: &[u8], text: bool, print: bool, out: &mut Vec<u8>) -> Rec {
-        if !self.raw_line() {
+        let max = self.max_record_line;
+        if !self.raw_line(max.saturating_add(1)) {
             self.eof = true;
             return Rec::Eof;
+        }
+        if self.line.len() > max {
+            self.lineno += 1;
+            self.eof = true;
+            return Rec::TooLong;
         }
         let start = if text {
             0
@@ -157,7 +193,7 @@ impl Input {
     /// `Err` means a fatal error, already reported.
     fn header(&mut self, prog: &[u8], h: &mut Header) -> Result<(), ()> {
         loop {
-            if !self.raw_line() {
+            if !self.raw_line(HEADER_CHUNK) {
                 self.eof = true;
                 return Ok(());
             }
@@ -234,8 +270,22 @@ impl Input {
             }
         } else if let Some(v) = line.strip_prefix(b"maxreaders=") {
             let v = chomp(v);
-            match scan_unsigned(&v) {
-                Some(n) => h.max_readers = n as u32,
+            // `%u`: the low 32 bits; 0 leaves the default.
+            match scan_unsigned(&v).map(|n| n as u32) {
+                Some(n) if n > mdb::MAX_READERS => {
+                    // LMDB takes it and sizes the lock file to match: a
+                    // 256 GiB lock file for 2^32-1.
+                    let (n, max) = (n.to_string(), mdb::MAX_READERS.to_string());
+                    let parts: [&[u8]; 4] = [
+                        b"maxreaders ",
+                        n.as_bytes(),
+                        b" exceeds the limit of ",
+                        max.as_bytes(),
+                    ];
+                    self.msg(prog, &parts);
+                    return Err(());
+                }
+                Some(n) => h.max_readers = n,
                 None => {
                     self.msg(prog, &[b"invalid maxreaders ", &v]);
                     return Err(());
@@ -414,6 +464,8 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         lineno: 0,
         eof: false,
         line: Vec::with_capacity(4096),
+        // Set from the map size once the environment is open.
+        max_record_line: usize::MAX,
         bytes: 0,
         bar,
     };
@@ -455,10 +507,9 @@ fn load(prog: &[u8], o: &Opts, path: &OsString, inp: &mut Input) -> i32 {
         eo.max_readers(hdr.max_readers);
     }
     if hdr.map_size != 0 {
-        // Keep the engine's round-up to a page multiple from overflowing
-        // (engine note in docs/tools.md); such a map cannot be had anyway,
-        // and opening then fails with ENOMEM as in LMDB.
-        eo.map_size(hdr.map_size.min(usize::MAX & !0xffff));
+        // As given, even past what can be mapped: the new file records it
+        // and the open fails with ENOMEM, as in LMDB.
+        eo.map_size(hdr.map_size);
     }
     let env = match eo.open(path) {
         Ok(e) => e,
@@ -467,6 +518,10 @@ fn load(prog: &[u8], o: &Opts, path: &OsString, inp: &mut Input) -> i32 {
             return 1;
         }
     };
+    // A line holds a record's data once, with up to 3 bytes per byte
+    // (print format's escapes), plus the leading space and the newline.
+    let map_size = env.info().map_or(usize::MAX, |i| i.map_size);
+    inp.max_record_line = map_size.saturating_mul(3).saturating_add(2);
 
     let mut status = 0;
     while !inp.eof {
@@ -530,9 +585,17 @@ fn section(prog: &[u8], o: &Opts, env: &Env, hdr: &Header, inp: &mut Input) -> R
     let mut batch = 0;
     // DATA=END, the end of input, or a malformed key line (which ends the
     // input like EOF) all end the section: commit what we have.
-    while let Rec::Data = inp.record(prog, o.text, hdr.print, &mut key) {
+    loop {
+        // A line too long for the map fails as its put would: LMDB reads
+        // it whole first (and runs out of memory on endless input).
+        match inp.record(prog, o.text, hdr.print, &mut key) {
+            Rec::Data => {}
+            Rec::TooLong => return put_failed(prog, inp, ErrorKind::BadValSize.into()),
+            Rec::End | Rec::Eof | Rec::Bad => break,
+        }
         match inp.record(prog, o.text, hdr.print, &mut val) {
             Rec::Data => {}
+            Rec::TooLong => return put_failed(prog, inp, ErrorKind::MapFull.into()),
             _ => {
                 inp.msg(prog, &[b"failed to read key value"]);
                 return Err(());
@@ -547,18 +610,7 @@ fn section(prog: &[u8], o: &Opts, env: &Env, hdr: &Header, inp: &mut Input) -> R
             {
                 continue;
             }
-            Err(e) => {
-                inp.msg(
-                    prog,
-                    &[
-                        b"mdb_cursor_put failed, error ",
-                        e.code().to_string().as_bytes(),
-                        b" ",
-                        e.kind().to_string().as_bytes(),
-                    ],
-                );
-                return Err(());
-            }
+            Err(e) => return put_failed(prog, inp, e),
         }
         batch += 1;
         if batch == 100 {
@@ -570,6 +622,20 @@ fn section(prog: &[u8], o: &Opts, env: &Env, hdr: &Header, inp: &mut Input) -> R
     commit(prog, inp, txn)?;
     env.close_db(db);
     Ok(())
+}
+
+/// Report a failed put, as LMDB 0.9.25+ does; the section fails.
+fn put_failed(prog: &[u8], inp: &Input, e: mdb::Error) -> Result<(), ()> {
+    inp.msg(
+        prog,
+        &[
+            b"mdb_cursor_put failed, error ",
+            e.code().to_string().as_bytes(),
+            b" ",
+            e.kind().to_string().as_bytes(),
+        ],
+    );
+    Err(())
 }
 
 fn key_exists(txn: &RwTxn<'_>, db: Database, key: &[u8]) -> bool {

@@ -23,7 +23,7 @@ Options:
   -n        dbpath is the data file itself, not a directory (MDB_NOSUBDIR)
 
 Prints the file's length before and after. Exit status: 0 on success, 1 on
-error.
+error (also where dbpath holds no environment: none is created).
 ";
 
 /// Run the tool; returns the exit status.
@@ -33,12 +33,11 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         Ok(v) => v,
         Err(code) => return code,
     };
+    if let Err(code) = crate::require_env(prog, &dbpath, nosubdir) {
+        return code;
+    }
     let flags = crate::subdir_flags(nosubdir);
-    let data = if nosubdir {
-        std::path::PathBuf::from(&dbpath)
-    } else {
-        std::path::Path::new(&dbpath).join("data.mdb")
-    };
+    let data = crate::data_file(&dbpath, nosubdir);
     let before = std::fs::metadata(&data).map_or(0, |m| m.len());
     let env = match EnvOptions::new()
         .auto_grow(false)

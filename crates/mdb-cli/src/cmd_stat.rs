@@ -235,25 +235,16 @@ fn stat(o: &Opts, path: &OsString, out: &mut impl Write) -> i32 {
                 return 1;
             }
         };
-        let r = for_each_named_db(
-            &env,
-            txn,
-            &names,
-            |e| {
-                lib_err("mdb_txn_begin", e);
-                1
-            },
-            |txn, db, name| match txn.stat(db) {
-                Ok(st) => {
-                    print_db(out, name, &st);
-                    Ok(())
-                }
-                Err(e) => {
-                    lib_err("mdb_stat", e);
-                    Err(1)
-                }
-            },
-        );
+        let r = for_each_named_db(&env, txn, &names, |txn, db, name| match txn.stat(db) {
+            Ok(st) => {
+                print_db(out, name, &st);
+                Ok(())
+            }
+            Err(e) => {
+                lib_err("mdb_stat", e);
+                Err(1)
+            }
+        });
         if let Err(rc) = r {
             return rc;
         }
@@ -366,25 +357,16 @@ fn stat_json(o: &Opts, path: &OsString, out: &mut impl Write) -> i32 {
                 return 1;
             }
         };
-        let r = for_each_named_db(
-            &env,
-            txn,
-            &names,
-            |e| {
-                lib_err("mdb_txn_begin", e);
-                1
-            },
-            |txn, db, name| match txn.stat(db) {
-                Ok(st) => {
-                    dbs.push(stat_obj(Some(name), &st));
-                    Ok(())
-                }
-                Err(e) => {
-                    lib_err("mdb_stat", e);
-                    Err(1)
-                }
-            },
-        );
+        let r = for_each_named_db(&env, txn, &names, |txn, db, name| match txn.stat(db) {
+            Ok(st) => {
+                dbs.push(stat_obj(Some(name), &st));
+                Ok(())
+            }
+            Err(e) => {
+                lib_err("mdb_stat", e);
+                Err(1)
+            }
+        });
         if let Err(rc) = r {
             return rc;
         }
@@ -449,36 +431,18 @@ pub(crate) fn named_db_candidates<T: Txn>(txn: &T) -> mdb::Result<Vec<Vec<u8>>> 
 
 /// Call `f` for each of `names` that opens as a named database, then close
 /// its handle (so maxdbs 2 or 4 is enough for any number of databases).
-/// Names that do not open are skipped silently.
-///
-/// Starts with `txn`. The engine does not refresh a transaction's cached
-/// record when a closed handle slot is reopened (docs/tools.md, engine
-/// notes), so when `open_db` hands back a slot already used in the current
-/// transaction, a fresh read transaction is begun for that database.
+/// Names that do not open are skipped silently. All are read in `txn`'s
+/// snapshot, as LMDB's tools read them.
 pub(crate) fn for_each_named_db<'e, E>(
     env: &'e Env,
     txn: RoTxn<'e>,
     names: &[Vec<u8>],
-    begin_failed: impl Fn(mdb::Error) -> E,
     mut f: impl FnMut(&RoTxn<'e>, Database, &[u8]) -> Result<(), E>,
 ) -> Result<(), E> {
-    let mut txn = txn;
-    let mut used: Vec<u32> = Vec::new();
     for name in names {
-        let Ok(mut db) = txn.open_db(name) else {
+        let Ok(db) = txn.open_db(name) else {
             continue;
         };
-        if used.contains(&db.dbi()) {
-            env.close_db(db);
-            drop(txn);
-            txn = env.read_txn().map_err(&begin_failed)?;
-            used.clear();
-            db = match txn.open_db(name) {
-                Ok(db) => db,
-                Err(_) => continue,
-            };
-        }
-        used.push(db.dbi());
         let r = f(&txn, db, name);
         env.close_db(db);
         r?;
@@ -598,6 +562,38 @@ fn page_runs(out: &mut impl Write, ids: &[u64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn named_dbs_are_read_in_one_snapshot() {
+        use mdb::{DbFlags, WriteFlags};
+        let dir = tempfile::tempdir().unwrap();
+        let env = EnvOptions::new().max_dbs(2).open(dir.path()).unwrap();
+        for name in ["a", "b", "c"] {
+            let mut w = env.write_txn().unwrap();
+            let db = w.create_db(name, DbFlags::EMPTY).unwrap();
+            w.put(db, b"k", b"v", WriteFlags::EMPTY).unwrap();
+            w.commit().unwrap();
+            env.close_db(db);
+        }
+        let names: Vec<Vec<u8>> = vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()];
+        let mut seen = Vec::new();
+        let txn = env.read_txn().unwrap();
+        let r: Result<(), ()> = for_each_named_db(&env, txn, &names, |txn, db, name| {
+            seen.push(txn.stat(db).unwrap().entries);
+            if name == b"a" {
+                // A writer commits while the tool is between databases.
+                let mut w = env.write_txn().unwrap();
+                let b = w.open_db("b").unwrap();
+                w.put(b, b"k2", b"v", WriteFlags::EMPTY).unwrap();
+                w.commit().unwrap();
+                env.close_db(b);
+            }
+            Ok(())
+        });
+        r.unwrap();
+        // As LMDB's tools: every database as of the snapshot the run began with.
+        assert_eq!(seen, [1, 1, 1]);
+    }
 
     fn rec(ids: &[u64]) -> String {
         let mut v = Vec::new();

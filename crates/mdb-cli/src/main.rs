@@ -27,7 +27,7 @@ mod dumpfmt;
 mod getopt;
 mod progress;
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 
@@ -167,6 +167,49 @@ pub(crate) fn subdir_flags(nosubdir: bool) -> mdb::EnvFlags {
     } else {
         mdb::EnvFlags::EMPTY
     }
+}
+
+/// The data file of the environment at `dbpath`.
+pub(crate) fn data_file(dbpath: &OsStr, nosubdir: bool) -> std::path::PathBuf {
+    if nosubdir {
+        std::path::PathBuf::from(dbpath)
+    } else {
+        std::path::Path::new(dbpath).join("data.mdb")
+    }
+}
+
+/// Why `dbpath` holds no environment (no data file, or an empty one), if
+/// it does not. The tools that open read-write to change an environment,
+/// not to make one (`checkpoint`, `shrink`, `drop`), ask first: such an
+/// open makes a new environment where there is none.
+pub(crate) fn no_env(dbpath: &OsStr, nosubdir: bool) -> Option<(std::path::PathBuf, String)> {
+    let data = data_file(dbpath, nosubdir);
+    let why = match std::fs::metadata(&data) {
+        Ok(m) if m.is_file() && m.len() > 0 => return None,
+        Ok(m) if m.is_file() => "empty file".to_string(),
+        Ok(_) => "not a regular file".to_string(),
+        Err(e) => os_strerror(&e),
+    };
+    Some((data, why))
+}
+
+/// [`no_env`] for our own tools: exit status 1, after saying why, unless
+/// `dbpath` holds an environment.
+pub(crate) fn require_env(prog: &[u8], dbpath: &OsStr, nosubdir: bool) -> Result<(), i32> {
+    let Some((data, why)) = no_env(dbpath, nosubdir) else {
+        return Ok(());
+    };
+    errln(&[
+        prog,
+        b": ",
+        dbpath.as_bytes(),
+        b": not an environment (",
+        data.as_os_str().as_bytes(),
+        b": ",
+        why.as_bytes(),
+        b")",
+    ]);
+    Err(1)
 }
 
 /// Write the concatenation of `parts` and a newline to stderr, in one write.

@@ -531,7 +531,7 @@ pub unsafe extern "C" fn mdb_env_set_mapsize(env: *mut MDB_env, size: usize) -> 
     })
 }
 
-/// `mdb_env_set_maxreaders` (before open only).
+/// `mdb_env_set_maxreaders` (before open only; at most [`mdb::MAX_READERS`]).
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_set_maxreaders(env: *mut MDB_env, readers: c_uint) -> c_int {
     guard(move || {
@@ -539,7 +539,9 @@ pub unsafe extern "C" fn mdb_env_set_maxreaders(env: *mut MDB_env, readers: c_ui
             // SAFETY: env per the lmdb.h contract.
             let e = unsafe { env_ref(env)? };
             let mut st = e.st.write().unwrap_or_else(|x| x.into_inner());
-            if readers < 1 || st.tried {
+            // Above the engine's bound the lock file would be absurd
+            // (LMDB takes up to 2^32-1: a 256 GiB lock file).
+            if !(1..=mdb::MAX_READERS).contains(&readers) || st.tried {
                 return Err(EINVAL);
             }
             st.cfg.max_readers = readers;

@@ -299,13 +299,19 @@ impl EnvOptions {
         self.max_dbs = n;
         self
     }
-    /// Reader slots, used when this process creates the lock file.
+    /// Reader slots, used when this process creates the lock file: 1 to
+    /// [`MAX_READERS`](crate::MAX_READERS); opening fails with EINVAL above.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// let env = mdb::EnvOptions::new().max_readers(512).open(dir.path())?;
+    /// use mdb::{EnvOptions, ErrorKind, MAX_READERS};
+    /// let env = EnvOptions::new().max_readers(512).open(dir.path())?;
     /// assert_eq!(env.info()?.max_readers, 512);
-    /// # Ok::<(), mdb::Error>(())
+    /// let other = tempfile::tempdir().unwrap();
+    /// let too_many = EnvOptions::new().max_readers(MAX_READERS + 1).open(other.path());
+    /// assert_eq!(too_many.err().map(|e| e.kind()), Some(ErrorKind::Os(libc::EINVAL)));
+    /// assert!(std::fs::read_dir(other.path())?.next().is_none()); // nothing created
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn max_readers(&mut self, n: u32) -> &mut Self {
         self.max_readers = n.max(1);
@@ -612,6 +618,9 @@ impl Env {
         if flags.0 & !EnvFlags::VALID != 0 || (flags.contains(EnvFlags::NO_LOCK) && !o.no_lock) {
             return Err(ErrorKind::Misuse(Misuse::BadEnvFlags).into());
         }
+        if o.max_readers > crate::lock::MAX_READERS {
+            return Err(ErrorKind::Os(libc::EINVAL).into());
+        }
         if o.no_lock {
             flags = flags | EnvFlags::NO_LOCK;
         }
@@ -638,14 +647,8 @@ impl Env {
             (path.join("data.mdb"), path.join("lock.mdb"))
         };
 
-        // Held until the lock is ready for other `Env`s (`finish_open`).
-        let mut registry = crate::lock::registry();
-        let lock = if no_lock {
-            None
-        } else {
-            Some(registry.lock_file(&lock_path, o.max_readers, o.mode)?)
-        };
-
+        // The data file first, as LMDB does: a read-only open of a place
+        // with no environment fails before it creates a lock file there.
         let mut oo = OpenOptions::new();
         oo.read(true).mode(o.mode).custom_flags(libc::O_CLOEXEC);
         if !rdonly {
@@ -661,6 +664,14 @@ impl Env {
                     .custom_flags(libc::O_DSYNC | libc::O_CLOEXEC)
                     .open(&data_path)?,
             )
+        };
+
+        // Held until the lock is ready for other `Env`s (`finish_open`).
+        let mut registry = crate::lock::registry();
+        let lock = if no_lock {
+            None
+        } else {
+            Some(registry.lock_file(&lock_path, o.max_readers, o.mode)?)
         };
         let lock = match lock {
             Some(l) => l,

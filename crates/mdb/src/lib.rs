@@ -93,7 +93,7 @@ pub use format::flags::DbFlags;
 /// Former paths of the format modules (with the `unstable` feature).
 #[cfg(feature = "unstable")]
 pub use format::{cmp, meta, page};
-pub use lock::ReaderInfo;
+pub use lock::{ReaderInfo, MAX_READERS};
 pub use tree::Item;
 pub use tree::WriteFlags;
 pub use txn::{NestedTxn, OwnSlot, RoTxn, RwCursor, RwTxn, SlotMode, ThreadSlot, Txn};

@@ -39,6 +39,11 @@ use crate::error::{Error, ErrorKind, Result};
 const MAGIC: u32 = 0xBEEF_C0DE;
 /// Lock format: version 1 plus bit 16 ("pid locks in use").
 const FORMAT: u32 = 0x0001_0001;
+/// The most reader slots a lock file is created with (Linux's
+/// `PID_MAX_LIMIT`: no more threads can exist at once), a 256 MiB table.
+/// LMDB has no bound: `maxreaders=4294967295` asks for a 256 GiB file.
+/// Lock files made larger by other programs are still opened as they are.
+pub const MAX_READERS: u32 = 1 << 22;
 /// Reader slots are cache-line sized.
 const CACHELINE: usize = 64;
 /// Size of glibc's `pthread_mutex_t` on this target (40 on x86-64).
@@ -230,6 +235,43 @@ fn init_mutex(m: *mut libc::pthread_mutex_t) -> Result<()> {
     Ok(())
 }
 
+/// Give `file` (whose byte 0 we hold exclusively, so no process has it
+/// mapped) `len` bytes of zeros, allocated on disk. Cutting it to 0 first
+/// wipes the slots of dead processes without touching each page; allocating
+/// makes a full file system fail here with ENOSPC, where a sparse file would
+/// raise SIGBUS at the first write through the map into a hole.
+fn allocate_zeroed(file: &File, len: u64) -> Result<()> {
+    file.set_len(0)?;
+    let fd = file.as_raw_fd();
+    // SAFETY: posix_fallocate on an open descriptor; no memory is passed.
+    let rc = unsafe { libc::posix_fallocate(fd, 0, len as libc::off_t) };
+    let rc = match rc {
+        // No fallocate on this file system (and a libc without glibc's
+        // emulation): write the zeros.
+        libc::EOPNOTSUPP => write_zeros(file, len),
+        0 => Ok(()),
+        e => Err(ErrorKind::Os(e).into()),
+    };
+    if rc.is_err() {
+        // Leave no half-allocated table behind; the error is what matters.
+        let _ = file.set_len(0);
+    }
+    rc
+}
+
+/// Write `len` zero bytes at the start of `file`.
+fn write_zeros(file: &File, len: u64) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let zeros = [0u8; 1 << 16];
+    let mut off = 0;
+    while off < len {
+        let n = (len - off).min(zeros.len() as u64) as usize;
+        file.write_all_at(&zeros[..n], off)?;
+        off += n as u64;
+    }
+    Ok(())
+}
+
 /// Open (or create with `mode`) the lock file at `path`, read-write.
 fn open_file(path: &Path, mode: u32) -> Result<File> {
     Ok(std::fs::OpenOptions::new()
@@ -376,7 +418,7 @@ impl LockFile {
         };
         let (len, max_readers) = if first {
             let len = HEADER + SLOT_SIZE * max_readers as usize;
-            file.set_len(len as u64)?;
+            allocate_zeroed(&file, len as u64)?;
             (len, max_readers)
         } else {
             let flen = file.metadata()?.len();
@@ -388,9 +430,7 @@ impl LockFile {
         };
         let map = Mapping::new(fd, len)?;
         if first {
-            // SAFETY: we hold the exclusive byte-0 lock, so no other process uses the mapping;
-            // the whole range is ours to overwrite. Zeroing wipes stale slots of dead processes.
-            unsafe { std::ptr::write_bytes(map.ptr, 0, len) };
+            // The file is all zeros (`allocate_zeroed`): an empty table, txnid 0.
             init_mutex(map.mutex(OFF_RMUTEX))?;
             init_mutex(map.mutex(OFF_WMUTEX))?;
             map.u64_at(OFF_TXNID).store(0, Ordering::Relaxed);
@@ -922,6 +962,83 @@ mod tests {
         let l2 = LockFile::open(&p2, 10, 0o600).unwrap();
         l2.finish_open(0).unwrap();
         assert_eq!(std::fs::metadata(&p2).unwrap().len(), HEADER as u64 + 640);
+    }
+
+    /// Run `f` in a forked child with a 64 KiB tmpfs mounted on `dir` (in a
+    /// mount namespace of its own; a user namespace too when not root) and
+    /// return its exit code; 90-95 mean the namespace could not be set up.
+    fn on_tiny_fs(dir: &Path, f: impl FnOnce() -> i32) -> i32 {
+        use std::ffi::CString;
+        let target = CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+        in_child(move || {
+            // SAFETY: plain syscalls in a single-threaded forked child, with
+            // NUL-terminated strings that outlive the calls.
+            unsafe {
+                let (uid, gid) = (libc::geteuid(), libc::getegid());
+                let userns = if uid == 0 { 0 } else { libc::CLONE_NEWUSER };
+                if libc::unshare(libc::CLONE_NEWNS | userns) != 0 {
+                    return 90;
+                }
+                if userns != 0 {
+                    let maps = [
+                        ("/proc/self/setgroups", "deny".to_string()),
+                        ("/proc/self/uid_map", format!("0 {uid} 1")),
+                        ("/proc/self/gid_map", format!("0 {gid} 1")),
+                    ];
+                    for (file, text) in maps {
+                        if std::fs::write(file, text).is_err() {
+                            return 91;
+                        }
+                    }
+                }
+                let root = c"/".as_ptr();
+                let none = std::ptr::null();
+                // Keep the mount out of the parent's namespace.
+                if libc::mount(
+                    none,
+                    root,
+                    none,
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    none.cast(),
+                ) != 0
+                {
+                    return 92;
+                }
+                let opts = c"size=64k";
+                let tmpfs = c"tmpfs".as_ptr();
+                if libc::mount(tmpfs, target.as_ptr(), tmpfs, 0, opts.as_ptr().cast()) != 0 {
+                    return 93;
+                }
+            }
+            f()
+        })
+    }
+
+    #[test]
+    fn full_file_system_gives_enospc_not_sigbus() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = lock_path(&dir);
+        let code = on_tiny_fs(dir.path(), || {
+            // 100000 slots (6.4 MB) do not fit; before the file was
+            // allocated, zeroing it through the map raised SIGBUS.
+            match LockFile::open(&p, 100_000, 0o664) {
+                Err(e) if e == ErrorKind::Os(libc::ENOSPC) => {}
+                Err(_) => return 2,
+                Ok(_) => return 3,
+            }
+            // Nothing half-made is left, and a table that fits still opens.
+            if std::fs::metadata(&p).map(|m| m.len()).ok() != Some(0) {
+                return 4;
+            }
+            match LockFile::open(&p, 126, 0o664) {
+                Ok(l) if l.is_first() && l.max_readers() == 126 => 0,
+                _ => 5,
+            }
+        });
+        assert_eq!(
+            code, 0,
+            "90-93: no mount namespace with a tmpfs could be set up"
+        );
     }
 
     #[test]

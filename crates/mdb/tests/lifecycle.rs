@@ -400,3 +400,28 @@ fn map_resize_named_record_and_appenddup_rules() {
     let r = env.read_txn().unwrap();
     assert_eq!(r.get(Database::MAIN, &0u32.to_be_bytes()).unwrap(), None);
 }
+
+#[test]
+fn read_only_open_where_there_is_no_environment_creates_nothing() {
+    use mdb::EnvFlags;
+    let dir = tempfile::tempdir().unwrap();
+    let ro = |flags: EnvFlags, path: &std::path::Path| {
+        EnvOptions::new()
+            .flags(EnvFlags::READ_ONLY | flags)
+            .open(path)
+            .err()
+            .map(|e| e.kind())
+    };
+    // As LMDB: ENOENT from the data file, before any lock file is made.
+    assert_eq!(
+        ro(EnvFlags::EMPTY, dir.path()),
+        Some(ErrorKind::Os(libc::ENOENT))
+    );
+    let file = dir.path().join("x");
+    assert_eq!(
+        ro(EnvFlags::NO_SUB_DIR, &file),
+        Some(ErrorKind::Os(libc::ENOENT))
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -219,6 +219,15 @@ static void test_env(void)
 	TRUE(mdb_env_get_userctx(env) == &ctx);
 	OK(mdb_env_set_assert(env, NULL));
 	CHECK(mdb_env_set_maxreaders(env, 0), EINVAL);
+#ifdef MDB_FFI_OURS
+	/* bounded (LMDB takes 2^32-1, a 256 GiB lock file) */
+	CHECK(mdb_env_set_maxreaders(env, (1u << 22) + 1), EINVAL);
+	CHECK(mdb_env_set_maxreaders(env, 4294967295u), EINVAL);
+	OK(mdb_env_set_maxreaders(env, 1u << 22));
+	OK(mdb_env_get_maxreaders(env, &u));
+	TRUE(u == 1u << 22);
+	OK(mdb_env_set_maxreaders(env, 126));
+#endif
 	OK(mdb_env_set_flags(env, MDB_NOSYNC, 1));
 	CHECK(mdb_env_set_flags(env, MDB_RDONLY, 1), EINVAL);
 	OK(mdb_env_get_flags(env, &u));
