@@ -76,8 +76,8 @@ pub const VERSION_STRING: &str = concat!(
 );
 
 pub use backup::{
-    restore, verify, BackupEntry, BackupError, BackupKind, BackupProgress, BackupResult,
-    LogArchive, Manifest, RestorePoint, RestoreReport, VerifyReport,
+    restore, restore_with_faults, verify, BackupEntry, BackupError, BackupKind, BackupProgress,
+    BackupResult, LogArchive, Manifest, RestorePoint, RestoreReport, VerifyReport,
 };
 pub use copy::{CopyProgress, CopyStats, ProgressFn};
 pub use cursor::{Cursor, CursorOp, CursorState, Iter, Range};

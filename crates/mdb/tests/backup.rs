@@ -28,6 +28,11 @@ fn contents<T: Txn>(t: &T) -> Model {
         .collect()
 }
 
+/// The time `ns` nanoseconds after the Unix epoch.
+fn at_ns(ns: u64) -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + Duration::from_nanos(ns)
+}
+
 fn restore_and_read(dest: &Path, point: RestorePoint) -> (Model, u64) {
     restore_checked(dest, point)
 }
@@ -251,8 +256,11 @@ fn backups_taken_while_writing_restore_every_point() {
             assert_eq!(err.path.as_deref(), Some(f.as_path()), "{err}");
             continue;
         }
-        let (_, t) = restore_and_read(dest.path(), RestorePoint::Time(entries[0].created));
-        assert!(t >= entries[0].txnid);
+        // At the first snapshot's time: the newest backup taken by then.
+        let s0 = entries[0].snapshot_ns.unwrap();
+        let (_, t) = restore_and_read(dest.path(), RestorePoint::Time(at_ns(s0)));
+        let by_then = entries.iter().rfind(|e| e.snapshot_ns.unwrap() <= s0);
+        assert_eq!(t, by_then.unwrap().txnid);
         let out = tempfile::tempdir().unwrap();
         let e = mdb::restore(dest.path(), out.path(), RestorePoint::Txn(0), None).unwrap_err();
         assert!(e.message.contains("no backup"), "{e}");
