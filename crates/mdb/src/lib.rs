@@ -75,9 +75,11 @@ pub const VERSION_STRING: &str = concat!(
     " (LMDB 0.9.24 compatible)"
 );
 
+#[cfg(feature = "unstable")]
+pub use backup::restore_with_faults;
 pub use backup::{
-    restore, restore_with_faults, verify, BackupEntry, BackupError, BackupKind, BackupProgress,
-    BackupResult, LogArchive, Manifest, RestorePoint, RestoreReport, VerifyReport,
+    restore, verify, BackupEntry, BackupError, BackupKind, BackupProgress, BackupResult,
+    LogArchive, Manifest, RestorePoint, RestoreReport, VerifyReport,
 };
 pub use copy::{CopyProgress, CopyStats, ProgressFn};
 pub use cursor::{Cursor, CursorOp, CursorState, Iter, Range};

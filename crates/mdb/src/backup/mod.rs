@@ -18,7 +18,9 @@ mod restore;
 
 pub use log::LogArchive;
 pub use manifest::{BackupEntry, BackupKind, Manifest};
-pub use restore::{restore, restore_with_faults, verify, RestoreReport, VerifyReport};
+#[cfg(feature = "unstable")]
+pub use restore::restore_with_faults;
+pub use restore::{restore, verify, RestoreReport, VerifyReport};
 
 use crate::env::Env;
 use crate::error::{Error, ErrorKind};

@@ -193,13 +193,13 @@ pub fn restore(
     point: RestorePoint,
     progress: Option<BackupProgress<'_>>,
 ) -> BackupResult<RestoreReport> {
-    restore_with_faults(dest, out, point, progress, None)
+    restore_inner(dest, out, point, progress, None)
 }
 
 /// [`restore`], with every write and sync of the restored file through
 /// `fault` ([`IoOp::BackupWrite`](crate::io::IoOp::BackupWrite),
 /// [`IoOp::BackupSync`](crate::io::IoOp::BackupSync)): tests inject
-/// ENOSPC or EIO with it.
+/// ENOSPC or EIO with it (with the `unstable` feature only).
 ///
 /// ```
 /// use mdb::io::{FaultInjector, IoAction, IoOp};
@@ -224,7 +224,18 @@ pub fn restore(
 /// assert_eq!(std::fs::read_dir(out.path())?.count(), 0); // nothing left behind
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[cfg(feature = "unstable")]
 pub fn restore_with_faults(
+    dest: &Path,
+    out: &Path,
+    point: RestorePoint,
+    progress: Option<BackupProgress<'_>>,
+    fault: Option<Arc<dyn FaultInjector>>,
+) -> BackupResult<RestoreReport> {
+    restore_inner(dest, out, point, progress, fault)
+}
+
+fn restore_inner(
     dest: &Path,
     out: &Path,
     point: RestorePoint,
