@@ -157,7 +157,17 @@ pub(super) const RESTORING: &str = ".data.mdb.restoring";
 
 /// The exclusive lock of a backup directory or a restore's output
 /// directory (`flock` on the directory), released on drop.
-pub(super) struct DirLock(#[allow(dead_code)] File);
+pub(super) struct DirLock(File);
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        // Unlocked explicitly: a child forked meanwhile by another thread
+        // shares the descriptor until it execs, and closing ours alone
+        // would leave the directory locked until then.
+        // SAFETY: flock on a descriptor this lock owns; no memory involved.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
 
 impl DirLock {
     /// Lock `dir`, then remove the temporary files a failed or killed
