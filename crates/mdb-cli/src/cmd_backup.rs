@@ -22,18 +22,25 @@ keep reading and writing it. The first backup in dest (or any without
 --incremental, only the pages that changed since the newest backup in dest
 are stored (found by page hashes, since LMDB pages carry no transaction
 id), so a small change costs a small backup. dest/manifest.json lists the
-chain: kind, transaction, file, size, CRC32C and time of every backup.
+chain: kind, transaction, file, size, CRC32C and time of every backup (and
+carries its own CRC32C). A backup that cannot continue the chain in dest is
+refused before anything is written: an environment at an older transaction
+than the chain's newest (compacted with mdb copy -c, restored, or another
+environment), or at the same one with other contents. A failed backup
+leaves no file behind; those a killed one left are removed by the next.
 Environments in write-ahead-log mode are backed up the same way; each
 backup then also archives the log records since the previous one, so that
 a restore reaches any transaction in between, and holds the log (the file
 wal/archive-hold; delete it to stop) until the next backup has them.
 
---continuous (write-ahead-log mode) takes a full backup if dest has none,
+--continuous (write-ahead-log mode only: refused otherwise, before anything
+is written) takes a full backup if dest has none,
 then archives the log every MS milliseconds (default 1000) as it grows,
 each time the records committed since, until stopped (or for S seconds).
 
---verify checks a chain end to end without restoring it: the manifest, the
-order of the chain, and every file's size, CRC32C and header; the first
+--verify checks a chain end to end without restoring it: the manifest and
+its checksum, the order of the chain, and every file's size, CRC32C and
+header (a full backup's meta pages: its transaction); the first
 problem is reported with the file it concerns.
 
 Options:
@@ -57,16 +64,20 @@ Usage: mdb restore [-V] [--to-txn N | --to-time T] [--json] dest out
 Rebuild an environment from the backup chain in dest, in directory out
 (created if needed; out/data.mdb must not exist): at the newest backup, at
 the newest backup of a transaction at or before N (--to-txn), or at the
-newest backup taken at or before T (--to-time, seconds since the Unix
-epoch). The result is a plain LMDB 0.9 environment: Debian's mdb_dump and
-mdb_stat read it. Every file used is checked against the manifest first: a
-missing, truncated or damaged file is an error naming it, never a shorter
-restore.
+newest commit made at or before T (--to-time, seconds since the Unix epoch,
+a fraction allowed): in write-ahead-log mode the newest archived commit
+stamped at or before T, otherwise the newest backup whose snapshot was
+taken at or before T; never a commit made after T. The result is a plain
+LMDB 0.9 environment: Debian's mdb_dump and mdb_stat read it. Every file
+used is checked against the manifest first, and the result against what
+the manifest claims: a missing, truncated or damaged file is an error
+naming it, never a shorter or mislabelled restore. A failed restore leaves
+nothing in out.
 
 Options:
   -V              print the version and exit
   --to-txn N      restore the newest backup of transaction N or earlier
-  --to-time T     restore the newest backup taken at T or earlier
+  --to-time T     restore the newest commit made at T or earlier
   --json          print the result as JSON
 
 Exit status: 0 on success, 1 on error.
@@ -296,6 +307,15 @@ fn continuous(prog: &[u8], env: &mdb::Env, dest: &std::path::Path, o: &Opts, jso
             );
         }
     };
+    if !env.wal_mode() {
+        // Before anything is written.
+        errln(&[
+            prog,
+            b": --continuous needs an environment in write-ahead-log mode (MDB_WAL=1): \
+              it archives the log",
+        ]);
+        return 1;
+    }
     if !dest.join("manifest.json").exists() {
         match env.backup(dest, false, None) {
             Ok(b) => report(&b),
@@ -317,6 +337,18 @@ fn continuous(prog: &[u8], env: &mdb::Env, dest: &std::path::Path, o: &Opts, jso
             return 0;
         }
     }
+}
+
+/// `SECONDS[.FRACTION]` since the Unix epoch, to the nanosecond.
+fn parse_time(v: &str) -> Option<std::time::SystemTime> {
+    let (secs, frac) = v.split_once('.').unwrap_or((v, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if secs.is_empty() || !digits(secs) || !digits(frac) || frac.len() > 9 {
+        return None;
+    }
+    let nanos: u32 = format!("{frac:0<9}").parse().ok()?;
+    let d = std::time::Duration::new(secs.parse().ok()?, nanos);
+    std::time::UNIX_EPOCH.checked_add(d)
 }
 
 fn kind_name(k: mdb::BackupKind) -> &'static str {
@@ -359,10 +391,22 @@ pub(crate) fn run_restore(inv: &Invocation, args: Vec<OsString>) -> i32 {
             }),
         }
     };
-    let point = match (num("to-txn"), num("to-time")) {
-        (Err(c), _) | (_, Err(c)) => return c,
+    let time = match o.value("to-time").map(|v| (v, parse_time(v))) {
+        None => None,
+        Some((_, Some(t))) => Some(t),
+        Some((v, None)) => {
+            errln(&[
+                prog,
+                b": --to-time wants seconds since the Unix epoch (a fraction allowed), not ",
+                v.as_bytes(),
+            ]);
+            return 1;
+        }
+    };
+    let point = match (num("to-txn"), time) {
+        (Err(c), _) => return c,
         (Ok(Some(t)), _) => RestorePoint::Txn(t),
-        (_, Ok(Some(t))) => RestorePoint::Time(t),
+        (_, Some(t)) => RestorePoint::Time(t),
         _ => RestorePoint::Newest,
     };
     let (dest, out) = (PathBuf::from(&o.operands[0]), PathBuf::from(&o.operands[1]));

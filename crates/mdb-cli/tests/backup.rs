@@ -187,3 +187,130 @@ fn continuous_archiving_follows_the_log() {
     // One key per commit, from the first write transaction on.
     assert_eq!(keys, (keys[0]..=last).collect::<Vec<_>>());
 }
+
+/// `--continuous` on an environment not in write-ahead-log mode is
+/// refused before anything is written.
+#[test]
+fn continuous_without_a_log_is_refused_first() {
+    let t = tempfile::tempdir().unwrap();
+    let (src, dest) = (t.path().join("src"), t.path().join("dest"));
+    std::fs::create_dir(&src).unwrap();
+    python(&src, "    t.put(b'k', b'v')");
+    let (s, d) = (src.to_str().unwrap(), dest.to_str().unwrap());
+    let (code, out, err) = run(OURS, &["backup", "--continuous", "--for", "1", s, d]);
+    assert_eq!(code, 1, "{out}");
+    assert!(err.contains("write-ahead-log"), "{err}");
+    assert!(
+        !dest.exists() || std::fs::read_dir(&dest).unwrap().count() == 0,
+        "written: {:?}",
+        std::fs::read_dir(&dest).unwrap().collect::<Vec<_>>()
+    );
+}
+
+/// An incremental backup of another environment (at an older transaction)
+/// into a chain is refused with a message, and the chain stays readable.
+#[test]
+fn a_backup_of_another_environment_into_a_chain_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let (src, other, dest) = (t.path().join("src"), t.path().join("o"), t.path().join("d"));
+    std::fs::create_dir(&src).unwrap();
+    std::fs::create_dir(&other).unwrap();
+    for i in 0..5 {
+        python(&src, &format!("    t.put(b'k{i}', b'v')"));
+    }
+    python(&other, "    t.put(b'k', b'v')");
+    let d = dest.to_str().unwrap();
+    assert_eq!(run(OURS, &["backup", src.to_str().unwrap(), d]).0, 0);
+    let manifest = std::fs::read(dest.join("manifest.json")).unwrap();
+    let (code, _, err) = run(
+        OURS,
+        &["backup", "--incremental", other.to_str().unwrap(), d],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("transaction 5") && err.contains("new directory"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(dest.join("manifest.json")).unwrap(), manifest);
+    assert_eq!(run(OURS, &["backup", "--verify", d]).0, 0);
+}
+
+/// A clock that is the system's, recording each time it gives (one per
+/// commit of the log, here).
+#[derive(Default)]
+struct Recording(std::sync::Mutex<Vec<std::time::SystemTime>>);
+
+impl mdb::io::FaultInjector for Recording {
+    fn on_io(&self, _: mdb::io::IoOp) -> mdb::io::IoAction {
+        mdb::io::IoAction::Proceed
+    }
+    fn now(&self) -> Option<std::time::SystemTime> {
+        let t = std::time::SystemTime::now();
+        self.0.lock().unwrap().push(t);
+        Some(t)
+    }
+}
+
+/// `mdb restore --to-time T` (to the nanosecond) in write-ahead-log mode
+/// restores the newest commit stamped at or before T: exactly the commits
+/// made by then, whatever the backups' own times.
+#[test]
+fn restore_to_a_time_reaches_the_commit_made_by_then() {
+    use mdb::{Database, EnvOptions, Txn, WalOptions, WriteFlags};
+    let t = tempfile::tempdir().unwrap();
+    let (src, dest) = (t.path().join("src"), t.path().join("dest"));
+    std::fs::create_dir(&src).unwrap();
+    let clock = std::sync::Arc::new(Recording::default());
+    let env = EnvOptions::new()
+        .wal(WalOptions::default())
+        .fault_injector(clock.clone())
+        .open(&src)
+        .unwrap();
+    let put = |k: u64| {
+        let mut w = env.write_txn().unwrap();
+        assert_eq!(w.id(), k);
+        w.put(Database::MAIN, &k.to_be_bytes(), b"v", WriteFlags::EMPTY)
+            .unwrap();
+        w.commit().unwrap();
+    };
+    (1..=3).for_each(put);
+    let (s, d) = (src.to_str().unwrap(), dest.to_str().unwrap());
+    assert_eq!(run(OURS, &["backup", s, d]).0, 0);
+    (4..=30).for_each(put);
+    let (code, _, err) = run(OURS, &["backup", "--incremental", s, d]);
+    assert_eq!(code, 0, "{err}");
+    let times = clock.0.lock().unwrap().clone();
+    assert_eq!(times.len(), 30, "one time per commit");
+    for k in [4u64, 11, 17, 29] {
+        let at = times[k as usize - 1];
+        let ns = at.duration_since(std::time::UNIX_EPOCH).unwrap();
+        let arg = format!("{}.{:09}", ns.as_secs(), ns.subsec_nanos());
+        // The newest commit by then: every one up to it stamped by then.
+        let want = (4..=30u64)
+            .take_while(|&j| times[j as usize - 1] <= at)
+            .last()
+            .unwrap();
+        let o = t.path().join(format!("at{k}"));
+        let (code, out, err) = run(
+            OURS,
+            &["restore", "--to-time", &arg, d, o.to_str().unwrap()],
+        );
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.starts_with(&format!("restored transaction {want} ")),
+            "{out}"
+        );
+        let r = EnvOptions::new().open(&o).unwrap();
+        let n = r
+            .read_txn()
+            .unwrap()
+            .cursor(Database::MAIN)
+            .unwrap()
+            .iter()
+            .count();
+        assert_eq!(n as u64, want);
+    }
+    let (code, _, err) = run(OURS, &["restore", "--to-time", "12.x", d, "y"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--to-time"), "{err}");
+}

@@ -460,8 +460,10 @@ impl EnvOptions {
         self.wal = Some(w);
         self
     }
-    /// Route every data-file write and sync through `f` (tests; with the
-    /// `unstable` feature only).
+    /// Route every data-file write and sync through `f`, and those of
+    /// the files [`Env::backup`] writes; commit records of the log and
+    /// backups take their time from its clock (tests; with the `unstable`
+    /// feature only).
     #[cfg(feature = "unstable")]
     pub fn fault_injector(&mut self, f: Arc<dyn FaultInjector>) -> &mut Self {
         self.fault = Some(f);

@@ -84,6 +84,16 @@ pub enum IoOp {
     },
     /// Flushing the checkpoint file.
     CheckpointSync,
+    /// Writing bytes of a file a backup writes into its directory, or of
+    /// the data file a restore rebuilds.
+    BackupWrite {
+        /// Offset in the file.
+        offset: u64,
+        /// Bytes.
+        len: usize,
+    },
+    /// Flushing a backup's or a restore's file to stable storage.
+    BackupSync,
 }
 
 /// What a [`FaultInjector`] wants done with an [`IoOp`].
@@ -97,10 +107,26 @@ pub enum IoAction {
     Tear(usize),
 }
 
-/// Hook through which tests inject I/O failures.
+/// Hook through which tests inject I/O failures, and a clock.
 pub trait FaultInjector: Send + Sync {
     /// Decide the fate of `op`.
     fn on_io(&self, op: IoOp) -> IoAction;
+    /// The time to stamp on a commit record of the write-ahead log or on a
+    /// backup's snapshot, so that tests need no wall-clock luck; `None`
+    /// (the default): the system clock.
+    fn now(&self) -> Option<std::time::SystemTime> {
+        None
+    }
+}
+
+/// The time from `fault`'s clock if it has one, else the system clock, as
+/// nanoseconds since the Unix epoch (0 before it).
+pub(crate) fn now_ns(fault: Option<&Arc<dyn FaultInjector>>) -> u64 {
+    let t = fault
+        .and_then(|f| f.now())
+        .unwrap_or_else(std::time::SystemTime::now);
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// The data file with its two descriptors: one for pages, one (O_DSYNC when
@@ -130,6 +156,11 @@ impl DataFile {
             meta_sync,
             fault,
         }
+    }
+
+    /// The fault injector, if any (backups ask it too).
+    pub(crate) fn fault(&self) -> Option<&Arc<dyn FaultInjector>> {
+        self.fault.as_ref()
     }
 
     fn ask(&self, op: IoOp) -> IoAction {

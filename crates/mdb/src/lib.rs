@@ -75,6 +75,8 @@ pub const VERSION_STRING: &str = concat!(
     " (LMDB 0.9.24 compatible)"
 );
 
+#[cfg(feature = "unstable")]
+pub use backup::restore_with_faults;
 pub use backup::{
     restore, verify, BackupEntry, BackupError, BackupKind, BackupProgress, BackupResult,
     LogArchive, Manifest, RestorePoint, RestoreReport, VerifyReport,

@@ -3,20 +3,24 @@
 //! that a restore reaches any transaction in between (point in time).
 //!
 //! A log archive (`NNNNNN-log.records`): a 40-byte header (magic
-//! `MDBLOG01`, page size u32, 0 u32, first and last txnid u64, count u64),
-//! then per record: txnid u64, run count u32, meta length u32, meta file
-//! offset u64, the runs' (page number u64, length u64), the runs' bytes,
-//! the meta bytes. The manifest holds the file's CRC32C.
+//! `MDBLOG02`, page size u32, 0 u32, first and last txnid u64, count u64),
+//! then per record: txnid u64, commit time u64 (nanoseconds since the Unix
+//! epoch, 0 if the log record had none), run count u32, meta length u32,
+//! meta file offset u64, the runs' (page number u64, length u64), the
+//! runs' bytes, the meta bytes. The manifest holds the file's CRC32C.
+//! `MDBLOG01` archives (no commit time) are still read.
 
+use super::out::{Fault, SeamFile};
 use super::pages::Crc;
 use super::BackupError;
 use crate::wal::archive::records_between;
 use serde::{Deserialize, Serialize};
 use std::io::{BufReader, Read, Write};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-const MAGIC: &[u8; 8] = b"MDBLOG01";
+const MAGIC: &[u8; 8] = b"MDBLOG02";
+/// Archives of versions before commit times.
+const MAGIC_V1: &[u8; 8] = b"MDBLOG01";
 const HEADER: usize = 40;
 
 /// The log records a backup archived (write-ahead-log mode:
@@ -62,13 +66,14 @@ pub(super) fn archive(
     dest: &Path,
     name: &str,
     psize: usize,
+    fault: &Fault,
 ) -> Result<Option<LogArchive>, BackupError> {
     if upto <= after {
         return Ok(None);
     }
     let path = dest.join(name);
-    let (mut out, tmp) = Crc::create_tmp(dest, name)?;
-    let io = |e: std::io::Error| BackupError::io(&tmp, e);
+    let (mut out, tmp) = Crc::create_tmp(dest, name, fault)?;
+    let io = |e: std::io::Error| BackupError::io(&path, e);
     let mut header = [0u8; HEADER];
     header[..8].copy_from_slice(MAGIC);
     header[8..12].copy_from_slice(&(psize as u32).to_le_bytes());
@@ -96,6 +101,7 @@ pub(super) fn archive(
             }
         };
         w(&r.txnid().to_le_bytes());
+        w(&r.commit_time().unwrap_or(0).to_le_bytes());
         w(&(runs.len() as u32).to_le_bytes());
         w(&(meta.len() as u32).to_le_bytes());
         w(&meta_off.to_le_bytes());
@@ -114,15 +120,14 @@ pub(super) fn archive(
         return Err(io(e));
     }
     if next != upto + 1 {
-        drop(out);
-        let _ = std::fs::remove_file(&tmp);
         return Ok(None);
     }
     out.flush().map_err(io)?;
     let (crc, len) = (out.crc, out.len);
     let f = out.inner.into_inner().map_err(|e| io(e.into_error()))?;
-    f.sync_all().map_err(io)?;
-    std::fs::rename(&tmp, &path).map_err(|e| BackupError::io(&path, e))?;
+    f.sync().map_err(io)?;
+    std::fs::rename(tmp.path(), &path).map_err(|e| BackupError::io(&path, e))?;
+    tmp.keep();
     Ok(Some(LogArchive {
         file: name.to_string(),
         bytes: len,
@@ -132,15 +137,24 @@ pub(super) fn archive(
     }))
 }
 
-/// Apply the archived records with txnids up to `upto` to the data file
-/// `out` (page size `psize`); returns the last txnid applied.
+/// Where a replay stops: after transaction `txnid`, and before the first
+/// record committed after `time_ns` (or of unknown time) if set.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Until {
+    pub(super) txnid: u64,
+    pub(super) time_ns: Option<u64>,
+}
+
+/// Apply the archived records up to `until` to the data file `out` (page
+/// size `psize`; `out_path` names it in errors); returns the last txnid
+/// applied, and whether the time limit stopped it.
 pub(super) fn replay(
     path: &Path,
     a: &LogArchive,
-    out: &std::fs::File,
+    (out, out_path): (&SeamFile, &Path),
     psize: usize,
-    upto: u64,
-) -> Result<u64, BackupError> {
+    until: Until,
+) -> Result<(u64, bool), BackupError> {
     let f = std::fs::File::open(path).map_err(|e| BackupError::io(path, e))?;
     let mut r = BufReader::with_capacity(1 << 20, f);
     let short = |_| BackupError::bad(path, "ends early");
@@ -148,29 +162,40 @@ pub(super) fn replay(
     r.read_exact(&mut h).map_err(short)?;
     let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
     let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
-    if &h[..8] != MAGIC
+    let timed = &h[..8] == MAGIC;
+    if !(timed || &h[..8] == MAGIC_V1)
         || u32_at(&h, 8) as usize != psize
         || u64_at(&h, 16) != a.first_txnid
         || u64_at(&h, 24) != a.last_txnid
     {
         return Err(BackupError::bad(path, "header disagrees with the manifest"));
     }
+    let write = |b: &[u8], off: u64| {
+        out.write_at(b, off)
+            .map_err(|e| BackupError::io(out_path, e))
+    };
     let mut applied = a.first_txnid - 1;
     let mut buf = Vec::new();
-    while applied < upto.min(a.last_txnid) {
-        let mut rh = [0u8; 24];
-        r.read_exact(&mut rh).map_err(short)?;
+    while applied < until.txnid.min(a.last_txnid) {
+        // (A record header is 8 bytes shorter without the time.)
+        let k = if timed { 8 } else { 0 };
+        let mut rh = [0u8; 32];
+        r.read_exact(&mut rh[..24 + k]).map_err(short)?;
+        let time = if timed { u64_at(&rh, 8) } else { 0 };
         let (txnid, nruns, meta_len, meta_off) = (
             u64_at(&rh, 0),
-            u32_at(&rh, 8) as usize,
-            u32_at(&rh, 12) as usize,
-            u64_at(&rh, 16),
+            u32_at(&rh, 8 + k) as usize,
+            u32_at(&rh, 12 + k) as usize,
+            u64_at(&rh, 16 + k),
         );
         if txnid != applied + 1 || nruns > (1 << 24) || meta_len > psize {
             return Err(BackupError::bad(
                 path,
                 format!("record {txnid} out of order"),
             ));
+        }
+        if until.time_ns.is_some_and(|t| time == 0 || time > t) {
+            return Ok((applied, true));
         }
         let mut table = vec![0u8; nruns * 16];
         r.read_exact(&mut table).map_err(short)?;
@@ -184,14 +209,28 @@ pub(super) fn replay(
             let off = pg
                 .checked_mul(psize as u64)
                 .ok_or_else(|| BackupError::bad(path, "page out of range"))?;
-            out.write_all_at(&buf, off)
-                .map_err(|e| BackupError::io(path, e))?;
+            write(&buf, off)?;
         }
         buf.resize(meta_len, 0);
         r.read_exact(&mut buf).map_err(short)?;
-        out.write_all_at(&buf, meta_off)
-            .map_err(|e| BackupError::io(path, e))?;
+        write(&buf, meta_off)?;
         applied = txnid;
     }
-    Ok(applied)
+    Ok((applied, false))
+}
+
+/// Check the header of the archive at `path` against the manifest's `a`.
+pub(super) fn check_header(path: &Path, a: &LogArchive, psize: u32) -> Result<(), BackupError> {
+    let mut h = [0u8; HEADER];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut h))
+        .map_err(|_| BackupError::bad(path, "shorter than its header"))?;
+    let ok = (&h[..8] == MAGIC || &h[..8] == MAGIC_V1)
+        && h[8..12] == psize.to_le_bytes()
+        && h[16..24] == a.first_txnid.to_le_bytes()
+        && h[24..32] == a.last_txnid.to_le_bytes();
+    if !ok {
+        return Err(BackupError::bad(path, "header disagrees with the manifest"));
+    }
+    Ok(())
 }

@@ -1,13 +1,20 @@
 //! The backup directory's manifest (`manifest.json`): the chain of full and
 //! incremental backups, each file's size and CRC32C, and the page hashes
 //! the next incremental backup compares against (`hashes.bin`).
+//!
+//! Format 2 carries its own CRC32C (`manifest_crc32c`, over the manifest's
+//! compact JSON without it), so that a flipped bit cannot relabel a backup
+//! (its transaction, its kind). Format 1 (no checksum) is still read.
 
+use super::out::{write_replace, Fault};
 use super::BackupError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// Manifest format version.
-pub(super) const FORMAT: u32 = 1;
+/// Manifest format version written.
+pub(super) const FORMAT: u32 = 2;
+/// The format before the manifest carried a checksum: read, never written.
+const FORMAT_UNCHECKED: u32 = 1;
 /// The manifest's file name in a backup directory.
 pub(super) const MANIFEST: &str = "manifest.json";
 /// Page hashes of the newest backup's state (little-endian u64 per page).
@@ -29,7 +36,7 @@ pub(super) const HASHES: &str = "hashes.bin";
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Manifest {
-    /// Manifest format (1).
+    /// Manifest format (2; 1 lacks the checksum).
     pub format: u32,
     /// Page size of the backed-up environment.
     pub page_size: u32,
@@ -99,8 +106,19 @@ pub struct BackupEntry {
     pub pages: u64,
     /// Pages the file carries (all for a full backup).
     pub pages_written: u64,
-    /// Seconds since the Unix epoch when the backup was taken.
+    /// Seconds since the Unix epoch when the backup ended.
     pub created: u64,
+    /// Nanoseconds since the Unix epoch when the snapshot was taken (read
+    /// just after it: every commit it holds was made at or before); what
+    /// [`RestorePoint::Time`](crate::RestorePoint::Time) compares.
+    /// `None` in manifests of earlier versions, and in log-only entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_ns: Option<u64>,
+    /// CRC32C of the snapshot's meta (both trees' records, last page,
+    /// txnid): a later backup of an environment at the same transaction
+    /// must have the same. `None` in manifests of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta_crc32c: Option<u32>,
     /// The source was in write-ahead-log mode (the snapshot is of a
     /// durable, published commit either way).
     pub wal: bool,
@@ -126,10 +144,30 @@ impl Manifest {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_json(text: &str) -> Result<Manifest, String> {
-        serde_json::from_str(text).map_err(|e| e.to_string())
+        let s: Stored = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        match s.manifest_crc32c {
+            Some(c) if c != s.manifest.crc32c() => {
+                Err("checksum mismatch: the manifest is damaged".into())
+            }
+            None if s.manifest.format != FORMAT_UNCHECKED => Err(format!(
+                "no checksum, which format {} has: the manifest is damaged",
+                s.manifest.format
+            )),
+            _ => Ok(s.manifest),
+        }
     }
 
-    /// The manifest as JSON text, as `manifest.json` holds it.
+    /// CRC32C of the manifest's compact JSON.
+    fn crc32c(&self) -> u32 {
+        crc32c::crc32c(
+            serde_json::to_string(self)
+                .expect("a manifest serialises")
+                .as_bytes(),
+        )
+    }
+
+    /// The manifest as JSON text, as `manifest.json` holds it (with its
+    /// checksum).
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -143,7 +181,11 @@ impl Manifest {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a manifest serialises")
+        let s = StoredRef {
+            manifest: self,
+            manifest_crc32c: self.crc32c(),
+        };
+        serde_json::to_string_pretty(&s).expect("a manifest serialises")
     }
 
     /// Read `dir/manifest.json`; `Ok(None)` if there is none.
@@ -154,24 +196,26 @@ impl Manifest {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(BackupError::io(&path, e)),
         };
-        let m: Manifest = serde_json::from_str(&text)
+        let m = Manifest::from_json(&text)
             .map_err(|e| BackupError::bad(&path, format!("not a backup manifest: {e}")))?;
-        if m.format != FORMAT {
+        if m.format != FORMAT && m.format != FORMAT_UNCHECKED {
             return Err(BackupError::bad(
                 &path,
-                format!("manifest format {} (this version reads {FORMAT})", m.format),
+                format!(
+                    "manifest format {} (this version reads {FORMAT_UNCHECKED} and {FORMAT})",
+                    m.format
+                ),
             ));
         }
         m.check_chain(&path)?;
         Ok(Some(m))
     }
 
-    /// Write the manifest atomically (a new file renamed over the old).
-    pub(super) fn save(&self, dir: &Path) -> Result<(), BackupError> {
-        let path = dir.join(MANIFEST);
-        let tmp = dir.join(format!("{MANIFEST}.tmp"));
-        write_synced(&tmp, self.to_json().as_bytes())?;
-        std::fs::rename(&tmp, &path).map_err(|e| BackupError::io(&path, e))?;
+    /// Write the manifest atomically (a new file renamed over the old), in
+    /// the current format.
+    pub(super) fn save(&mut self, dir: &Path, fault: &Fault) -> Result<(), BackupError> {
+        self.format = FORMAT;
+        write_replace(&dir.join(MANIFEST), self.to_json().as_bytes(), fault)?;
         sync_dir(dir)
     }
 
@@ -217,12 +261,21 @@ impl Manifest {
     }
 }
 
-/// Write `bytes` to `path` and sync it.
-pub(super) fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), BackupError> {
-    use std::io::Write;
-    let mut f = std::fs::File::create(path).map_err(|e| BackupError::io(path, e))?;
-    f.write_all(bytes).map_err(|e| BackupError::io(path, e))?;
-    f.sync_all().map_err(|e| BackupError::io(path, e))
+/// `manifest.json` as read: the manifest and its checksum.
+#[derive(Deserialize)]
+struct Stored {
+    #[serde(flatten)]
+    manifest: Manifest,
+    #[serde(default)]
+    manifest_crc32c: Option<u32>,
+}
+
+/// `manifest.json` as written.
+#[derive(Serialize)]
+struct StoredRef<'a> {
+    #[serde(flatten)]
+    manifest: &'a Manifest,
+    manifest_crc32c: u32,
 }
 
 /// Make a rename or a new file in `dir` durable.

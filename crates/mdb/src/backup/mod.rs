@@ -12,19 +12,22 @@
 
 mod log;
 mod manifest;
+mod out;
 mod pages;
 mod restore;
 
 pub use log::LogArchive;
 pub use manifest::{BackupEntry, BackupKind, Manifest};
+#[cfg(feature = "unstable")]
+pub use restore::restore_with_faults;
 pub use restore::{restore, verify, RestoreReport, VerifyReport};
 
 use crate::env::Env;
 use crate::error::{Error, ErrorKind};
-use manifest::{sync_dir, write_synced, HASHES};
-use pages::{hashes_bytes, page_hash, read_hashes, Crc, IncrHeader, HEADER};
+use manifest::{sync_dir, HASHES};
+use out::{write_synced, DirLock, SeamFile, TmpPath};
+use pages::{hashes_bytes, meta_crc32c, page_hash, read_hashes, Crc, IncrHeader, HEADER};
 use std::io::{BufWriter, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// A backup, restore or verification failure: the engine's error code and
@@ -157,15 +160,29 @@ pub enum RestorePoint {
     Newest,
     /// The newest backup of a transaction at or before this id.
     Txn(u64),
-    /// The newest backup taken at or before this time (seconds since the
-    /// Unix epoch).
-    Time(u64),
+    /// The newest commit made at or before this time: in write-ahead-log
+    /// mode the newest archived commit record stamped at or before it,
+    /// else the newest backup whose snapshot was taken at or before it.
+    /// Never a commit made after it.
+    Time(std::time::SystemTime),
 }
 
-fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+impl std::fmt::Display for RestorePoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RestorePoint::Newest => f.write_str("the newest backup"),
+            RestorePoint::Txn(t) => write!(f, "transaction {t}"),
+            RestorePoint::Time(t) => {
+                let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                write!(f, "time {}.{:09}", d.as_secs(), d.subsec_nanos())
+            }
+        }
+    }
+}
+
+/// Seconds since the Unix epoch, by the injector's clock if it has one.
+fn now_secs(fault: &out::Fault) -> u64 {
+    crate::io::now_ns(fault.as_ref()) / 1_000_000_000
 }
 
 impl Env {
@@ -205,12 +222,25 @@ impl Env {
         progress: Option<BackupProgress<'_>>,
     ) -> BackupResult<BackupEntry> {
         std::fs::create_dir_all(dest).map_err(|e| BackupError::io(dest, e))?;
-        let manifest = Manifest::load(dest)?;
+        let _lock = DirLock::take(dest)?;
+        let fault = self.file.fault().cloned();
+        let base = Manifest::load(dest)?.filter(|m| !m.backups.is_empty());
+        let ps = self.psize;
+        if let Some(b) = &base {
+            if b.page_size as usize != ps {
+                return Err(BackupError::usage(format!(
+                    "{} holds backups of page size {}, this environment's is {ps}",
+                    dest.display(),
+                    b.page_size
+                )));
+            }
+            // Before anything is written, the log's hold included.
+            same_env(dest, b, &self.newest_meta()?)?;
+        }
         let mut noop = |_: u64, _: u64| {};
         let progress = progress.unwrap_or(&mut noop);
-        let ps = self.psize;
         let wal_dir = self.wal_dir();
-        let wal_mode = wal_dir.is_dir();
+        let wal_mode = self.wal_mode();
         if let Some(w) = &self.wal {
             // Commits of relaxed durability this process sees must be in
             // the log before the snapshot's records are archived.
@@ -224,7 +254,12 @@ impl Env {
                 .map_err(|e| BackupError::from(e).with_path(&wal_dir))?;
         }
         let snap = self.copy_snapshot()?;
+        // Read after the snapshot: every commit it holds was made before.
+        let snapshot_ns = crate::io::now_ns(fault.as_ref());
         let m = snap.meta;
+        if let Some(b) = &base {
+            same_env(dest, b, &m)?;
+        }
         let pages = m.last_pgno + 1;
         if snap.file_len < pages * ps as u64 {
             return Err(BackupError::bad(
@@ -233,17 +268,7 @@ impl Env {
             ));
         }
         let map = self.map_for(&m)?;
-        let base = manifest.filter(|m| !m.backups.is_empty());
         let seq = base.as_ref().map_or(0, |b| b.backups.len() as u64);
-        if let Some(b) = &base {
-            if b.page_size as usize != ps {
-                return Err(BackupError::usage(format!(
-                    "{} holds backups of page size {}, this environment's is {ps}",
-                    dest.display(),
-                    b.page_size
-                )));
-            }
-        }
         let prev_hashes = match (&base, incremental) {
             (Some(b), true) => Some(read_hashes(&dest.join(HASHES), b.hashes_crc32c)?),
             _ => None,
@@ -259,13 +284,13 @@ impl Env {
             format!("{seq:06}-full.mdb")
         };
         let path = dest.join(&name);
-        let (mut out, tmp) = Crc::create_tmp(dest, &name)?;
+        let (mut out, tmp) = Crc::create_tmp(dest, &name, &fault)?;
         let mut hashes = Vec::with_capacity(pages as usize);
         hashes.extend([page_hash(&snap.metas[..ps]), page_hash(&snap.metas[ps..])]);
         let total = pages * ps as u64;
-        let wr = |out: &mut Crc<BufWriter<std::fs::File>>, b: &[u8]| {
-            out.write_all(b).map_err(|e| BackupError::io(&tmp, e))
-        };
+        // Errors name the file being made, not its temporary name.
+        let io = |e: std::io::Error| BackupError::io(&path, e);
+        let wr = |out: &mut Crc<BufWriter<SeamFile>>, b: &[u8]| out.write_all(b).map_err(io);
         let mut written = 2u64;
         // Each page is copied out of the map first: a page free in this
         // snapshot may be reused by a writer meanwhile, and its hash, CRC
@@ -287,9 +312,7 @@ impl Env {
             Some(prev) => {
                 // The header's count is filled in once known; the CRC
                 // runs over what follows, the header's joined at the end.
-                out.inner
-                    .write_all(&[0u8; HEADER])
-                    .map_err(|e| BackupError::io(&tmp, e))?;
+                out.inner.write_all(&[0u8; HEADER]).map_err(io)?;
                 wr(&mut out, &snap.metas)?;
                 for pg in 2..pages {
                     map.copy_out(pg as usize * ps, &mut page)?;
@@ -306,12 +329,9 @@ impl Env {
                 }
             }
         }
-        out.flush().map_err(|e| BackupError::io(&tmp, e))?;
+        out.flush().map_err(io)?;
         let (mut crc, mut len) = (out.crc, out.len);
-        let file = out
-            .inner
-            .into_inner()
-            .map_err(|e| BackupError::io(&tmp, e.into_error()))?;
+        let file = out.inner.into_inner().map_err(|e| io(e.into_error()))?;
         if kind == BackupKind::Incremental {
             // The header's count, and the CRC over the file as it is now.
             let h = IncrHeader {
@@ -321,30 +341,25 @@ impl Env {
                 count: written - 2,
             }
             .encode();
-            file.write_all_at(&h, 0)
-                .map_err(|e| BackupError::io(&tmp, e))?;
+            file.write_at(&h, 0).map_err(io)?;
             crc = crc32c::crc32c_combine(crc32c::crc32c(&h), crc, len as usize);
             len += HEADER as u64;
         }
-        file.sync_all().map_err(|e| BackupError::io(&tmp, e))?;
+        file.sync().map_err(io)?;
         drop(file);
-        std::fs::rename(&tmp, &path).map_err(|e| BackupError::io(&path, e))?;
+        std::fs::rename(tmp.path(), &path).map_err(io)?;
+        tmp.keep();
+        // Until the manifest lists it, a failure removes it again.
+        let placed = TmpPath::new(path.clone());
         let log = match (&base, wal_mode) {
             (Some(b), true) => {
                 let prev = b.backups.last().map_or(0, |e| e.txnid);
-                log::archive(
-                    &wal_dir,
-                    prev,
-                    m.txnid,
-                    dest,
-                    &format!("{seq:06}-log.records"),
-                    ps,
-                )?
+                let name = format!("{seq:06}-log.records");
+                log::archive(&wal_dir, prev, m.txnid, dest, &name, ps, &fault)?
             }
             _ => None,
         };
-        let hb = hashes_bytes(&hashes);
-        write_synced(&dest.join(HASHES), &hb)?;
+        let placed_log = log.as_ref().map(|l| TmpPath::new(dest.join(&l.file)));
         let entry = BackupEntry {
             seq,
             kind,
@@ -354,10 +369,13 @@ impl Env {
             crc32c: crc,
             pages,
             pages_written: written,
-            created: now_secs(),
+            created: now_secs(&fault),
+            snapshot_ns: Some(snapshot_ns),
+            meta_crc32c: Some(meta_crc32c(&m)),
             wal: wal_mode,
             log,
         };
+        let hb = hashes_bytes(&hashes);
         let mut man = base.unwrap_or(Manifest {
             format: manifest::FORMAT,
             page_size: ps as u32,
@@ -366,7 +384,19 @@ impl Env {
         });
         man.backups.push(entry.clone());
         man.hashes_crc32c = crc32c::crc32c(&hb);
-        man.save(dest)?;
+        // The hashes wait beside the manifest until it is in place: a
+        // failure in between leaves the old pair, which agree.
+        let hashes_tmp = TmpPath::new(dest.join(format!(".{HASHES}.tmp")));
+        write_synced(hashes_tmp.path(), &hb, &fault)
+            .map_err(|e| e.with_path(&dest.join(HASHES)))?;
+        man.save(dest, &fault)?;
+        placed.keep();
+        if let Some(p) = placed_log {
+            p.keep();
+        }
+        std::fs::rename(hashes_tmp.path(), dest.join(HASHES))
+            .map_err(|e| BackupError::io(&dest.join(HASHES), e))?;
+        hashes_tmp.keep();
         sync_dir(dest)?;
         if wal_mode {
             // Keep the log's records past this backup for the next one.
@@ -376,6 +406,32 @@ impl Env {
         progress(total, total);
         Ok(entry)
     }
+}
+
+/// Refuse to add a backup of the environment whose newest meta is `m` to
+/// the chain `man` in `dest` when it cannot continue it: the environment
+/// is at an older transaction than the chain's newest (compacted with
+/// `mdb copy -c`, restored, or another environment), or at the same one
+/// with other contents. (A chain of another environment that is further
+/// along cannot be told from this one: LMDB files carry no identity.)
+fn same_env(dest: &Path, man: &Manifest, m: &crate::format::meta::Meta) -> BackupResult<()> {
+    let Some(newest) = man.backups.last() else {
+        return Ok(());
+    };
+    let other = if m.txnid < newest.txnid {
+        format!("this environment is at transaction {}", m.txnid)
+    } else if m.txnid == newest.txnid && newest.meta_crc32c.is_some_and(|c| c != meta_crc32c(m)) {
+        "this environment is at that transaction with other contents".to_string()
+    } else {
+        return Ok(());
+    };
+    Err(BackupError::usage(format!(
+        "{} holds backups up to transaction {}, and {other}: it is not the \
+         environment backed up there, or was compacted (mdb copy -c) or \
+         restored since; back it up into a new directory",
+        dest.display(),
+        newest.txnid
+    )))
 }
 
 impl Env {
@@ -412,36 +468,46 @@ impl Env {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn archive_log(&self, dest: &Path) -> BackupResult<Option<BackupEntry>> {
-        let man = Manifest::load(dest)?
-            .filter(|m| !m.backups.is_empty())
-            .ok_or_else(|| {
-                BackupError::usage(format!("{}: no backup to archive after", dest.display()))
-            })?;
         let wal_dir = self.wal_dir();
-        if !wal_dir.is_dir() {
+        if !self.wal_mode() {
             return Err(BackupError::usage(
                 "the environment is not in write-ahead-log mode: no log to archive",
             ));
         }
+        let no_chain =
+            || BackupError::usage(format!("{}: no backup to archive after", dest.display()));
+        if !dest.is_dir() {
+            return Err(no_chain());
+        }
+        let _lock = DirLock::take(dest)?;
+        let fault = self.file.fault().cloned();
+        let man = Manifest::load(dest)?
+            .filter(|m| !m.backups.is_empty())
+            .ok_or_else(no_chain)?;
         if let Some(w) = &self.wal {
             w.flush()?;
         }
+        let meta = self.newest_meta()?;
+        same_env(dest, &man, &meta)?;
         let after = man.backups.last().map_or(0, |b| b.txnid);
-        let upto = self.newest_meta()?.txnid;
+        let upto = meta.txnid;
         if upto <= after {
             return Ok(None);
         }
         let seq = man.backups.len() as u64;
         let name = format!("{seq:06}-log.records");
-        let l = log::archive(&wal_dir, after, upto, dest, &name, self.psize)?.ok_or_else(|| {
-            BackupError::bad(
-                &wal_dir,
-                format!(
-                    "the log no longer holds every record after transaction {after}: \
-                     take a backup"
-                ),
-            )
-        })?;
+        let l = log::archive(&wal_dir, after, upto, dest, &name, self.psize, &fault)?.ok_or_else(
+            || {
+                BackupError::bad(
+                    &wal_dir,
+                    format!(
+                        "the log no longer holds every record after transaction {after}: \
+                         take a backup"
+                    ),
+                )
+            },
+        )?;
+        let placed = TmpPath::new(dest.join(&l.file));
         let entry = BackupEntry {
             seq,
             kind: BackupKind::Log,
@@ -451,15 +517,33 @@ impl Env {
             crc32c: l.crc32c,
             pages: 0,
             pages_written: 0,
-            created: now_secs(),
+            created: now_secs(&fault),
+            snapshot_ns: None,
+            meta_crc32c: Some(meta_crc32c(&meta)),
             wal: true,
             log: Some(l),
         };
         let mut man = man;
         man.backups.push(entry.clone());
-        man.save(dest)?;
+        man.save(dest, &fault)?;
+        placed.keep();
         crate::wal::archive::set_hold(&wal_dir, upto)
             .map_err(|e| BackupError::from(e).with_path(&wal_dir))?;
         Ok(Some(entry))
+    }
+
+    /// Whether the environment is in write-ahead-log mode (it has a log
+    /// directory), whichever way this handle opened it: read-only too.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{EnvFlags, EnvOptions, WalOptions};
+    /// EnvOptions::new().wal(WalOptions::default()).open(dir.path())?;
+    /// let ro = EnvOptions::new().flags(EnvFlags::READ_ONLY).open(dir.path())?;
+    /// assert!(ro.wal_mode() && ro.wal_info().is_none());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn wal_mode(&self) -> bool {
+        self.wal_dir().is_dir()
     }
 }

@@ -12,7 +12,9 @@
 //! count of pages carried u64, all little-endian), the two meta pages, then
 //! `count` times a page number (u64) and the page.
 
+use super::out::{Fault, SeamFile, TmpPath};
 use super::BackupError;
+use crate::format::meta::Meta;
 use std::io::{Read, Write};
 use std::path::Path;
 
@@ -45,15 +47,18 @@ pub(super) struct Crc<W> {
     pub(super) len: u64,
 }
 
-impl Crc<std::io::BufWriter<std::fs::File>> {
-    /// Create `.NAME.tmp` in `dest`, written through a CRC; returns it
-    /// with the temporary path (renamed to `NAME` once complete).
+impl Crc<std::io::BufWriter<SeamFile>> {
+    /// Create `.NAME.tmp` in `dest`, written through the seam and a CRC;
+    /// returns it with the temporary path (renamed to `NAME` once
+    /// complete, removed if dropped before).
     pub(super) fn create_tmp(
-        dest: &std::path::Path,
+        dest: &Path,
         name: &str,
-    ) -> Result<(Self, std::path::PathBuf), super::BackupError> {
-        let tmp = dest.join(format!(".{name}.tmp"));
-        let file = std::fs::File::create(&tmp).map_err(|e| super::BackupError::io(&tmp, e))?;
+        fault: &Fault,
+    ) -> Result<(Self, TmpPath), BackupError> {
+        let tmp = TmpPath::new(dest.join(format!(".{name}.tmp")));
+        let file = SeamFile::open(tmp.path(), true, fault.clone())
+            .map_err(|e| BackupError::io(tmp.path(), e))?;
         let out = Crc {
             inner: std::io::BufWriter::with_capacity(1 << 20, file),
             crc: 0,
@@ -136,6 +141,16 @@ pub(super) fn read_hashes(path: &Path, crc: u32) -> Result<Vec<u64>, BackupError
     Ok(b.chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
         .collect())
+}
+
+/// CRC32C of what identifies a snapshot in its meta: both trees' records,
+/// the last page and the txnid (not the map size or address, which a
+/// reopen may change).
+pub(super) fn meta_crc32c(m: &Meta) -> u32 {
+    let mut c = crc32c::crc32c(&m.free.encode());
+    c = crc32c::crc32c_append(c, &m.main.encode());
+    c = crc32c::crc32c_append(c, &m.last_pgno.to_le_bytes());
+    crc32c::crc32c_append(c, &m.txnid.to_le_bytes())
 }
 
 /// The hashes as bytes, for `hashes.bin`.

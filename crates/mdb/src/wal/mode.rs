@@ -399,6 +399,7 @@ impl Wal {
             meta_off: c.meta_off,
             meta: c.meta,
             trim: true,
+            time_ns: crate::io::now_ns(self.fault.as_ref()),
         };
         let pos = inner.log.append(&parts).map_err(CommitFailure::Clean)?;
         inner.since_ckpt += pos.len;

@@ -15,14 +15,15 @@
 //! | 32 | body length `u64` |
 //! | 40 | CRC32C of the previous record (chains records, see `log.rs`) `u32` |
 //! | 44 | CRC32C of this header (this field zeroed) and the body `u32` |
-//! | 48 | body: the run table (`pgno: u64`, `len: u32`, `gap_off: u32`, `gap_len: u32` per run), the run bytes, then `meta_off: u64`, `meta_len: u32` and the meta bytes |
+//! | 48 | body: the run table (`pgno: u64`, `len: u32`, `gap_off: u32`, `gap_len: u32` per run), the run bytes, then `meta_off: u64`, `meta_len: u32` and the meta bytes, then the commit time `u64` (nanoseconds since the Unix epoch) |
 //!
 //! A run's bytes leave out its gap: `len - gap_len` bytes stored, the
 //! `gap_len` bytes at `gap_off` being zeros. A commit leaves out the free
 //! gap of each branch and leaf page ([`free_gap`]), which no reader looks
 //! at: a single put rewrites a leaf, a branch and a free-list page that are
 //! partly empty, and the log syncs only what they hold. Version 1 records
-//! (no gaps: 12-byte run entries) are still read.
+//! (no gaps: 12-byte run entries) and version 2 records (no commit time,
+//! which restoring a backup to a point in time reads) are still read.
 //!
 //! [`parse`] never panics and never overflows on arbitrary bytes: anything
 //! that is not a whole, valid record is `None`, the end of the log.
@@ -33,8 +34,10 @@ use crate::format::page::free_gap;
 
 /// "MDWR": marks the start of a record.
 const MAGIC: u32 = 0x5257_444d;
-/// Bumped on any change of the layout; 2 added the gaps.
-const VERSION: u16 = 2;
+/// Bumped on any change of the layout; 2 added the gaps, 3 the commit time.
+const VERSION: u16 = 3;
+/// Bytes of the commit time at the end of a version 3 body.
+const TIME_LEN: usize = 8;
 /// Bytes before the body.
 pub(crate) const HEADER: usize = 48;
 /// Bytes of one entry of the run table (version 1: 12).
@@ -60,6 +63,8 @@ pub(crate) struct RecordParts<'a> {
     /// Leave out the free gap of one-page runs that are branch or leaf
     /// pages (replay writes zeros there).
     pub(crate) trim: bool,
+    /// When the commit was made: nanoseconds since the Unix epoch.
+    pub(crate) time_ns: u64,
 }
 
 impl RecordParts<'_> {
@@ -106,7 +111,7 @@ fn sizes(parts: &RecordParts<'_>) -> Result<(u64, u64)> {
         body = body.checked_add(stored as u64).ok_or(bad)?;
     }
     body = body
-        .checked_add((META_FIXED + parts.meta.len()) as u64)
+        .checked_add((META_FIXED + parts.meta.len() + TIME_LEN) as u64)
         .ok_or(bad)?;
     let padded = pad8(body.checked_add(HEADER as u64).ok_or(bad)?).ok_or(bad)?;
     Ok((body, padded))
@@ -150,6 +155,7 @@ pub(crate) fn encode_into(
     buf.extend_from_slice(&parts.meta_off.to_le_bytes());
     buf.extend_from_slice(&(parts.meta.len() as u32).to_le_bytes());
     buf.extend_from_slice(parts.meta);
+    buf.extend_from_slice(&parts.time_ns.to_le_bytes());
     let crc = crc32c::crc32c(&buf[start..]);
     buf[start + CRC_OFF..start + CRC_OFF + 4].copy_from_slice(&crc.to_le_bytes());
     buf.resize(start + len, 0);
@@ -166,6 +172,8 @@ pub(crate) struct RecordView<'a> {
     entry: usize,
     /// Offset of the meta update's fixed part.
     meta_at: usize,
+    /// Whether the body ends with the commit time (version 3).
+    timed: bool,
 }
 
 /// Parse the record at the start of `bytes`, written into segment
@@ -173,9 +181,10 @@ pub(crate) struct RecordView<'a> {
 /// magic or version, another segment's record, a bad CRC, or any length
 /// that does not fit; otherwise the record and its padded length.
 pub(crate) fn parse(bytes: &[u8], expected_seg_seq: u64) -> Option<(RecordView<'_>, usize)> {
-    let entry = match get16(bytes, 4)? {
-        1 => 12,
-        VERSION => RUN_ENTRY,
+    let (entry, time_len) = match get16(bytes, 4)? {
+        1 => (12, 0),
+        2 => (RUN_ENTRY, 0),
+        VERSION => (RUN_ENTRY, TIME_LEN),
         _ => return None,
     };
     if get32(bytes, 0)? != MAGIC || get64(bytes, 8)? != expected_seg_seq {
@@ -211,7 +220,8 @@ pub(crate) fn parse(bytes: &[u8], expected_seg_seq: u64) -> Option<(RecordView<'
         at = at.checked_add(run.stored()?)?;
     }
     let meta_len = get32(rec, at.checked_add(8)?)? as usize;
-    if at.checked_add(META_FIXED)?.checked_add(meta_len)? != end {
+    let meta_end = at.checked_add(META_FIXED)?.checked_add(meta_len)?;
+    if meta_end.checked_add(time_len)? != end {
         return None;
     }
     let view = RecordView {
@@ -219,6 +229,7 @@ pub(crate) fn parse(bytes: &[u8], expected_seg_seq: u64) -> Option<(RecordView<'
         nruns,
         entry,
         meta_at: at,
+        timed: time_len != 0,
     };
     Some((view, padded))
 }
@@ -242,6 +253,13 @@ impl<'a> RecordView<'a> {
     /// This record's CRC.
     pub(crate) fn crc(&self) -> u32 {
         get32(self.bytes, CRC_OFF).unwrap_or(0)
+    }
+
+    /// When the commit was made (nanoseconds since the Unix epoch); `None`
+    /// for records written before the log carried it.
+    pub(crate) fn commit_time(&self) -> Option<u64> {
+        let at = self.bytes.len().checked_sub(TIME_LEN)?;
+        self.timed.then(|| get64(self.bytes, at)).flatten()
     }
 
     /// The page runs, in the order written.
@@ -391,6 +409,7 @@ mod tests {
                 meta_off: 0,
                 meta: &[],
                 trim: false,
+                time_ns: 0,
             };
             let mut buf = Vec::new();
             let encoded = encode_into(&mut buf, 1, 0, &parts);
@@ -402,15 +421,15 @@ mod tests {
         assert_eq!(len(16, &run), bad);
         assert_eq!(len(0, &[]), bad);
         assert_eq!(len(8, &[]), bad);
-        assert_eq!(len(8, &run), Ok(48 + 20 + 24 + 12));
+        assert_eq!(len(8, &run), Ok(48 + 20 + 24 + 12 + 8));
     }
 
     /// A record whose CRC matches but whose shape lies: as a forger (or a
-    /// writer's bug) would make it.
+    /// writer's bug) would make it (version 2: no commit time).
     fn forge(nruns: u32, run_len: u32, meta_len: u32, body: usize) -> Vec<u8> {
         let mut b = vec![0u8; HEADER + body];
         b[0..4].copy_from_slice(&MAGIC.to_le_bytes());
-        b[4..6].copy_from_slice(&VERSION.to_le_bytes());
+        b[4..6].copy_from_slice(&2u16.to_le_bytes());
         b[24..28].copy_from_slice(&8u32.to_le_bytes());
         b[28..32].copy_from_slice(&nruns.to_le_bytes());
         b[32..40].copy_from_slice(&(body as u64).to_le_bytes());
@@ -465,6 +484,28 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_commit_time_round_trips_and_version_2_records_have_none() {
+        let page = [7u8; 64];
+        let runs: Vec<(u64, &[u8])> = vec![(3, &page)];
+        let parts = RecordParts {
+            txnid: 9,
+            psize: 64,
+            runs: &runs,
+            meta_off: 8,
+            meta: &[1, 2],
+            trim: false,
+            time_ns: 1_700_000_000_123_456_789,
+        };
+        let mut b = Vec::new();
+        encode_into(&mut b, 2, 0, &parts).unwrap();
+        let v = parse(&b, 2).unwrap().0;
+        assert_eq!(v.commit_time(), Some(1_700_000_000_123_456_789));
+        assert_eq!(v.meta(), (8, &[1u8, 2][..]));
+        let v2 = forge(1, 8, 0, RUN_ENTRY + 8 + 12);
+        assert_eq!(parse(&v2, 0).unwrap().0.commit_time(), None);
+    }
+
     /// A leaf page of `psize` bytes with `n` 100-byte nodes, its free gap
     /// full of 0xab.
     fn leaf(psize: usize, n: usize) -> Vec<u8> {
@@ -498,6 +539,7 @@ mod tests {
             meta_off: 24,
             meta: &[1, 2, 3],
             trim: false,
+            time_ns: 0,
         };
         let whole = encoded_len(&parts).unwrap();
         parts.trim = true;
@@ -559,6 +601,7 @@ mod tests {
             meta_off: 0,
             meta: &[],
             trim: true,
+            time_ns: 0,
         };
         let mut good = Vec::new();
         encode_into(&mut good, 0, 0, &parts).unwrap();

@@ -86,6 +86,7 @@ impl Rec {
             meta_off: self.meta_off,
             meta: &self.meta,
             trim: false,
+            time_ns: 0,
         })
     }
 
