@@ -9,9 +9,7 @@ use crate::io::{CommitSink, DataFile, FaultInjector, FileSink, MapSink};
 use crate::lock::ThreadSlots;
 use crate::lock::{LockFile, ReaderInfo};
 use crate::mmap::{Map, Maps};
-use crate::wal::mode::{
-    dir_for as wal_dir, newest_meta, page_size, replay_options, Wal, WalOptions, WalSink,
-};
+use crate::wal::mode::{dir_for as wal_dir, newest_meta, page_size, Wal, WalOptions, WalSink};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -1680,7 +1678,7 @@ fn open_wal(
                 .open(data_path)
                 .map_err(|_| ErrorKind::VersionMismatch)?;
             let own = DataFile::new(file, None, o.fault.clone());
-            let w = Wal::open(&dir, replay_options(), o.fault.clone())?;
+            let w = Wal::open_replay(&dir, o.fault.clone())?;
             roll_forward(&w, &own, true)?;
         }
         return Ok(None);
@@ -1689,14 +1687,17 @@ fn open_wal(
         // Another process has the environment: it keeps the log.
         return Ok(None);
     }
-    let wo = o.wal.unwrap_or_else(replay_options);
+    let open = || match o.wal {
+        Some(wo) => Wal::open(&dir, wo, o.fault.clone()),
+        None => Wal::open_replay(&dir, o.fault.clone()),
+    };
     let w = if alone || lock.writer_is_this_thread() {
-        Wal::open(&dir, wo, o.fault.clone())?
+        open()?
     } else {
         // Opening a log tidies its directory (spare and leftover segments,
         // the next segment): not while another process's writer uses it.
         let _held = WriterHeld::take(lock, df)?;
-        Wal::open(&dir, wo, o.fault.clone())?
+        open()?
     };
     if alone {
         roll_forward(&w, df, o.wal.is_none())?;

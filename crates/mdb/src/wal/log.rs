@@ -33,6 +33,10 @@ pub(crate) struct LogOptions {
     /// Checkpointed segments kept to be renamed into new ones, rather than
     /// zero-filling new files.
     pub(crate) spare_segments: usize,
+    /// The log is only read and rolled forward (a read-only open, or one
+    /// outside WAL mode): it never makes a segment, so that it works on a
+    /// full disk, and it takes no appends.
+    pub(crate) replay_only: bool,
 }
 
 impl Default for LogOptions {
@@ -40,6 +44,7 @@ impl Default for LogOptions {
         LogOptions {
             segment_size: 64 << 20,
             spare_segments: 2,
+            replay_only: false,
         }
     }
 }
@@ -87,6 +92,13 @@ impl SegmentInfo {
             end: SEG_HEADER as u64,
         }
     }
+}
+
+/// The current segment of a replay-only log that holds no records: no
+/// file of the log (the directory stands in, and takes no writes).
+pub(super) fn placeholder(pool: &Pool) -> Result<(SegmentInfo, File)> {
+    let info = SegmentInfo::empty(&pool.dir, pool.next_seq, 0);
+    Ok((info, File::open(&pool.dir)?))
 }
 
 /// Whether record `r` may follow the chain end `end`.
@@ -163,6 +175,8 @@ pub(crate) struct Log {
     /// Opening it changed the directory (spare, leftover or new segments):
     /// another handle's view of the files may be wrong since.
     pub(super) reshaped: bool,
+    /// See [`LogOptions::replay_only`].
+    pub(super) replay_only: bool,
 }
 
 impl LogOptions {
@@ -207,7 +221,7 @@ impl Log {
     /// it does not fit. Not durable until [`Log::sync`]. On error nothing
     /// is appended (a torn write is overwritten by the next append).
     pub(crate) fn append(&mut self, parts: &RecordParts<'_>) -> Result<LogPos> {
-        if self.next_txnid().is_some_and(|t| t != parts.txnid) {
+        if self.replay_only || self.next_txnid().is_some_and(|t| t != parts.txnid) {
             return Err(ErrorKind::Os(libc::EINVAL).into());
         }
         let len = record::encoded_len(parts)?;
@@ -344,7 +358,7 @@ impl Log {
     /// [`Log::append`] once the current segment is half full; a
     /// checkpointer may call it earlier.
     pub(crate) fn prepare_next(&mut self) -> Result<()> {
-        if self.next.is_none() {
+        if self.next.is_none() && !self.replay_only {
             self.next = Some(self.make_segment(self.pool.segment_size)?);
         }
         Ok(())
@@ -372,7 +386,14 @@ impl Log {
     /// segment whose first record may carry any txnid.
     pub(crate) fn restart(&mut self) -> Result<()> {
         self.release_through(u64::MAX)?;
-        if self.cur.anchor != Anchor::Unused {
+        if self.replay_only {
+            // Nothing is appended after: no new segment to move to.
+            if self.cur.anchor != Anchor::Unused {
+                let old = std::mem::replace(&mut self.cur, placeholder(&self.pool)?.0);
+                self.unsynced.retain(|(s, _)| *s != old.seq);
+                self.pool.retire(old.seq, old.size)?;
+            }
+        } else if self.cur.anchor != Anchor::Unused {
             let (info, file) = match self.next.take() {
                 Some(n) => n,
                 None => self.make_segment(self.pool.segment_size)?,

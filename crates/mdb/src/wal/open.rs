@@ -1,7 +1,7 @@
 //! Opening a log: find the chain of records through the segment files,
 //! its tail, and what the other files are (spares, leftovers of a crash).
 
-use super::log::{walk, ChainEnd, Log, LogOptions, SegmentInfo};
+use super::log::{placeholder, walk, ChainEnd, Log, LogOptions, SegmentInfo};
 use super::seam::{sync_dir, Seam};
 use super::segment::{self, Anchor, Pool};
 use crate::error::{ErrorKind, Result};
@@ -104,6 +104,7 @@ fn open(dir: &Path, opts: LogOptions, seam: Seam) -> Result<Log> {
             let file = segment::open(dir, cur.seq)?;
             (cur, file)
         }
+        None if opts.replay_only => placeholder(&pool)?,
         // No segment holds records: start in a new one.
         None => {
             reshaped = true;
@@ -124,8 +125,9 @@ fn open(dir: &Path, opts: LogOptions, seam: Seam) -> Result<Log> {
         appends: 0,
         syncs: 0,
         reshaped,
+        replay_only: opts.replay_only,
     };
-    if log.cur.end > log.cur.size / 2 {
+    if log.cur.end > log.cur.size / 2 && !opts.replay_only {
         log.prepare_next()?;
         log.reshaped = true;
     }

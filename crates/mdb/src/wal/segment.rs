@@ -193,13 +193,16 @@ pub(crate) fn fill_spare(dir: &Path, size: u64) -> Result<PathBuf> {
 
 /// Create segment `seq` of `size` bytes: zero-filled (really written, since
 /// on ext4 a first write into fallocated space still commits metadata)
-/// under a temporary name, synced, renamed, and the directory synced.
+/// under a temporary name, synced, renamed, and the directory synced. On
+/// failure (a full disk) the temporary file is removed; one a crash left
+/// is removed at the next open ([`list`]).
 pub(crate) fn create(dir: &Path, seam: &Seam, seq: u64, size: u64) -> Result<File> {
-    // A tear zero-fills a prefix and stops: the file keeps its temporary name.
-    let fill = match seam.ask(IoOp::LogPrepare { seq }) {
-        IoAction::Proceed => size,
-        IoAction::Fail(e) => return Err(ErrorKind::Os(e).into()),
-        IoAction::Tear(n) => (n as u64).min(size),
+    // A failure is the zero-fill's (ENOSPC); a tear zero-fills a prefix
+    // and stops as a crash would: the file keeps its temporary name.
+    let (fill, fail) = match seam.ask(IoOp::LogPrepare { seq }) {
+        IoAction::Proceed => (size, None),
+        IoAction::Fail(e) => (0, Some(e)),
+        IoAction::Tear(n) => ((n as u64).min(size), None),
     };
     let temp = dir.join(TEMP_NAME);
     let file = OpenOptions::new()
@@ -208,12 +211,22 @@ pub(crate) fn create(dir: &Path, seam: &Seam, seq: u64, size: u64) -> Result<Fil
         .create(true)
         .truncate(true)
         .open(&temp)?;
-    write_zeros(&file, fill)?;
+    let filled = match fail {
+        Some(e) => Err(ErrorKind::Os(e).into()),
+        None => write_zeros(&file, fill),
+    };
+    if let Err(e) = filled {
+        let _ = std::fs::remove_file(&temp);
+        return Err(e);
+    }
     if fill < size {
         return Err(ErrorKind::Os(libc::EIO).into());
     }
-    write_unused(&file, seq, size)?;
-    file.sync_all()?;
+    let done = write_unused(&file, seq, size).and_then(|()| Ok(file.sync_all()?));
+    if let Err(e) = done {
+        let _ = std::fs::remove_file(&temp);
+        return Err(e);
+    }
     std::fs::rename(&temp, path(dir, seq))?;
     sync_dir(dir)?;
     Ok(file)
