@@ -546,6 +546,14 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// `base/crashed`, where test `name`'s child (`crash_child_early`) ran.
+fn crashed_in(base: &Path, name: &str) -> std::path::PathBuf {
+    let crashed = base.join("crashed");
+    std::fs::create_dir(&crashed).unwrap();
+    run_crash_child(name, &crashed);
+    crashed
+}
+
 /// The log's segment files, in sequence order.
 fn segment_paths(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut v: Vec<_> = std::fs::read_dir(dir.join("wal"))
@@ -563,12 +571,10 @@ fn a_damaged_or_missing_segment_is_an_error_not_a_shorter_log() {
         crash_child_early(Path::new(&d));
     }
     let base = tempfile::tempdir().unwrap();
-    let crashed = base.path().join("crashed");
-    std::fs::create_dir(&crashed).unwrap();
     // 30 commits of ~20 KiB, in the log alone: about ten 64 KiB segments.
-    run_crash_child(
+    let crashed = crashed_in(
+        base.path(),
         "a_damaged_or_missing_segment_is_an_error_not_a_shorter_log",
-        &crashed,
     );
     let segs = segment_paths(&crashed);
     assert!(segs.len() >= 6, "{} segments", segs.len());
@@ -1072,4 +1078,105 @@ fn a_single_put_logs_what_its_pages_hold_not_whole_pages() {
     drop(env);
     let rep = check::check_file(&case.path().join("data.mdb")).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
+}
+
+fn entries(env: &Env) -> u64 {
+    env.read_txn()
+        .unwrap()
+        .stat(Database::MAIN)
+        .unwrap()
+        .entries
+}
+
+fn wal_dirs(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("wal"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// `rm data.mdb lock.mdb` (how OpenLDAP's scripts clear a database)
+/// leaves `wal/`: the new data file must not get the old log's commits.
+#[test]
+fn a_log_left_by_a_deleted_data_file_is_not_replayed_into_a_new_one() {
+    for crashed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let env = open_wal(dir.path());
+        for i in 0..50u32 {
+            put(&env, format!("old{i:03}").as_bytes()).unwrap();
+        }
+        if crashed {
+            // Commits past the last checkpoint: the log is kept aside.
+            std::mem::forget(env);
+        } else {
+            drop(env);
+        }
+        std::fs::remove_file(dir.path().join("data.mdb")).unwrap();
+        std::fs::remove_file(dir.path().join("lock.mdb")).unwrap();
+        {
+            let env = open_wal(dir.path());
+            for i in 0..5u32 {
+                put(&env, format!("new{i:03}").as_bytes()).unwrap();
+            }
+            assert_eq!(entries(&env), 5, "crashed {crashed}");
+        }
+        let env = open_wal(dir.path());
+        assert_eq!(entries(&env), 5, "crashed {crashed}");
+        drop(env);
+        let env = Env::open(dir.path()).unwrap();
+        assert_eq!(entries(&env), 5, "crashed {crashed}");
+        drop(env);
+        assert_eq!(debian_dump(dir.path()).unwrap().len(), 5);
+        let dirs = wal_dirs(dir.path());
+        if crashed {
+            assert_eq!(dirs.len(), 2, "{dirs:?}");
+            assert!(dirs[1].starts_with("wal.orphan-"), "{dirs:?}");
+        } else {
+            assert_eq!(dirs, ["wal"]);
+        }
+    }
+}
+
+/// A data file that waits for its log (a writer crashed), next to
+/// another file's log: refused, saying so, unless the loss is accepted.
+#[test]
+fn a_data_file_waiting_for_its_log_refuses_another_files_log() {
+    if let Some(d) = std::env::var_os(CHILD_DIR) {
+        crash_child_early(Path::new(&d));
+    }
+    let base = tempfile::tempdir().unwrap();
+    let crashed = crashed_in(
+        base.path(),
+        "a_data_file_waiting_for_its_log_refuses_another_files_log",
+    );
+    let other = base.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    drop(open_wal(&other));
+    std::fs::remove_dir_all(crashed.join("wal")).unwrap();
+    copy_dir(&other.join("wal"), &crashed.join("wal"));
+    for flags in [mdb::EnvFlags::EMPTY, mdb::EnvFlags::READ_ONLY] {
+        let e = EnvOptions::new().flags(flags).open(&crashed).err().unwrap();
+        assert_eq!(e.kind(), ErrorKind::Corrupted, "{flags:?}");
+        let text = e.to_string();
+        assert!(text.contains("another data file's log"), "{text}");
+    }
+    // Accepted: the data file as it is (its synced part), plain again.
+    let env = EnvOptions::new()
+        .accept_log_loss(true)
+        .wal(wal_opts())
+        .open(&crashed)
+        .unwrap();
+    put(&env, b"after").unwrap();
+    drop(env);
+    let env = Env::open(&crashed).unwrap();
+    assert!(sees(&env, b"after"));
+    drop(env);
+    let rep = check::check_file(&crashed.join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+    assert!(wal_dirs(&crashed)
+        .iter()
+        .any(|d| d.starts_with("wal.orphan-")));
 }

@@ -222,19 +222,25 @@ impl Replayed {
 }
 
 impl Wal {
-    /// Open the log in `dir` (created if missing).
+    /// Open the log in `dir` (created if missing), whose identity is
+    /// `ident` (the caller checked it is the data file's, `wal/tie.rs`).
     pub(crate) fn open(
         dir: &Path,
         opts: WalOptions,
+        ident: u64,
         fault: Option<Arc<dyn FaultInjector>>,
     ) -> Result<Wal> {
-        Wal::open_with(dir, opts, log_options(&opts), fault)
+        Wal::open_with(dir, opts, log_options(&opts), ident, fault)
     }
 
     /// Open the log in `dir` only to roll it forward (read-only, or
     /// outside WAL mode): no segment is made, so a full disk does not
     /// stop it.
-    pub(crate) fn open_replay(dir: &Path, fault: Option<Arc<dyn FaultInjector>>) -> Result<Wal> {
+    pub(crate) fn open_replay(
+        dir: &Path,
+        ident: u64,
+        fault: Option<Arc<dyn FaultInjector>>,
+    ) -> Result<Wal> {
         let opts = WalOptions {
             segment_size: super::log::MIN_SEGMENT,
             ..WalOptions::default()
@@ -243,17 +249,18 @@ impl Wal {
             replay_only: true,
             ..log_options(&opts)
         };
-        Wal::open_with(dir, opts, lo, fault)
+        Wal::open_with(dir, opts, lo, ident, fault)
     }
 
     fn open_with(
         dir: &Path,
         opts: WalOptions,
         lo: LogOptions,
+        ident: u64,
         fault: Option<Arc<dyn FaultInjector>>,
     ) -> Result<Wal> {
         let log = Log::open(dir, lo, fault.clone())?;
-        let ckpt = Checkpoint::open(dir, fault.clone())?;
+        let ckpt = Checkpoint::open(dir, ident, fault.clone())?;
         let seen = ckpt.read()?.map_or((0, 0), |s| (s.seq, s.txnid));
         let mut inner = Inner {
             log,
@@ -269,6 +276,25 @@ impl Wal {
             dir: dir.to_path_buf(),
             fault,
         })
+    }
+
+    /// The txnid of the newest record of the log.
+    pub(crate) fn last_txnid(&self) -> Option<u64> {
+        self.inner().log.last_txnid()
+    }
+
+    /// The identity the log records (see `wal/tie.rs`).
+    pub(crate) fn ident(&self) -> u64 {
+        self.inner().ckpt.ident()
+    }
+
+    /// Tie the log to identity `ident` (the data file now carries it): the
+    /// checkpoint is stated again with it. The caller holds the writer
+    /// lock, or opens the environment alone.
+    pub(crate) fn retie(&self, ident: u64) -> Result<()> {
+        let mut g = self.inner();
+        g.ckpt.set_ident(ident);
+        g.reshaped_anew()
     }
 
     fn inner(&self) -> MutexGuard<'_, Inner> {
@@ -533,7 +559,14 @@ impl Inner {
         if !self.log.take_reshaped() {
             return Ok(());
         }
+        self.reshaped_anew()
+    }
+
+    /// State the checkpoint again (see [`Inner::tell_others`]).
+    fn reshaped_anew(&mut self) -> Result<()> {
+        let ident = self.ckpt.ident();
         let cp = self.ckpt.refresh()?;
+        self.ckpt.set_ident(ident);
         let (txnid, meta) = cp.map_or((0, Vec::new()), |s| (s.txnid, s.meta));
         self.ckpt.write(txnid, &meta)?;
         self.seen = (self.ckpt.last_seq(), txnid);
