@@ -50,6 +50,7 @@ pub(crate) fn open_wal(
     let psize = if flen > 0 { page_size(df)? } else { 0 };
     let ident = if flen > 0 { tie::read(df, psize)? } else { 0 };
     let alone = lock.opening_alone() && flen > 0;
+    let accept = o.accepts_log_loss();
     if !rdonly && !dir.exists() {
         tie::tidy(&dir)?;
     }
@@ -61,7 +62,7 @@ pub(crate) fn open_wal(
     // A new data file has no log yet, whatever the directory holds.
     let ours = flen > 0 && matches!(&found, Some(Some(cp)) if cp.ident == ident);
     if !ours {
-        if marked && !o.accepts_log_loss() {
+        if marked && !accept {
             return Err(missing_log(&dir, found.as_ref()));
         }
         if !rdonly && (o.wal.is_some() || alone) {
@@ -87,7 +88,7 @@ pub(crate) fn open_wal(
         if flen > 0 && ident == 0 {
             tie::write(df, psize, id)?;
         }
-        return Ok(Some(Wal::open(&dir, wo, id, o.fault.clone())?));
+        return Ok(Some(Wal::open(&dir, wo, (id, false), o.fault.clone())?));
     }
     if rdonly {
         if marked && alone && !flags.contains(EnvFlags::NO_LOCK) {
@@ -98,7 +99,7 @@ pub(crate) fn open_wal(
                 .open(data_path)
                 .map_err(|_| ErrorKind::VersionMismatch)?;
             let own = DataFile::new(file, None, o.fault.clone());
-            let w = Wal::open_replay(&dir, ident, o.fault.clone())?;
+            let w = Wal::open_replay(&dir, (ident, accept), o.fault.clone())?;
             roll_forward(&w, &own, true)?;
         }
         return Ok(None);
@@ -108,8 +109,8 @@ pub(crate) fn open_wal(
         return Ok(None);
     }
     let open = || match o.wal {
-        Some(wo) => Wal::open(&dir, wo, ident, o.fault.clone()),
-        None => Wal::open_replay(&dir, ident, o.fault.clone()),
+        Some(wo) => Wal::open(&dir, wo, (ident, accept), o.fault.clone()),
+        None => Wal::open_replay(&dir, (ident, accept), o.fault.clone()),
     };
     let w = if alone || lock.writer_is_this_thread() {
         open()?
@@ -168,7 +169,7 @@ fn may_hold_commits(dir: &Path, cp: Option<&CheckpointState>) -> bool {
     let Some(cp) = cp else {
         return true;
     };
-    match Wal::open_replay(dir, cp.ident, None) {
+    match Wal::open_replay(dir, (cp.ident, false), None) {
         Ok(w) => w.last_txnid().is_some_and(|t| t > cp.txnid),
         Err(_) => true,
     }

@@ -6,6 +6,7 @@
 use mdb::io::{FaultInjector, IoAction, IoOp};
 use mdb::{check, Database, Env, EnvOptions, ErrorKind, Txn, WalOptions, WriteFlags};
 use std::collections::BTreeMap;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -1179,4 +1180,151 @@ fn a_data_file_waiting_for_its_log_refuses_another_files_log() {
     assert!(wal_dirs(&crashed)
         .iter()
         .any(|d| d.starts_with("wal.orphan-")));
+}
+
+/// Child side of the lost-log tests: 10 single-put commits, a checkpoint,
+/// the data file copied as it is synced, 400 more, exit without closing.
+fn crash_child_many(dir: &Path) -> ! {
+    let env = open_wal(dir);
+    for i in 0..410u32 {
+        put(&env, format!("k{i:05}").as_bytes()).unwrap();
+        if i == 9 {
+            env.checkpoint().unwrap();
+            // As synced before the next commit's record: marked as
+            // waiting for the log (which LMDB refuses).
+            let synced = dir.join("data.synced");
+            std::fs::copy(dir.join("data.mdb"), &synced).unwrap();
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&synced)
+                .unwrap();
+            for slot in 0..2u64 {
+                let at = slot * env.page_size() as u64 + mdb::meta::VERSION_OFF;
+                f.write_all_at(&mdb::meta::VERSION_WAL.to_le_bytes(), at)
+                    .unwrap();
+            }
+        }
+    }
+    std::process::exit(0);
+}
+
+/// The segments holding records (header state not "unused"), in order.
+fn record_segments(dir: &Path) -> Vec<std::path::PathBuf> {
+    segment_paths(dir)
+        .into_iter()
+        .filter(|p| std::fs::read(p).unwrap()[6..8] != [0, 0])
+        .collect()
+}
+
+/// The offsets of the records of segment file `b`.
+fn record_offsets(b: &[u8]) -> Vec<usize> {
+    let mut v = Vec::new();
+    let mut at = 40;
+    while b[at..at + 4] == *b"MDWR" {
+        v.push(at);
+        let body = u64::from_le_bytes(b[at + 32..at + 40].try_into().unwrap()) as usize;
+        at += (48 + body).div_ceil(8) * 8;
+    }
+    v
+}
+
+/// After a power cut (the data file at its last synced state, 400 commits
+/// in the log alone), a log that lost acknowledged records is an error
+/// saying where, whatever the damage; only a torn last record ends the log
+/// quietly; `accept_log_loss` keeps what is whole.
+#[test]
+fn a_log_that_lost_acknowledged_commits_is_an_error_saying_where() {
+    if let Some(d) = std::env::var_os(CHILD_DIR) {
+        crash_child_many(Path::new(&d));
+    }
+    let base = tempfile::tempdir().unwrap();
+    let crashed = base.path().join("crashed");
+    std::fs::create_dir(&crashed).unwrap();
+    run_crash_child(
+        "a_log_that_lost_acknowledged_commits_is_an_error_saying_where",
+        &crashed,
+    );
+    std::fs::rename(crashed.join("data.synced"), crashed.join("data.mdb")).unwrap();
+    let segs = record_segments(&crashed);
+    assert!(segs.len() >= 4, "{} segments", segs.len());
+    let newest = |d: &Path| record_segments(d).pop().unwrap();
+    let flip = |p: &Path, at: usize| {
+        let mut b = std::fs::read(p).unwrap();
+        b[at] ^= 0x10;
+        std::fs::write(p, b).unwrap();
+    };
+    let name = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
+    type Damage<'a> = (&'a str, &'a dyn Fn(&Path) -> String);
+    let damages: [Damage<'_>; 4] = [
+        ("byte flipped mid newest segment", &|d| {
+            let p = newest(d);
+            let offs = record_offsets(&std::fs::read(&p).unwrap());
+            assert!(offs.len() >= 3);
+            flip(&p, offs[offs.len() / 2] + 60);
+            name(&p)
+        }),
+        ("newest segment deleted", &|d| {
+            let p = newest(d);
+            std::fs::remove_file(&p).unwrap();
+            name(&p)
+        }),
+        ("middle segment deleted", &|d| {
+            let segs = record_segments(d);
+            let p = segs[segs.len() / 2].clone();
+            std::fs::remove_file(&p).unwrap();
+            name(&p)
+        }),
+        ("wal/ emptied", &|d| {
+            for e in std::fs::read_dir(d.join("wal")).unwrap() {
+                std::fs::remove_file(e.unwrap().path()).unwrap();
+            }
+            "holds none".to_string()
+        }),
+    ];
+    for (i, (what, damage)) in damages.iter().enumerate() {
+        let d = base.path().join(format!("case{i}"));
+        copy_dir(&crashed, &d);
+        let said = damage(&d);
+        for wal in [true, false] {
+            let mut o = EnvOptions::new();
+            if wal {
+                o.wal(wal_opts());
+            }
+            let e = o
+                .open(&d)
+                .map(|e| entries(&e))
+                .map(|n| panic!("{what} (WAL {wal}): opened with {n}"))
+                .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corrupted, "{what}");
+            let text = e.to_string();
+            assert!(text.contains(&said), "{what}: {text}");
+        }
+        // Accepted: what is whole, and the environment goes on.
+        let env = EnvOptions::new()
+            .wal(wal_opts())
+            .accept_log_loss(true)
+            .open(&d)
+            .unwrap();
+        let n = entries(&env);
+        assert!((10..410).contains(&n), "{what}: {n}");
+        put(&env, b"after").unwrap();
+        drop(env);
+        let env = open_wal(&d);
+        assert_eq!(entries(&env), n + 1, "{what}");
+        drop(env);
+        let rep = check::check_file(&d.join("data.mdb")).unwrap();
+        assert!(rep.is_ok(), "{what}: {:?}", rep.problems);
+    }
+    // A torn last record (what a crash leaves) ends the log quietly.
+    let d = base.path().join("torn");
+    copy_dir(&crashed, &d);
+    let p = newest(&d);
+    let offs = record_offsets(&std::fs::read(&p).unwrap());
+    flip(&p, offs[offs.len() - 1] + 60);
+    let env = open_wal(&d);
+    assert_eq!(entries(&env), 409);
+    drop(env);
+    // Undamaged, everything is there.
+    let env = open_wal(&crashed);
+    assert_eq!(entries(&env), 410);
 }

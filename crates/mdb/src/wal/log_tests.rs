@@ -13,6 +13,7 @@ const SMALL: LogOptions = LogOptions {
     segment_size: 64 << 10,
     spare_segments: 2,
     replay_only: false,
+    accept_loss: false,
 };
 
 fn open(dir: &Path) -> Log {

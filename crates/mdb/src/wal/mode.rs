@@ -224,13 +224,18 @@ impl Replayed {
 impl Wal {
     /// Open the log in `dir` (created if missing), whose identity is
     /// `ident` (the caller checked it is the data file's, `wal/tie.rs`).
+    /// `accept_loss`: see [`LogOptions::accept_loss`].
     pub(crate) fn open(
         dir: &Path,
         opts: WalOptions,
-        ident: u64,
+        (ident, accept_loss): (u64, bool),
         fault: Option<Arc<dyn FaultInjector>>,
     ) -> Result<Wal> {
-        Wal::open_with(dir, opts, log_options(&opts), ident, fault)
+        let lo = LogOptions {
+            accept_loss,
+            ..log_options(&opts)
+        };
+        Wal::open_with(dir, opts, lo, ident, fault)
     }
 
     /// Open the log in `dir` only to roll it forward (read-only, or
@@ -238,7 +243,7 @@ impl Wal {
     /// stop it.
     pub(crate) fn open_replay(
         dir: &Path,
-        ident: u64,
+        (ident, accept_loss): (u64, bool),
         fault: Option<Arc<dyn FaultInjector>>,
     ) -> Result<Wal> {
         let opts = WalOptions {
@@ -247,6 +252,7 @@ impl Wal {
         };
         let lo = LogOptions {
             replay_only: true,
+            accept_loss,
             ..log_options(&opts)
         };
         Wal::open_with(dir, opts, lo, ident, fault)
@@ -621,6 +627,7 @@ fn log_options(o: &WalOptions) -> LogOptions {
             .unwrap_or(usize::MAX)
             .clamp(2, 8),
         replay_only: false,
+        accept_loss: false,
     }
 }
 
