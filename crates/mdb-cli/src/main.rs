@@ -232,6 +232,11 @@ pub(crate) fn lib_err(func: &str, e: mdb::Error) {
         b" ",
         e.kind().to_string().as_bytes(),
     ]);
+    // What exactly is wrong (a write-ahead log's lost segment), where the
+    // code alone does not say; LMDB's errors carry none.
+    if let Some(d) = e.detail() {
+        errln(&[b"  ", d.as_bytes()]);
+    }
 }
 
 /// `strerror(errno)` text (what LMDB's tools print for system errors).

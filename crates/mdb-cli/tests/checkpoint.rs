@@ -196,3 +196,36 @@ fn check_dump_and_copy_roll_a_crashed_log_forward() {
         );
     }
 }
+
+#[test]
+fn accept_log_loss_takes_a_data_file_whose_log_was_emptied() {
+    if let Some(d) = std::env::var_os(CHILD_DIR) {
+        crashing_writer(std::path::Path::new(&d));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let st = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "accept_log_loss_takes_a_data_file_whose_log_was_emptied",
+            "--exact",
+            "--test-threads=1",
+        ])
+        .env(CHILD_DIR, dir.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    for e in std::fs::read_dir(dir.path().join("wal")).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    // Refused, saying what is missing ...
+    let o = run(&["checkpoint"], dir.path());
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("MDB_CORRUPTED"), "{err}");
+    assert!(err.contains("holds none"), "{err}");
+    // ... until the loss is accepted: the data file as it is.
+    let o = run(&["checkpoint", "--accept-log-loss"], dir.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(run(&["check"], dir.path()).status.success());
+    assert!(checkpoint(dir.path()).starts_with("checkpoint at transaction"));
+}

@@ -2,6 +2,7 @@
 
 use crate::checkpointer::{WalEnv, Worker};
 use crate::db::{Database, Stat};
+use crate::env_wal::open_wal;
 use crate::error::{DbLabel, Error, ErrorKind, Misuse, Result};
 pub(crate) use crate::format::meta::pick_meta;
 use crate::format::meta::{Meta, META_LEN};
@@ -9,9 +10,7 @@ use crate::io::{CommitSink, DataFile, FaultInjector, FileSink, MapSink};
 use crate::lock::ThreadSlots;
 use crate::lock::{LockFile, ReaderInfo};
 use crate::mmap::{Map, Maps};
-use crate::wal::mode::{
-    dir_for as wal_dir, newest_meta, page_size, replay_options, Wal, WalOptions, WalSink,
-};
+use crate::wal::mode::{dir_for as wal_dir, WalOptions, WalSink};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -235,10 +234,11 @@ pub struct EnvOptions {
     /// NO_LOCK was asked for through [`EnvOptions::no_lock`].
     no_lock: bool,
     mode: u32,
-    fault: Option<Arc<dyn FaultInjector>>,
-    wal: Option<WalOptions>,
+    pub(crate) fault: Option<Arc<dyn FaultInjector>>,
+    pub(crate) wal: Option<WalOptions>,
     auto_grow: bool,
     txn_memory: usize,
+    accept_log_loss: bool,
 }
 
 impl Default for EnvOptions {
@@ -268,6 +268,7 @@ impl EnvOptions {
             wal: None,
             auto_grow: true,
             txn_memory: DEFAULT_TXN_MEMORY,
+            accept_log_loss: false,
         }
     }
     /// Map size in bytes: the most the database may grow to. With
@@ -459,6 +460,30 @@ impl EnvOptions {
     pub fn wal(&mut self, w: WalOptions) -> &mut Self {
         self.wal = Some(w);
         self
+    }
+    /// Open a data file whose write-ahead log lost commits anyway: the
+    /// log is rolled forward as far as it is whole (a missing or damaged
+    /// segment, a damaged record followed by durable ones), and the rest
+    /// is given up; a data file whose log is gone (or is another file's)
+    /// is taken as it is. Without this, such an open fails (`Corrupted`,
+    /// or `VersionMismatch` when the log directory is missing) and
+    /// [`crate::Error::detail`] says what is missing. Commits after the
+    /// loss are lost, and pages they wrote early may have reached the data
+    /// file: run `mdb check` after. `mdb checkpoint --accept-log-loss`
+    /// does this.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = mdb::EnvOptions::new().accept_log_loss(true).open(dir.path())?;
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn accept_log_loss(&mut self, on: bool) -> &mut Self {
+        self.accept_log_loss = on;
+        self
+    }
+    /// Whether [`EnvOptions::accept_log_loss`] was asked for.
+    pub(crate) fn accepts_log_loss(&self) -> bool {
+        self.accept_log_loss
     }
     /// Route every data-file write and sync through `f`, and those of
     /// the files [`Env::backup`] writes; commit records of the log and
@@ -697,6 +722,14 @@ impl Env {
             let m = Meta::new_env(psize as u32, mapsize as u64, (flags.0 & 0x4001) as u16);
             let mut both = m.encode_page(0, psize);
             both.extend_from_slice(&m.encode_page(1, psize));
+            if let Some(w) = &wal {
+                // Tied to its log from the start (`wal/tie.rs`).
+                let id = crate::wal::tie::encode(w.ident());
+                for at in [0, psize] {
+                    let at = at + crate::wal::tie::IDENT_OFF as usize;
+                    both[at..at + id.len()].copy_from_slice(&id);
+                }
+            }
             df.file_write_initial(&both)?;
             m
         } else {
@@ -1655,107 +1688,6 @@ impl Drop for Env {
             }
         }
     }
-}
-
-/// The log of the environment at `path`, for WAL mode (`o.wal`); also, when
-/// this process opens the environment alone and a log exists, roll it
-/// forward onto the data file first (after a crash it may hold commits the
-/// data file lacks), whether or not WAL mode is asked for now. Opened
-/// outside WAL mode, the file is left a plain LMDB 0.9 file. A read-only
-/// opener alone rolls a pending log forward through a descriptor of its
-/// own, or refuses (`VersionMismatch`) where it cannot write.
-fn open_wal(
-    o: &EnvOptions,
-    (path, data_path): (&Path, &Path),
-    flags: EnvFlags,
-    df: &DataFile,
-    lock: &LockFile,
-    flen: u64,
-) -> Result<Option<Wal>> {
-    let dir = wal_dir(path, flags.contains(EnvFlags::NO_SUB_DIR));
-    let marked = flen > 0 && crate::wal::mode::marked(df)?;
-    if !dir.is_dir() {
-        if marked {
-            // The log this file waits for is gone.
-            return Err(ErrorKind::VersionMismatch.into());
-        }
-        if o.wal.is_none() {
-            return Ok(None);
-        }
-    }
-    let alone = lock.opening_alone() && flen > 0;
-    if flags.contains(EnvFlags::READ_ONLY) {
-        if marked && alone && !flags.contains(EnvFlags::NO_LOCK) {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(libc::O_CLOEXEC)
-                .open(data_path)
-                .map_err(|_| ErrorKind::VersionMismatch)?;
-            let own = DataFile::new(file, None, o.fault.clone());
-            let w = Wal::open(&dir, replay_options(), o.fault.clone())?;
-            roll_forward(&w, &own, true)?;
-        }
-        return Ok(None);
-    }
-    if o.wal.is_none() && !alone {
-        // Another process has the environment: it keeps the log.
-        return Ok(None);
-    }
-    let wo = o.wal.unwrap_or_else(replay_options);
-    let w = if alone || lock.writer_is_this_thread() {
-        Wal::open(&dir, wo, o.fault.clone())?
-    } else {
-        // Opening a log tidies its directory (spare and leftover segments,
-        // the next segment): not while another process's writer uses it.
-        let _held = WriterHeld::take(lock, df)?;
-        Wal::open(&dir, wo, o.fault.clone())?
-    };
-    if alone {
-        roll_forward(&w, df, o.wal.is_none())?;
-    }
-    Ok(o.wal.is_some().then_some(w))
-}
-
-/// The writer lock, held for a step at open; released on drop.
-struct WriterHeld<'a>(&'a LockFile);
-
-impl<'a> WriterHeld<'a> {
-    fn take(lock: &'a LockFile, df: &DataFile) -> Result<WriterHeld<'a>> {
-        if lock.lock_writer()? {
-            // A writer died: its uncommitted pages are unreferenced.
-            if let Ok(m) = page_size(df).and_then(|p| newest_meta(df, p)) {
-                lock.set_txnid(m.txnid.max(lock.txnid()));
-            }
-        }
-        Ok(WriterHeld(lock))
-    }
-}
-
-impl Drop for WriterHeld<'_> {
-    fn drop(&mut self) {
-        self.0.unlock_writer();
-    }
-}
-
-/// Replay the log's records past its checkpoint onto the data file, and
-/// checkpoint; `plain` also writes LMDB 0.9's version back. The caller
-/// opens the environment alone.
-fn roll_forward(w: &Wal, df: &DataFile, plain: bool) -> Result<()> {
-    let psize = page_size(df)?;
-    if let Some(r) = w.reconcile(df, psize, true)? {
-        r.write_alone(df)?;
-    }
-    let m = newest_meta(df, psize)?;
-    if m.txnid > w.checkpointed() {
-        // Replayed records, or commits made without the log.
-        df.sync_data()?;
-        w.checkpoint(&m)?;
-    }
-    if plain {
-        w.unmark(df, psize)?;
-    }
-    Ok(())
 }
 
 impl DataFile {

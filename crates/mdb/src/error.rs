@@ -165,6 +165,9 @@ struct Context {
     db: DbLabel,
     key_len: Option<usize>,
     value_len: Option<usize>,
+    /// What exactly is wrong, where the kind alone does not say (which
+    /// log segment is missing...).
+    detail: Option<Box<str>>,
 }
 
 /// The database an operation named, as the error reports it.
@@ -475,6 +478,32 @@ impl Error {
         self.context.as_ref().and_then(|c| c.value_len)
     }
 
+    /// What exactly is wrong, where the kind alone does not say: for a
+    /// write-ahead log that lost records, which segment and which
+    /// transactions. It is part of what the error prints.
+    pub fn detail(&self) -> Option<&str> {
+        self.context.as_ref().and_then(|c| c.detail.as_deref())
+    }
+
+    /// This error, saying what exactly is wrong ([`Error::detail`]).
+    #[cold]
+    pub(crate) fn with_detail(mut self, text: impl Into<String>) -> Error {
+        let detail = Some(text.into().into_boxed_str());
+        match &mut self.context {
+            Some(c) => c.detail = detail,
+            None => {
+                self.context = Some(Box::new(Context {
+                    op: "",
+                    db: DbLabel::None,
+                    key_len: None,
+                    value_len: None,
+                    detail,
+                }))
+            }
+        }
+        self
+    }
+
     /// [`Error::during`] for an operation on no database and without a
     /// key or value (opening, beginning, committing).
     #[cold]
@@ -495,11 +524,13 @@ impl Error {
         value_len: Option<usize>,
     ) -> Error {
         if !matches!(self.kind, ErrorKind::KeyExist | ErrorKind::NotFound) {
+            let detail = self.context.take().and_then(|c| c.detail);
             self.context = Some(Box::new(Context {
                 op,
                 db: db(),
                 key_len,
                 value_len,
+                detail,
             }));
         }
         self
@@ -612,6 +643,10 @@ impl fmt::Display for Error {
             "on"
         };
         write!(f, " ({}", c.op)?;
+        if let Some(d) = &c.detail {
+            let sep = if c.op.is_empty() { "" } else { ": " };
+            write!(f, "{sep}{d}")?;
+        }
         match &c.db {
             DbLabel::None => {}
             DbLabel::Main => write!(f, " {prep} the main database")?,
@@ -650,6 +685,9 @@ impl fmt::Debug for Error {
             }
             if let Some(v) = c.value_len {
                 d.field("value_len", &v);
+            }
+            if let Some(t) = &c.detail {
+                d.field("detail", t);
             }
         }
         d.finish()

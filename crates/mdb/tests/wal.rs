@@ -6,6 +6,7 @@
 use mdb::io::{FaultInjector, IoAction, IoOp};
 use mdb::{check, Database, Env, EnvOptions, ErrorKind, Txn, WalOptions, WriteFlags};
 use std::collections::BTreeMap;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -244,28 +245,41 @@ fn put(env: &Env, k: &[u8]) -> mdb::Result<()> {
     w.commit()
 }
 
+/// A full disk fails the commit whose pages the data file cannot take
+/// (ENOSPC), and only that one: the handle reads and, once there is room
+/// again, writes on; reopened (after a crash, without a last checkpoint),
+/// the failed commit is absent, as the caller was told.
 #[test]
-fn a_commit_the_data_file_missed_is_recovered_from_the_log() {
+fn a_commit_the_data_file_cannot_take_fails_cleanly_and_stays_failed() {
     let dir = tempfile::tempdir().unwrap();
     {
         let (env, fault) = open_switched(dir.path(), |op| match op {
-            IoOp::WritePages { .. } => Some(IoAction::Fail(libc::EIO)),
+            IoOp::WritePages { .. } => Some(IoAction::Fail(libc::ENOSPC)),
             _ => None,
         });
         put(&env, b"a").unwrap();
         fault.on.store(true, Ordering::Relaxed);
-        // Durable in the log, not in the data file: the environment stops.
-        assert!(put(&env, b"b").is_err());
-        assert!(matches!(
-            env.write_txn().as_ref().map_err(|e| e.kind()),
-            Err(ErrorKind::Panic)
-        ));
+        let e = put(&env, b"b").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Os(libc::ENOSPC));
+        // Reads of the same handle go on, without the failed commit.
+        let r = env.read_txn().unwrap();
+        assert_eq!(r.get(Database::MAIN, b"a").unwrap(), Some(&b"a"[..]));
+        assert_eq!(r.get(Database::MAIN, b"b").unwrap(), None);
+        drop(r);
         fault.on.store(false, Ordering::Relaxed);
+        // Room again: the next commit works.
+        put(&env, b"c").unwrap();
+        fault.on.store(true, Ordering::Relaxed);
+        assert!(put(&env, b"d").is_err());
+        // A crash: no last checkpoint, the log is all there is.
+        std::mem::forget(env);
     }
     let env = open_wal(dir.path());
     let r = env.read_txn().unwrap();
     assert_eq!(r.get(Database::MAIN, b"a").unwrap(), Some(&b"a"[..]));
-    assert_eq!(r.get(Database::MAIN, b"b").unwrap(), Some(&b"b"[..]));
+    assert_eq!(r.get(Database::MAIN, b"b").unwrap(), None);
+    assert_eq!(r.get(Database::MAIN, b"c").unwrap(), Some(&b"c"[..]));
+    assert_eq!(r.get(Database::MAIN, b"d").unwrap(), None);
 }
 
 #[test]
@@ -433,6 +447,37 @@ for i in range(20):
     assert!(rep.is_ok(), "{:?}", rep.problems);
 }
 
+/// Fails every step that takes disk space a file does not hold already
+/// (a new log segment), as a full disk does.
+struct FullDisk;
+
+impl FaultInjector for FullDisk {
+    fn on_io(&self, op: IoOp) -> IoAction {
+        match op {
+            IoOp::LogPrepare { .. } => IoAction::Fail(libc::ENOSPC),
+            _ => IoAction::Proceed,
+        }
+    }
+}
+
+#[test]
+fn a_read_only_open_rolls_forward_on_a_full_disk() {
+    if let Some(d) = std::env::var_os(CHILD_DIR) {
+        crash_child_early(Path::new(&d));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    run_crash_child("a_read_only_open_rolls_forward_on_a_full_disk", dir.path());
+    // What `mdb stat` and `mdb dump` do: open read-only, alone.
+    let env = EnvOptions::new()
+        .flags(mdb::EnvFlags::READ_ONLY)
+        .fault_injector(Arc::new(FullDisk))
+        .open(dir.path())
+        .unwrap();
+    assert_matches(&env, &model_through(30));
+    drop(env);
+    assert_eq!(debian_dump(dir.path()).unwrap(), model_through(30));
+}
+
 #[test]
 fn a_marked_file_whose_log_is_gone_is_refused() {
     if let Some(d) = std::env::var_os(CHILD_DIR) {
@@ -502,6 +547,14 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// `base/crashed`, where test `name`'s child (`crash_child_early`) ran.
+fn crashed_in(base: &Path, name: &str) -> std::path::PathBuf {
+    let crashed = base.join("crashed");
+    std::fs::create_dir(&crashed).unwrap();
+    run_crash_child(name, &crashed);
+    crashed
+}
+
 /// The log's segment files, in sequence order.
 fn segment_paths(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut v: Vec<_> = std::fs::read_dir(dir.join("wal"))
@@ -519,12 +572,10 @@ fn a_damaged_or_missing_segment_is_an_error_not_a_shorter_log() {
         crash_child_early(Path::new(&d));
     }
     let base = tempfile::tempdir().unwrap();
-    let crashed = base.path().join("crashed");
-    std::fs::create_dir(&crashed).unwrap();
     // 30 commits of ~20 KiB, in the log alone: about ten 64 KiB segments.
-    run_crash_child(
+    let crashed = crashed_in(
+        base.path(),
         "a_damaged_or_missing_segment_is_an_error_not_a_shorter_log",
-        &crashed,
     );
     let segs = segment_paths(&crashed);
     assert!(segs.len() >= 6, "{} segments", segs.len());
@@ -1028,4 +1079,252 @@ fn a_single_put_logs_what_its_pages_hold_not_whole_pages() {
     drop(env);
     let rep = check::check_file(&case.path().join("data.mdb")).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
+}
+
+fn entries(env: &Env) -> u64 {
+    env.read_txn()
+        .unwrap()
+        .stat(Database::MAIN)
+        .unwrap()
+        .entries
+}
+
+fn wal_dirs(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("wal"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// `rm data.mdb lock.mdb` (how OpenLDAP's scripts clear a database)
+/// leaves `wal/`: the new data file must not get the old log's commits.
+#[test]
+fn a_log_left_by_a_deleted_data_file_is_not_replayed_into_a_new_one() {
+    for crashed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let env = open_wal(dir.path());
+        for i in 0..50u32 {
+            put(&env, format!("old{i:03}").as_bytes()).unwrap();
+        }
+        if crashed {
+            // Commits past the last checkpoint: the log is kept aside.
+            std::mem::forget(env);
+        } else {
+            drop(env);
+        }
+        std::fs::remove_file(dir.path().join("data.mdb")).unwrap();
+        std::fs::remove_file(dir.path().join("lock.mdb")).unwrap();
+        {
+            let env = open_wal(dir.path());
+            for i in 0..5u32 {
+                put(&env, format!("new{i:03}").as_bytes()).unwrap();
+            }
+            assert_eq!(entries(&env), 5, "crashed {crashed}");
+        }
+        let env = open_wal(dir.path());
+        assert_eq!(entries(&env), 5, "crashed {crashed}");
+        drop(env);
+        let env = Env::open(dir.path()).unwrap();
+        assert_eq!(entries(&env), 5, "crashed {crashed}");
+        drop(env);
+        assert_eq!(debian_dump(dir.path()).unwrap().len(), 5);
+        let dirs = wal_dirs(dir.path());
+        if crashed {
+            assert_eq!(dirs.len(), 2, "{dirs:?}");
+            assert!(dirs[1].starts_with("wal.orphan-"), "{dirs:?}");
+        } else {
+            assert_eq!(dirs, ["wal"]);
+        }
+    }
+}
+
+/// A data file that waits for its log (a writer crashed), next to
+/// another file's log: refused, saying so, unless the loss is accepted.
+#[test]
+fn a_data_file_waiting_for_its_log_refuses_another_files_log() {
+    if let Some(d) = std::env::var_os(CHILD_DIR) {
+        crash_child_early(Path::new(&d));
+    }
+    let base = tempfile::tempdir().unwrap();
+    let crashed = crashed_in(
+        base.path(),
+        "a_data_file_waiting_for_its_log_refuses_another_files_log",
+    );
+    let other = base.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    drop(open_wal(&other));
+    std::fs::remove_dir_all(crashed.join("wal")).unwrap();
+    copy_dir(&other.join("wal"), &crashed.join("wal"));
+    for flags in [mdb::EnvFlags::EMPTY, mdb::EnvFlags::READ_ONLY] {
+        let e = EnvOptions::new().flags(flags).open(&crashed).err().unwrap();
+        assert_eq!(e.kind(), ErrorKind::Corrupted, "{flags:?}");
+        let text = e.to_string();
+        assert!(text.contains("another data file's log"), "{text}");
+    }
+    // Accepted: the data file as it is (its synced part), plain again.
+    let env = EnvOptions::new()
+        .accept_log_loss(true)
+        .wal(wal_opts())
+        .open(&crashed)
+        .unwrap();
+    put(&env, b"after").unwrap();
+    drop(env);
+    let env = Env::open(&crashed).unwrap();
+    assert!(sees(&env, b"after"));
+    drop(env);
+    let rep = check::check_file(&crashed.join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+    assert!(wal_dirs(&crashed)
+        .iter()
+        .any(|d| d.starts_with("wal.orphan-")));
+}
+
+/// Child side of the lost-log tests: 10 single-put commits, a checkpoint,
+/// the data file copied as it is synced, 400 more, exit without closing.
+fn crash_child_many(dir: &Path) -> ! {
+    let env = open_wal(dir);
+    for i in 0..410u32 {
+        put(&env, format!("k{i:05}").as_bytes()).unwrap();
+        if i == 9 {
+            env.checkpoint().unwrap();
+            // As synced before the next commit's record: marked as
+            // waiting for the log (which LMDB refuses).
+            let synced = dir.join("data.synced");
+            std::fs::copy(dir.join("data.mdb"), &synced).unwrap();
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&synced)
+                .unwrap();
+            for slot in 0..2u64 {
+                let at = slot * env.page_size() as u64 + mdb::meta::VERSION_OFF;
+                f.write_all_at(&mdb::meta::VERSION_WAL.to_le_bytes(), at)
+                    .unwrap();
+            }
+        }
+    }
+    std::process::exit(0);
+}
+
+/// The segments holding records (header state not "unused"), in order.
+fn record_segments(dir: &Path) -> Vec<std::path::PathBuf> {
+    segment_paths(dir)
+        .into_iter()
+        .filter(|p| std::fs::read(p).unwrap()[6..8] != [0, 0])
+        .collect()
+}
+
+/// The offsets of the records of segment file `b`.
+fn record_offsets(b: &[u8]) -> Vec<usize> {
+    let mut v = Vec::new();
+    let mut at = 40;
+    while b[at..at + 4] == *b"MDWR" {
+        v.push(at);
+        let body = u64::from_le_bytes(b[at + 32..at + 40].try_into().unwrap()) as usize;
+        at += (48 + body).div_ceil(8) * 8;
+    }
+    v
+}
+
+/// After a power cut (the data file at its last synced state, 400 commits
+/// in the log alone), a log that lost acknowledged records is an error
+/// saying where, whatever the damage; only a torn last record ends the log
+/// quietly; `accept_log_loss` keeps what is whole.
+#[test]
+fn a_log_that_lost_acknowledged_commits_is_an_error_saying_where() {
+    if let Some(d) = std::env::var_os(CHILD_DIR) {
+        crash_child_many(Path::new(&d));
+    }
+    let base = tempfile::tempdir().unwrap();
+    let crashed = base.path().join("crashed");
+    std::fs::create_dir(&crashed).unwrap();
+    run_crash_child(
+        "a_log_that_lost_acknowledged_commits_is_an_error_saying_where",
+        &crashed,
+    );
+    std::fs::rename(crashed.join("data.synced"), crashed.join("data.mdb")).unwrap();
+    let segs = record_segments(&crashed);
+    assert!(segs.len() >= 4, "{} segments", segs.len());
+    let newest = |d: &Path| record_segments(d).pop().unwrap();
+    let flip = |p: &Path, at: usize| {
+        let mut b = std::fs::read(p).unwrap();
+        b[at] ^= 0x10;
+        std::fs::write(p, b).unwrap();
+    };
+    let name = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
+    type Damage<'a> = (&'a str, &'a dyn Fn(&Path) -> String);
+    let damages: [Damage<'_>; 4] = [
+        ("byte flipped mid newest segment", &|d| {
+            let p = newest(d);
+            let offs = record_offsets(&std::fs::read(&p).unwrap());
+            assert!(offs.len() >= 3);
+            flip(&p, offs[offs.len() / 2] + 60);
+            name(&p)
+        }),
+        ("newest segment deleted", &|d| {
+            let p = newest(d);
+            std::fs::remove_file(&p).unwrap();
+            name(&p)
+        }),
+        ("middle segment deleted", &|d| {
+            let segs = record_segments(d);
+            let p = segs[segs.len() / 2].clone();
+            std::fs::remove_file(&p).unwrap();
+            name(&p)
+        }),
+        ("wal/ emptied", &|d| {
+            for e in std::fs::read_dir(d.join("wal")).unwrap() {
+                std::fs::remove_file(e.unwrap().path()).unwrap();
+            }
+            "holds none".to_string()
+        }),
+    ];
+    for (i, (what, damage)) in damages.iter().enumerate() {
+        let d = base.path().join(format!("case{i}"));
+        copy_dir(&crashed, &d);
+        let said = damage(&d);
+        for wal in [true, false] {
+            let mut o = EnvOptions::new();
+            if wal {
+                o.wal(wal_opts());
+            }
+            let e = o
+                .open(&d)
+                .map(|e| entries(&e))
+                .map(|n| panic!("{what} (WAL {wal}): opened with {n}"))
+                .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corrupted, "{what}");
+            let text = e.to_string();
+            assert!(text.contains(&said), "{what}: {text}");
+        }
+        // Accepted: what is whole, and the environment goes on.
+        let env = EnvOptions::new()
+            .wal(wal_opts())
+            .accept_log_loss(true)
+            .open(&d)
+            .unwrap();
+        let n = entries(&env);
+        assert!((10..410).contains(&n), "{what}: {n}");
+        put(&env, b"after").unwrap();
+        drop(env);
+        let env = open_wal(&d);
+        assert_eq!(entries(&env), n + 1, "{what}");
+        drop(env);
+        let rep = check::check_file(&d.join("data.mdb")).unwrap();
+        assert!(rep.is_ok(), "{what}: {:?}", rep.problems);
+    }
+    // A torn last record (what a crash leaves) ends the log quietly.
+    let d = base.path().join("torn");
+    copy_dir(&crashed, &d);
+    let p = newest(&d);
+    let offs = record_offsets(&std::fs::read(&p).unwrap());
+    flip(&p, offs[offs.len() - 1] + 60);
+    let env = open_wal(&d);
+    assert_eq!(entries(&env), 409);
+    drop(env);
+    // Undamaged, everything is there.
+    let env = open_wal(&crashed);
+    assert_eq!(entries(&env), 410);
 }

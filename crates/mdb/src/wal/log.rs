@@ -9,7 +9,7 @@
 //! thereby never resurrected once the log has rewritten its place.
 
 use super::record::{self, RecordParts, RecordView};
-use super::segment::{self, Anchor, Pool, SegHeader, SEG_HEADER};
+use super::segment::{self, Anchor, Pool, Seal, SegHeader, SEAL_LEN, SEG_HEADER};
 use crate::error::{ErrorKind, Result};
 use crate::io::IoOp;
 use std::fs::File;
@@ -33,6 +33,13 @@ pub(crate) struct LogOptions {
     /// Checkpointed segments kept to be renamed into new ones, rather than
     /// zero-filling new files.
     pub(crate) spare_segments: usize,
+    /// The log is only read and rolled forward (a read-only open, or one
+    /// outside WAL mode): it never makes a segment, so that it works on a
+    /// full disk, and it takes no appends.
+    pub(crate) replay_only: bool,
+    /// Records lost although durable (a missing or damaged segment) end
+    /// the log where it is whole, rather than failing the open.
+    pub(crate) accept_loss: bool,
 }
 
 impl Default for LogOptions {
@@ -40,6 +47,8 @@ impl Default for LogOptions {
         LogOptions {
             segment_size: 64 << 20,
             spare_segments: 2,
+            replay_only: false,
+            accept_loss: false,
         }
     }
 }
@@ -87,6 +96,13 @@ impl SegmentInfo {
             end: SEG_HEADER as u64,
         }
     }
+}
+
+/// The current segment of a replay-only log that holds no records: no
+/// file of the log (the directory stands in, and takes no writes).
+pub(super) fn placeholder(pool: &Pool) -> Result<(SegmentInfo, File)> {
+    let info = SegmentInfo::empty(&pool.dir, pool.next_seq, 0);
+    Ok((info, File::open(&pool.dir)?))
 }
 
 /// Whether record `r` may follow the chain end `end`.
@@ -163,6 +179,11 @@ pub(crate) struct Log {
     /// Opening it changed the directory (spare, leftover or new segments):
     /// another handle's view of the files may be wrong since.
     pub(super) reshaped: bool,
+    /// See [`LogOptions::replay_only`].
+    pub(super) replay_only: bool,
+    /// The newest record known durable (synced by this handle): what the
+    /// durable mark of the next record says (`record.rs`).
+    pub(super) durable: Option<u64>,
 }
 
 impl LogOptions {
@@ -207,14 +228,15 @@ impl Log {
     /// it does not fit. Not durable until [`Log::sync`]. On error nothing
     /// is appended (a torn write is overwritten by the next append).
     pub(crate) fn append(&mut self, parts: &RecordParts<'_>) -> Result<LogPos> {
-        if self.next_txnid().is_some_and(|t| t != parts.txnid) {
+        if self.replay_only || self.next_txnid().is_some_and(|t| t != parts.txnid) {
             return Err(ErrorKind::Os(libc::EINVAL).into());
         }
         let len = record::encoded_len(parts)?;
+        // Room is kept for the seal after the last record.
         if self
             .cur
             .end
-            .checked_add(len)
+            .checked_add(len + SEAL_LEN as u64)
             .is_none_or(|e| e > self.cur.size)
         {
             self.switch(len)?;
@@ -234,7 +256,12 @@ impl Log {
             self.buf.extend_from_slice(&h.encode());
         }
         let prev_crc = self.chain.map_or(0, |(_, c)| c);
-        let (rlen, crc) = record::encode_into(&mut self.buf, self.cur.seq, prev_crc, parts)?;
+        // Saturated, the mark claims less than is true: still true.
+        let mark = self
+            .durable
+            .and_then(|d| parts.txnid.checked_sub(d))
+            .map_or(0, |d| u16::try_from(d).unwrap_or(u16::MAX));
+        let (rlen, crc) = record::encode_into(&mut self.buf, self.cur.seq, prev_crc, mark, parts)?;
         let offset = if fresh { 0 } else { at };
         let op = IoOp::LogWrite {
             seq: self.cur.seq,
@@ -284,6 +311,9 @@ impl Log {
             self.pool.seam.sync(op, &self.cur_file)?;
             self.dirty = false;
         }
+        if self.last_txnid().is_some() {
+            self.durable = self.last_txnid();
+        }
         Ok(())
     }
 
@@ -311,6 +341,9 @@ impl Log {
     pub(crate) fn synced(&mut self, plan: &SyncPlan) {
         if !plan.files.is_empty() {
             self.syncs += 1;
+        }
+        if plan.through.is_some() {
+            self.durable = plan.through;
         }
         if plan.mark == self.appends {
             self.unsynced.clear();
@@ -344,7 +377,7 @@ impl Log {
     /// [`Log::append`] once the current segment is half full; a
     /// checkpointer may call it earlier.
     pub(crate) fn prepare_next(&mut self) -> Result<()> {
-        if self.next.is_none() {
+        if self.next.is_none() && !self.replay_only {
             self.next = Some(self.make_segment(self.pool.segment_size)?);
         }
         Ok(())
@@ -372,7 +405,14 @@ impl Log {
     /// segment whose first record may carry any txnid.
     pub(crate) fn restart(&mut self) -> Result<()> {
         self.release_through(u64::MAX)?;
-        if self.cur.anchor != Anchor::Unused {
+        if self.replay_only {
+            // Nothing is appended after: no new segment to move to.
+            if self.cur.anchor != Anchor::Unused {
+                let old = std::mem::replace(&mut self.cur, placeholder(&self.pool)?.0);
+                self.unsynced.retain(|(s, _)| *s != old.seq);
+                self.pool.retire(old.seq, old.size)?;
+            }
+        } else if self.cur.anchor != Anchor::Unused {
             let (info, file) = match self.next.take() {
                 Some(n) => n,
                 None => self.make_segment(self.pool.segment_size)?,
@@ -384,6 +424,7 @@ impl Log {
             self.pool.retire(old.seq, old.size)?;
         }
         self.chain = None;
+        self.durable = None;
         Ok(())
     }
 
@@ -446,7 +487,9 @@ impl Log {
         // then means lost records (a missing or damaged segment), never
         // the unsynced tail of a crash.
         self.sync()?;
-        let need = (SEG_HEADER as u64).saturating_add(len);
+        let need = (SEG_HEADER as u64)
+            .saturating_add(len)
+            .saturating_add(SEAL_LEN as u64);
         let regular = self.pool.segment_size;
         let (info, file) = if need > regular {
             // A segment of its own; the prepared one would now come before
@@ -461,6 +504,38 @@ impl Log {
                 None => self.make_segment(regular)?,
             }
         };
+        let room = self.cur.end + SEAL_LEN as u64 <= self.cur.size;
+        if let Some(chain) = self
+            .chain
+            .filter(|_| room && self.cur.anchor != Anchor::Unused)
+        {
+            // The seal goes with the next sync, before any record of the
+            // new segment is acknowledged (`open.rs`).
+            let seal = Seal {
+                seq: self.cur.seq,
+                next: info.seq,
+                chain,
+            };
+            let op = IoOp::LogWrite {
+                seq: self.cur.seq,
+                offset: self.cur.end,
+                len: SEAL_LEN,
+            };
+            let sealed = self
+                .pool
+                .seam
+                .write_at(op, &self.cur_file, &seal.encode(), self.cur.end);
+            if let Err(e) = sealed {
+                // Still ready for the next attempt.
+                if info.size == regular && self.next.is_none() {
+                    self.next = Some((info, file));
+                } else {
+                    self.pool.discard(info.seq, info.size)?;
+                }
+                return Err(e);
+            }
+            self.dirty = true;
+        }
         let old_file = std::mem::replace(&mut self.cur_file, Arc::new(file));
         let old = std::mem::replace(&mut self.cur, info);
         if std::mem::take(&mut self.dirty) {

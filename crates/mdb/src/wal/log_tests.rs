@@ -12,6 +12,8 @@ use std::path::Path;
 const SMALL: LogOptions = LogOptions {
     segment_size: 64 << 10,
     spare_segments: 2,
+    replay_only: false,
+    accept_loss: false,
 };
 
 fn open(dir: &Path) -> Log {
@@ -340,4 +342,49 @@ fn spares_survive_reopen_and_are_renamed() {
     let first = log.first_txnid().unwrap();
     assert!(first <= 101);
     assert_eq!(scan(&log, 0), recs[first as usize - 1..]);
+}
+
+#[test]
+fn a_full_disk_leaves_no_half_made_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Script::new(|_| IoAction::Proceed);
+    let mut log = Log::open(dir.path(), SMALL, Some(script.clone())).unwrap();
+    // Every new segment's zero-fill fails, as on a full disk.
+    script.set(|op| match op {
+        IoOp::LogPrepare { .. } => IoAction::Fail(libc::ENOSPC),
+        _ => IoAction::Proceed,
+    });
+    let recs = records(1, 80, 12);
+    let mut appended = 0;
+    for r in &recs {
+        match r.with(|p| log.append(p)) {
+            Ok(_) => appended += 1,
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::Os(libc::ENOSPC));
+                break;
+            }
+        }
+        // The preparation ahead of need failed too, quietly.
+        assert!(!dir.path().join("segment.tmp").exists());
+    }
+    assert!(appended < recs.len(), "the log had to move on");
+    assert!(!dir.path().join("segment.tmp").exists());
+    // Room again: the same append goes through.
+    script.set(|_| IoAction::Proceed);
+    for r in &recs[appended..] {
+        append(&mut log, r);
+    }
+    log.sync().unwrap();
+    drop(log);
+    assert_eq!(scan(&open(dir.path()), 0), recs);
+}
+
+#[test]
+fn a_temporary_segment_left_by_a_crash_is_removed_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(open(dir.path()));
+    std::fs::write(dir.path().join("segment.tmp"), [0u8; 5000]).unwrap();
+    let log = open(dir.path());
+    assert!(!dir.path().join("segment.tmp").exists());
+    assert_eq!(scan(&log, 0), Vec::new());
 }

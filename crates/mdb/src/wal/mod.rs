@@ -10,6 +10,7 @@
 //! - `log.rs`, `open.rs`: the log, appends and syncs at its tail, recycling
 //!   checkpointed segments, and finding the tail at open.
 //! - `checkpoint.rs`: the two-slot checkpoint file.
+//! - `tie.rs`: the identity that ties a log to its data file.
 //! - `mode.rs`: what commits, opens and checkpoints of an environment in
 //!   WAL mode do with the log and the data file (`WalSink`, `Wal`).
 //!
@@ -25,6 +26,7 @@ mod open;
 pub(crate) mod record;
 mod seam;
 pub(crate) mod segment;
+pub(crate) mod tie;
 
 #[cfg(test)]
 mod testutil;

@@ -1,8 +1,8 @@
 //! An environment's write-ahead log: what a commit, an open and a
 //! checkpoint do with the log, the checkpoint file and the data file.
 //!
-//! A commit appends one record (its dirty pages and meta update) and writes
-//! its pages to the data file, unsynced; a sync of the log, shared by the
+//! A commit writes its pages to the data file, unsynced, and appends one
+//! record (those pages and its meta update); a sync of the log, shared by the
 //! commits appended meanwhile (group commit, `crate::group`), makes them
 //! durable, after which their metas go to the data file, unsynced, and are
 //! published in order. A checkpoint syncs the data file, records the txnid
@@ -222,14 +222,51 @@ impl Replayed {
 }
 
 impl Wal {
-    /// Open the log in `dir` (created if missing).
+    /// Open the log in `dir` (created if missing), whose identity is
+    /// `ident` (the caller checked it is the data file's, `wal/tie.rs`).
+    /// `accept_loss`: see [`LogOptions::accept_loss`].
     pub(crate) fn open(
         dir: &Path,
         opts: WalOptions,
+        (ident, accept_loss): (u64, bool),
         fault: Option<Arc<dyn FaultInjector>>,
     ) -> Result<Wal> {
-        let log = Log::open(dir, log_options(&opts), fault.clone())?;
-        let ckpt = Checkpoint::open(dir, fault.clone())?;
+        let lo = LogOptions {
+            accept_loss,
+            ..log_options(&opts)
+        };
+        Wal::open_with(dir, opts, lo, ident, fault)
+    }
+
+    /// Open the log in `dir` only to roll it forward (read-only, or
+    /// outside WAL mode): no segment is made, so a full disk does not
+    /// stop it.
+    pub(crate) fn open_replay(
+        dir: &Path,
+        (ident, accept_loss): (u64, bool),
+        fault: Option<Arc<dyn FaultInjector>>,
+    ) -> Result<Wal> {
+        let opts = WalOptions {
+            segment_size: super::log::MIN_SEGMENT,
+            ..WalOptions::default()
+        };
+        let lo = LogOptions {
+            replay_only: true,
+            accept_loss,
+            ..log_options(&opts)
+        };
+        Wal::open_with(dir, opts, lo, ident, fault)
+    }
+
+    fn open_with(
+        dir: &Path,
+        opts: WalOptions,
+        lo: LogOptions,
+        ident: u64,
+        fault: Option<Arc<dyn FaultInjector>>,
+    ) -> Result<Wal> {
+        let log = Log::open(dir, lo, fault.clone())?;
+        let ckpt = Checkpoint::open(dir, ident, fault.clone())?;
         let seen = ckpt.read()?.map_or((0, 0), |s| (s.seq, s.txnid));
         let mut inner = Inner {
             log,
@@ -245,6 +282,25 @@ impl Wal {
             dir: dir.to_path_buf(),
             fault,
         })
+    }
+
+    /// The txnid of the newest record of the log.
+    pub(crate) fn last_txnid(&self) -> Option<u64> {
+        self.inner().log.last_txnid()
+    }
+
+    /// The identity the log records (see `wal/tie.rs`).
+    pub(crate) fn ident(&self) -> u64 {
+        self.inner().ckpt.ident()
+    }
+
+    /// Tie the log to identity `ident` (the data file now carries it): the
+    /// checkpoint is stated again with it. The caller holds the writer
+    /// lock, or opens the environment alone.
+    pub(crate) fn retie(&self, ident: u64) -> Result<()> {
+        let mut g = self.inner();
+        g.ckpt.set_ident(ident);
+        g.reshaped_anew()
     }
 
     fn inner(&self) -> MutexGuard<'_, Inner> {
@@ -280,7 +336,11 @@ impl Wal {
         if !fresh && !at_open {
             // Another process wrote the log or checkpointed since this
             // handle last looked: read the directory again.
-            inner.log = Log::open(&self.dir, log_options(&self.opts), self.fault.clone())?;
+            let lo = LogOptions {
+                replay_only: inner.log.replay_only,
+                ..log_options(&self.opts)
+            };
+            inner.log = Log::open(&self.dir, lo, self.fault.clone())?;
         }
         inner.seen = cp_seen;
         inner.tell_others()?;
@@ -366,20 +426,26 @@ impl Wal {
         inner.log.restart()
     }
 
-    /// Append the record of commit `c` to the log and write its pages to
-    /// the data file, without a sync and without its meta: the commit is
-    /// neither durable nor visible yet. The group (`crate::group`) makes it
-    /// durable with one log sync for every commit appended meanwhile, then
-    /// writes the metas and publishes them in order. The pages may go to
-    /// the data file first because a writer reuses only pages that no
-    /// durable snapshot can need. Under NO_SYNC the log is still synced: WAL
-    /// mode never trades safety for speed silently.
+    /// Write the pages of commit `c` to the data file and append its
+    /// record to the log, without a sync and without its meta: the commit
+    /// is neither durable nor visible yet. The group (`crate::group`) makes
+    /// it durable with one log sync for every commit appended meanwhile,
+    /// then writes the metas and publishes them in order. The pages may go
+    /// to the data file first because a writer reuses only pages that no
+    /// durable snapshot can need; they go *before* the record, so that a
+    /// data file that cannot take them (ENOSPC) fails the commit cleanly:
+    /// a record in the log would be replayed at the next open, bringing
+    /// back a commit reported as failed. Under NO_SYNC the log is still
+    /// synced: WAL mode never trades safety for speed silently.
     fn append_commit(
         &self,
         df: &DataFile,
         psize: usize,
         c: &Commit<'_>,
     ) -> std::result::Result<(), CommitFailure> {
+        // Free pages of every durable snapshot: harmless if the commit
+        // fails here or later.
+        df.write_pages(c.runs).map_err(CommitFailure::Clean)?;
         let mut inner = self.inner();
         // Stock LMDB must not open the file while the log alone holds this
         // commit. One data sync after each plain checkpoint; a no-op after.
@@ -403,8 +469,7 @@ impl Wal {
         };
         let pos = inner.log.append(&parts).map_err(CommitFailure::Clean)?;
         inner.since_ckpt += pos.len;
-        drop(inner);
-        df.write_pages(c.runs).map_err(CommitFailure::Fatal)
+        Ok(())
     }
 
     /// Make every record appended so far durable: one sync of the log,
@@ -501,7 +566,14 @@ impl Inner {
         if !self.log.take_reshaped() {
             return Ok(());
         }
+        self.reshaped_anew()
+    }
+
+    /// State the checkpoint again (see [`Inner::tell_others`]).
+    fn reshaped_anew(&mut self) -> Result<()> {
+        let ident = self.ckpt.ident();
         let cp = self.ckpt.refresh()?;
+        self.ckpt.set_ident(ident);
         let (txnid, meta) = cp.map_or((0, Vec::new()), |s| (s.txnid, s.meta));
         self.ckpt.write(txnid, &meta)?;
         self.seen = (self.ckpt.last_seq(), txnid);
@@ -555,15 +627,8 @@ fn log_options(o: &WalOptions) -> LogOptions {
         spare_segments: usize::try_from(per_checkpoint.saturating_add(1))
             .unwrap_or(usize::MAX)
             .clamp(2, 8),
-    }
-}
-
-/// Settings for an opener that only rolls a log forward (outside WAL
-/// mode, or read-only): the smallest segments, should it have to make one.
-pub(crate) fn replay_options() -> WalOptions {
-    WalOptions {
-        segment_size: super::log::MIN_SEGMENT,
-        ..WalOptions::default()
+        replay_only: false,
+        accept_loss: false,
     }
 }
 

@@ -18,6 +18,8 @@ use std::path::Path;
 const OPTS: LogOptions = LogOptions {
     segment_size: 64 << 10,
     spare_segments: 1,
+    replay_only: false,
+    accept_loss: false,
 };
 const SECTOR: u64 = 512;
 

@@ -7,7 +7,7 @@
 //! | offset | field |
 //! |---|---|
 //! | 0 | magic `u32` |
-//! | 4 | format version `u16`, then a zero `u16` |
+//! | 4 | format version `u16`, then the *durable mark* `u16`: `d` says the records up to txnid `txnid - d` were durable when this one was appended (0: no claim; see `open.rs`) |
 //! | 8 | segment sequence number `u64` (a stale record in a recycled segment carries an older one) |
 //! | 16 | txnid `u64` |
 //! | 24 | page size `u32` |
@@ -124,6 +124,7 @@ pub(crate) fn encode_into(
     buf: &mut Vec<u8>,
     seg_seq: u64,
     prev_crc: u32,
+    durable_mark: u16,
     parts: &RecordParts<'_>,
 ) -> Result<(usize, u32)> {
     let (body, len) = sizes(parts)?;
@@ -132,7 +133,7 @@ pub(crate) fn encode_into(
     buf.reserve(len);
     buf.extend_from_slice(&MAGIC.to_le_bytes());
     buf.extend_from_slice(&VERSION.to_le_bytes());
-    buf.extend_from_slice(&0u16.to_le_bytes());
+    buf.extend_from_slice(&durable_mark.to_le_bytes());
     buf.extend_from_slice(&seg_seq.to_le_bytes());
     buf.extend_from_slice(&parts.txnid.to_le_bytes());
     buf.extend_from_slice(&parts.psize.to_le_bytes());
@@ -245,6 +246,15 @@ impl<'a> RecordView<'a> {
         get32(self.bytes, 24).unwrap_or(0)
     }
 
+    /// The newest txnid this record says was durable when it was
+    /// appended (its durable mark), if it says.
+    pub(crate) fn durable_through(&self) -> Option<u64> {
+        match get16(self.bytes, 6).unwrap_or(0) {
+            0 => None,
+            d => self.txnid().checked_sub(u64::from(d)),
+        }
+    }
+
     /// CRC of the record written before this one.
     pub(crate) fn prev_crc(&self) -> u32 {
         get32(self.bytes, 40).unwrap_or(0)
@@ -349,7 +359,9 @@ mod tests {
 
     fn encode(rec: &Rec, seq: u64, prev: u32) -> Vec<u8> {
         let mut buf = vec![0xee; 3]; // encoding appends
-        let (len, crc) = rec.with(|p| encode_into(&mut buf, seq, prev, p)).unwrap();
+        let (len, crc) = rec
+            .with(|p| encode_into(&mut buf, seq, prev, 0, p))
+            .unwrap();
         assert_eq!(buf.len(), 3 + len);
         assert_eq!(len % 8, 0);
         assert_eq!(len as u64, rec.with(encoded_len).unwrap());
@@ -412,7 +424,7 @@ mod tests {
                 time_ns: 0,
             };
             let mut buf = Vec::new();
-            let encoded = encode_into(&mut buf, 1, 0, &parts);
+            let encoded = encode_into(&mut buf, 1, 0, 0, &parts);
             assert_eq!(encoded.is_ok(), !buf.is_empty());
             encoded_len(&parts)
         }
@@ -498,7 +510,7 @@ mod tests {
             time_ns: 1_700_000_000_123_456_789,
         };
         let mut b = Vec::new();
-        encode_into(&mut b, 2, 0, &parts).unwrap();
+        encode_into(&mut b, 2, 0, 0, &parts).unwrap();
         let v = parse(&b, 2).unwrap().0;
         assert_eq!(v.commit_time(), Some(1_700_000_000_123_456_789));
         assert_eq!(v.meta(), (8, &[1u8, 2][..]));
@@ -547,7 +559,7 @@ mod tests {
         let trimmed = pad8(whole - gap as u64).unwrap();
         assert_eq!(encoded_len(&parts).unwrap(), trimmed);
         let mut b = Vec::new();
-        encode_into(&mut b, 1, 0, &parts).unwrap();
+        encode_into(&mut b, 1, 0, 0, &parts).unwrap();
         assert_eq!(b.len() as u64, trimmed);
         let (v, _) = parse(&b, 1).unwrap();
         let mut zeroed = page.clone();
@@ -604,7 +616,7 @@ mod tests {
             time_ns: 0,
         };
         let mut good = Vec::new();
-        encode_into(&mut good, 0, 0, &parts).unwrap();
+        encode_into(&mut good, 0, 0, 0, &parts).unwrap();
         let gap_len = get32(&good, HEADER + 16).unwrap();
         for (off, ok) in [
             (26, true),

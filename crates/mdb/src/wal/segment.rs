@@ -8,7 +8,8 @@
 //! one (or that the log starts there). At open a segment continues the log
 //! only if its anchor is the log's end so far, which tells a segment the
 //! appender moved on to from one left over from a past the log has since
-//! rewritten.
+//! rewritten. When the log moves on, a *seal* after the last record names
+//! the next segment ([`Seal`]).
 
 use super::seam::{sync_dir, Seam};
 use crate::error::{ErrorKind, Result};
@@ -83,6 +84,54 @@ impl SegHeader {
             seq: get64(b, 8)?,
             size: get64(b, 16)?,
             anchor,
+        })
+    }
+}
+
+/// "MDWE": marks a seal, the end of a segment's records.
+const SEAL_MAGIC: u32 = 0x4557_444d;
+/// Bytes of a seal; every segment keeps room for one after its records.
+pub(crate) const SEAL_LEN: usize = 40;
+
+/// A seal: written after the last record of a segment once it is synced,
+/// as the log moves on to segment `next`; durable before any record of
+/// `next` is acknowledged. At open it proves that `next` held the log
+/// after the record `chain`, so a missing `next` is a loss, not a tail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Seal {
+    pub(crate) seq: u64,
+    pub(crate) next: u64,
+    /// The last record of the segment: its txnid and CRC.
+    pub(crate) chain: (u64, u32),
+}
+
+impl Seal {
+    pub(crate) fn encode(&self) -> [u8; SEAL_LEN] {
+        let mut b = [0u8; SEAL_LEN];
+        b[0..4].copy_from_slice(&SEAL_MAGIC.to_le_bytes());
+        b[4..6].copy_from_slice(&VERSION.to_le_bytes());
+        b[8..16].copy_from_slice(&self.seq.to_le_bytes());
+        b[16..24].copy_from_slice(&self.next.to_le_bytes());
+        b[24..32].copy_from_slice(&self.chain.0.to_le_bytes());
+        b[32..36].copy_from_slice(&self.chain.1.to_le_bytes());
+        let sum = crc32c::crc32c(&b[..36]);
+        b[36..40].copy_from_slice(&sum.to_le_bytes());
+        b
+    }
+
+    /// The seal of segment `seq` at the start of `b`, if whole and valid.
+    pub(crate) fn parse(b: &[u8], seq: u64) -> Option<Seal> {
+        if get32(b, 0)? != SEAL_MAGIC
+            || get16(b, 4)? != VERSION
+            || crc32c::crc32c(b.get(..36)?) != get32(b, 36)?
+            || get64(b, 8)? != seq
+        {
+            return None;
+        }
+        Some(Seal {
+            seq,
+            next: get64(b, 16)?,
+            chain: (get64(b, 24)?, get32(b, 32)?),
         })
     }
 }
@@ -193,13 +242,16 @@ pub(crate) fn fill_spare(dir: &Path, size: u64) -> Result<PathBuf> {
 
 /// Create segment `seq` of `size` bytes: zero-filled (really written, since
 /// on ext4 a first write into fallocated space still commits metadata)
-/// under a temporary name, synced, renamed, and the directory synced.
+/// under a temporary name, synced, renamed, and the directory synced. On
+/// failure (a full disk) the temporary file is removed; one a crash left
+/// is removed at the next open ([`list`]).
 pub(crate) fn create(dir: &Path, seam: &Seam, seq: u64, size: u64) -> Result<File> {
-    // A tear zero-fills a prefix and stops: the file keeps its temporary name.
-    let fill = match seam.ask(IoOp::LogPrepare { seq }) {
-        IoAction::Proceed => size,
-        IoAction::Fail(e) => return Err(ErrorKind::Os(e).into()),
-        IoAction::Tear(n) => (n as u64).min(size),
+    // A failure is the zero-fill's (ENOSPC); a tear zero-fills a prefix
+    // and stops as a crash would: the file keeps its temporary name.
+    let (fill, fail) = match seam.ask(IoOp::LogPrepare { seq }) {
+        IoAction::Proceed => (size, None),
+        IoAction::Fail(e) => (0, Some(e)),
+        IoAction::Tear(n) => ((n as u64).min(size), None),
     };
     let temp = dir.join(TEMP_NAME);
     let file = OpenOptions::new()
@@ -208,12 +260,22 @@ pub(crate) fn create(dir: &Path, seam: &Seam, seq: u64, size: u64) -> Result<Fil
         .create(true)
         .truncate(true)
         .open(&temp)?;
-    write_zeros(&file, fill)?;
+    let filled = match fail {
+        Some(e) => Err(ErrorKind::Os(e).into()),
+        None => write_zeros(&file, fill),
+    };
+    if let Err(e) = filled {
+        let _ = std::fs::remove_file(&temp);
+        return Err(e);
+    }
     if fill < size {
         return Err(ErrorKind::Os(libc::EIO).into());
     }
-    write_unused(&file, seq, size)?;
-    file.sync_all()?;
+    let done = write_unused(&file, seq, size).and_then(|()| Ok(file.sync_all()?));
+    if let Err(e) = done {
+        let _ = std::fs::remove_file(&temp);
+        return Err(e);
+    }
     std::fs::rename(&temp, path(dir, seq))?;
     sync_dir(dir)?;
     Ok(file)
