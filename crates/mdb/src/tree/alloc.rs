@@ -3,7 +3,7 @@
 //! the file, always keeping room for the commit to save the free list.
 
 use crate::error::{ErrorKind, Result};
-use crate::format::page::rd64;
+use crate::format::page::{rd16, rd64, P_DIRTY};
 use crate::pager::{sort_pgnos, Pager};
 use crate::tree::*;
 
@@ -15,9 +15,15 @@ pub(crate) const SLACK: usize = 8;
 /// the caller points the parent at it.
 #[inline]
 pub(crate) fn copy_to_new(pager: &mut Pager<'_>, old: u64) -> Result<u64> {
+    let ps = pager.psize();
+    // A committed page never carries P_DIRTY (LMDB clears it as it writes
+    // the page): one that does is forged, and would make LMDB write into
+    // the read-only map (CVE-2019-16225). Refused before anything moves.
+    if rd16(pager.committed(old, ps)?, 10) & P_DIRTY != 0 {
+        return Err(ErrorKind::Corrupted.into());
+    }
     let new = alloc(pager, 1)?;
     let mut buf = pager.take_buf();
-    let ps = pager.psize();
     crate::format::page::edit::copy_page(&mut buf, pager.committed(old, ps)?);
     crate::format::page::edit::set_pgno(&mut buf, new);
     pager.dirty.insert(new, buf);
@@ -146,6 +152,12 @@ pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
     }
     pager.free.reclaimed.extend_from_slice(&pages);
     sort_pgnos(&mut pager.free.reclaimed, true);
+    // A page listed twice (in this record, or also in one consumed before)
+    // would be handed out twice. The error breaks the transaction, so the
+    // list is left as it is.
+    if pager.free.reclaimed.windows(2).any(|w| w[0] == w[1]) {
+        return Err(ErrorKind::Corrupted.into());
+    }
     pager.free.consumed = key;
     Ok(true)
 }
