@@ -8,6 +8,10 @@
 //! - The crafted-file cases of `cve_test.py` (which skip themselves on a
 //!   system LMDB: unpatched 0.9.24 crashes on 21 of them) run with that skip
 //!   off, each in a forked child, so a crash is counted as one.
+//! - `mdb check` judges the files of `verify_test.py` as py-lmdb's verifier
+//!   is meant to: every file its negative tests forge is flagged, every
+//!   file its positive tests write passes, whether our library or LMDB
+//!   0.9.24 wrote them.
 
 mod common;
 
@@ -318,4 +322,54 @@ fn pylmdb_crafted_files_refused_by_our_library() {
     assert_eq!(o.crashed, 0, "{}", o.log);
     assert_eq!(o.failed, names(EXPECTED_CVE_FAILURES), "{}", o.log);
     assert!(o.passed >= 40, "{}", o.log);
+}
+
+/// The data files `verify_test.py` hands its verifier, written by `dropin`
+/// (ours) or Debian's LMDB, each with whether it is forged: (test, file,
+/// forged).
+fn verifier_files(dropin: Option<&Path>, out: &Path) -> Vec<(String, PathBuf, bool)> {
+    let log = run(python(dropin)
+        .arg(crate_dir().join("tests/python/verify_files.py"))
+        .arg("tests")
+        .arg(out));
+    log.lines()
+        .map(|l| {
+            let mut w = l.split(' ');
+            let (n, test, call) = (w.next().unwrap(), w.next().unwrap(), w.next().unwrap());
+            // A negative test checks the clean file first (call 0), then
+            // its forgery; of the REVERSEDUP pair, only one is invalid.
+            let forged = (test.starts_with("VerifyNegativeTest::")
+                || test == "VerifyReversedupTest::test_reversedup_detects_disorder")
+                && call != "0";
+            (test.to_string(), out.join(format!("{n}.mdb")), forged)
+        })
+        .collect()
+}
+
+fn check_agrees_with_the_verifier(dropin: Option<&Path>) {
+    let out = tempfile::tempdir().unwrap();
+    let files = verifier_files(dropin, out.path());
+    let forged = files.iter().filter(|f| f.2).count();
+    // 22 negative tests and one REVERSEDUP test forge a file (a test that
+    // finds nothing to forge skips).
+    assert!(files.len() >= 60 && forged >= 20, "{files:?}");
+    let mut wrong = Vec::new();
+    for (test, file, forged) in &files {
+        let rep = mdb::check::check_file(file).unwrap();
+        if rep.is_ok() == *forged {
+            wrong.push(format!("{test}: forged {forged}, mdb check {rep:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn mdb_check_judges_the_verifier_files_of_our_library() {
+    let dropin = dropin();
+    check_agrees_with_the_verifier(Some(dropin.path()));
+}
+
+#[test]
+fn mdb_check_judges_the_verifier_files_of_debian_liblmdb() {
+    check_agrees_with_the_verifier(None);
 }

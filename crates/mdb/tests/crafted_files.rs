@@ -100,10 +100,11 @@ fn three_keys(dir: &Path) {
 
 /// CVE-2019-16224: DUPFIXED without DUPSORT in the main or free database's
 /// record is refused at open as not a valid file, as py-lmdb's patched
-/// LMDB refuses it.
+/// LMDB refuses it; so is a main record whose value size (md_pad, 0 as
+/// LMDB writes it) is larger than a page.
 #[test]
 fn dup_flags_without_dupsort_in_the_meta() {
-    for (field, value) in [(88 + 4, 0x10u16), (40 + 4, 0x18)] {
+    for (field, value) in [(88 + 4, 0x10u16), (40 + 4, 0x18), (88, 0xffff)] {
         let dir = tempfile::tempdir().unwrap();
         three_keys(dir.path());
         forge(dir.path(), |raw, ps| {

@@ -3,7 +3,7 @@
 use crate::error::{ErrorKind, Result};
 use crate::format::flags::{DUPFIXED, DUPSORT, INTEGERDUP, REVERSEDUP};
 use crate::format::page::{
-    rd16, rd32, rd64, wr16, wr32, wr64, Header, MAX_KEY_SIZE, P_INVALID, P_META,
+    rd16, rd32, rd64, wr16, wr32, wr64, Header, HDR, MAX_KEY_SIZE, P_INVALID, P_META,
 };
 
 /// Magic number at meta page offset 16.
@@ -225,8 +225,9 @@ impl Meta {
     }
 
     /// Why the fields a commit writes cannot be a snapshot (`None` when they
-    /// can): no page past the metas counted, or a free or main record that
-    /// is not [`DbRecord::plausible`]. Such a meta is never read (the other
+    /// can): no page past the metas counted, a free or main record that is
+    /// not [`DbRecord::plausible`], or a main record whose value size does
+    /// not fit a page. Such a meta is never read (the other
     /// one is, as LMDB reads the other one of an inactive meta with these
     /// fields); `mdb check` names the same reasons.
     pub fn implausible(&self) -> Option<&'static str> {
@@ -236,6 +237,9 @@ impl Meta {
             Some("the free database's record has flags or a depth LMDB never writes")
         } else if !self.main.plausible() {
             Some("the main database's record has flags or a depth LMDB never writes")
+        } else if self.main.pad > self.psize() - HDR as u32 {
+            // A DUPFIXED value size (LMDB writes 0 here) past a page.
+            Some("the main database's record has a value size (md_pad) larger than a page")
         } else {
             None
         }
