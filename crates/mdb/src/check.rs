@@ -8,7 +8,10 @@
 //!
 //! What is verified:
 //! * both meta pages (META flag, magic, version, pgno field, page size) and
-//!   the choice of the current one (larger txnid, meta 0 on a tie);
+//!   the choice of the current one (larger txnid, meta 0 on a tie); the
+//!   fields a commit writes as open judges them (`Meta::implausible`: a
+//!   problem for the newer meta, a warning for the older one, which open
+//!   passes over as LMDB does), and a map size no process can map;
 //! * every tree of the current snapshot: FREE, MAIN, each named DB, each
 //!   DUPSORT sub-DB and each sub-page; page headers, page types and depths,
 //!   `lower`/`upper`, node bounds and overlaps, key order inside and across

@@ -3,7 +3,7 @@
 //! the file, always keeping room for the commit to save the free list.
 
 use crate::error::{ErrorKind, Result};
-use crate::format::page::{rd16, rd64, P_DIRTY};
+use crate::format::page::{rd16, rd64, HDR, P_DIRTY};
 use crate::pager::{sort_pgnos, Pager};
 use crate::tree::*;
 
@@ -19,7 +19,7 @@ pub(crate) fn copy_to_new(pager: &mut Pager<'_>, old: u64) -> Result<u64> {
     // A committed page never carries P_DIRTY (LMDB clears it as it writes
     // the page): one that does is forged, and would make LMDB write into
     // the read-only map (CVE-2019-16225). Refused before anything moves.
-    if rd16(pager.committed(old, ps)?, 10) & P_DIRTY != 0 {
+    if rd16(pager.committed(old, HDR)?, 10) & P_DIRTY != 0 {
         return Err(ErrorKind::Corrupted.into());
     }
     let new = alloc(pager, 1)?;
@@ -147,17 +147,17 @@ pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
             (0..n).map(|i| rd64(v, 8 + 8 * i)).collect::<Vec<u64>>(),
         );
     };
-    if pages.iter().any(|&p| p < 2 || p >= pager.next_pgno) {
-        return Err(ErrorKind::Corrupted.into());
+    // In range, and strictly descending as LMDB and we write them (`mdb
+    // check`'s rule): a page listed twice would be handed out twice.
+    let mut above = u64::MAX;
+    for &p in &pages {
+        if p < 2 || p >= pager.next_pgno || p >= above {
+            return Err(ErrorKind::Corrupted.into());
+        }
+        above = p;
     }
     pager.free.reclaimed.extend_from_slice(&pages);
     sort_pgnos(&mut pager.free.reclaimed, true);
-    // A page listed twice (in this record, or also in one consumed before)
-    // would be handed out twice. The error breaks the transaction, so the
-    // list is left as it is.
-    if pager.free.reclaimed.windows(2).any(|w| w[0] == w[1]) {
-        return Err(ErrorKind::Corrupted.into());
-    }
     pager.free.consumed = key;
     Ok(true)
 }
