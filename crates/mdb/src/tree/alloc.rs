@@ -3,7 +3,7 @@
 //! the file, always keeping room for the commit to save the free list.
 
 use crate::error::{ErrorKind, Result};
-use crate::format::page::{rd16, rd64, HDR, P_DIRTY};
+use crate::format::page::{rd16, rd64, P_DIRTY};
 use crate::pager::{sort_pgnos, Pager};
 use crate::tree::*;
 
@@ -15,16 +15,18 @@ pub(crate) const SLACK: usize = 8;
 /// the caller points the parent at it.
 #[inline]
 pub(crate) fn copy_to_new(pager: &mut Pager<'_>, old: u64) -> Result<u64> {
-    let ps = pager.psize();
-    // A committed page never carries P_DIRTY (LMDB clears it as it writes
-    // the page): one that does is forged, and would make LMDB write into
-    // the read-only map (CVE-2019-16225). Refused before anything moves.
-    if rd16(pager.committed(old, HDR)?, 10) & P_DIRTY != 0 {
-        return Err(ErrorKind::Corrupted.into());
-    }
     let new = alloc(pager, 1)?;
     let mut buf = pager.take_buf();
+    let ps = pager.psize();
     crate::format::page::edit::copy_page(&mut buf, pager.committed(old, ps)?);
+    // A committed page never carries P_DIRTY (LMDB clears it as it writes
+    // the page): one that does is forged, and would make LMDB write into
+    // the read-only map (CVE-2019-16225). Read from the copy (one map
+    // lookup, not two): the error breaks the transaction, which is never
+    // committed with the page it took.
+    if rd16(&buf, 10) & P_DIRTY != 0 {
+        return Err(ErrorKind::Corrupted.into());
+    }
     crate::format::page::edit::set_pgno(&mut buf, new);
     pager.dirty.insert(new, buf);
     pager.free_pages(old, 1);
