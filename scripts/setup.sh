@@ -4,7 +4,10 @@ set -euo pipefail
 need=()
 # The benchmark matrix (mdb-bench --features matrix,rocksdb) links Debian's
 # RocksDB and SQLite (bindgen needs libclang) and draws text in DejaVu Sans.
-for p in lmdb-utils liblmdb-dev python3-lmdb liblmdb-file-perl gcc make pkg-config valgrind \
+# py-lmdb's sdist suite (crates/mdb-ffi/tests/pylmdb_suite.rs) is built and
+# run by Debian's python3 (its -dev headers, pip, setuptools and pytest).
+for p in lmdb-utils liblmdb-dev python3-lmdb python3-dev python3-pytest python3-pip \
+    python3-setuptools liblmdb-file-perl gcc make pkg-config valgrind \
     librocksdb-dev libclang-dev libsqlite3-dev fonts-dejavu-core; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done

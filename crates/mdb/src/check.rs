@@ -8,7 +8,10 @@
 //!
 //! What is verified:
 //! * both meta pages (META flag, magic, version, pgno field, page size) and
-//!   the choice of the current one (larger txnid, meta 0 on a tie);
+//!   the choice of the current one (larger txnid, meta 0 on a tie); the
+//!   fields a commit writes as open judges them (`Meta::implausible`: a
+//!   problem for the newer meta, a warning for the older one, which open
+//!   passes over as LMDB does), and a map size no process can map;
 //! * every tree of the current snapshot: FREE, MAIN, each named DB, each
 //!   DUPSORT sub-DB and each sub-page; page headers, page types and depths,
 //!   `lower`/`upper`, node bounds and overlaps, key order inside and across
@@ -44,7 +47,10 @@ use crate::format::page::{
 };
 
 /// Deepest tree followed (LMDB's cursor stack).
-const MAX_DEPTH: u16 = crate::tree::MAX_DEPTH as u16;
+const MAX_DEPTH: u16 = crate::format::meta::MAX_DEPTH as u16;
+/// Largest map a process can have (2^56 bytes: the user address space of
+/// 5-level paging; LMDB only records a size it mapped).
+const MAX_MAPSIZE: u64 = 1 << 56;
 const MAX_PROBLEMS: usize = 10_000;
 /// Flags of a LEAF2 file page.
 const P_LEAF2_PAGE: u16 = P_LEAF | P_LEAF2;
@@ -273,6 +279,32 @@ pub fn check_bytes(file: &[u8]) -> Report {
             file_problem(&mut rep, Some(idx as u64), m);
         }
     }
+    // A meta whose snapshot cannot be read is passed over by open, as LMDB
+    // passes over an inactive one: a problem when it is the newer one (its
+    // commit is lost), a warning otherwise.
+    let plausible = metas.map(|m| m.filter(|m| m.implausible().is_none()));
+    if plausible[0].is_some() || plausible[1].is_some() {
+        for idx in 0..2 {
+            let Some((m, why)) = metas[idx].and_then(|m| Some((m, m.implausible()?))) else {
+                continue;
+            };
+            let newer = metas[1 - idx].is_none_or(|o| m.txnid > o.txnid);
+            let p = Problem {
+                pgno: Some(idx as u64),
+                db: String::new(),
+                message: format!(
+                    "meta page {idx} (txnid {}): {why}; its snapshot is not read",
+                    m.txnid
+                ),
+            };
+            if newer {
+                rep.problems.push(p);
+            } else {
+                rep.warnings.push(p);
+            }
+        }
+        metas = plausible;
+    }
     let (used, meta) = match (metas[0], metas[1]) {
         (Some(a), Some(b)) => {
             if b.txnid > a.txnid {
@@ -303,11 +335,18 @@ pub fn check_bytes(file: &[u8]) -> Report {
             ),
         );
     }
-    if meta.last_pgno < 1 {
+    if let Some(why) = meta.implausible() {
+        file_problem(&mut rep, Some(u64::from(used)), why.to_string());
+    }
+    if meta.mapsize > MAX_MAPSIZE {
         file_problem(
             &mut rep,
             Some(u64::from(used)),
-            format!("last_pg is {}, must be at least 1", meta.last_pgno),
+            format!(
+                "map size {} is larger than any 64-bit address space: LMDB \
+                 (and an open without a map size or auto-grow) fails (ENOMEM)",
+                meta.mapsize
+            ),
         );
     }
 
@@ -322,7 +361,7 @@ pub fn check_bytes(file: &[u8]) -> Report {
         owners: Vec::new(),
         problems: std::mem::take(&mut rep.problems),
         dropped: 0,
-        warnings: Vec::new(),
+        warnings: std::mem::take(&mut rep.warnings),
         free_entries: Vec::new(),
         free_pages: 0,
         named: Vec::new(),

@@ -192,9 +192,10 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
 
     /// Item `i` of leaf `p`, whatever its kind.
     fn item_at(&self, p: Page<'t>, i: usize, op: &'static str) -> Result<Option<Item<'t>>> {
-        let r = p
-            .node(i)
-            .and_then(|n| Ok(Some((n.key(), crate::tree::node_value(self.txn, n)?))));
+        let r = p.node(i).and_then(|n| {
+            let v = crate::tree::node_value(self.txn, n, self.pos.dcmp.is_some())?;
+            Ok(Some((n.key(), v)))
+        });
         r.map_err(|e| self.failed(e, op))
     }
 

@@ -733,16 +733,17 @@ impl Env {
             df.file_write_initial(&both)?;
             m
         } else {
+            // Both headers must be sound (as LMDB requires); of their
+            // snapshots, an implausible one is passed over.
             let mut b0 = [0u8; META_LEN];
             df.read_exact_at(&mut b0, 0)?;
-            let m0 = Meta::decode(&b0)?;
+            let psize = Meta::fields(Meta::check_header(&b0)?).psize();
             let mut b1 = [0u8; META_LEN];
-            df.read_exact_at(&mut b1, m0.psize() as u64)?;
-            let m1 = Meta::decode(&b1)?;
-            if m1.psize() != m0.psize() {
+            df.read_exact_at(&mut b1, psize as u64)?;
+            if Meta::fields(Meta::check_header(&b1)?).psize() != psize {
                 return Err(ErrorKind::Invalid.into());
             }
-            pick_meta(Ok(m0), Ok(m1))?.1
+            pick_meta(Meta::decode(&b0), Meta::decode(&b1))?.1
         };
         let psize = meta.psize() as usize;
         let mapsize = match (o.map_size, o.auto_grow) {

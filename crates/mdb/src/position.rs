@@ -85,7 +85,7 @@ impl Position {
             return Ok(None);
         };
         let v = match self.sub {
-            Sub::Single => node_value(s, n)?,
+            Sub::Single => node_value(s, n, self.dcmp.is_some())?,
             Sub::Page(ix) => Page::new(n.data())?.key(ix)?,
             Sub::Tree(_, pos) => pos.current_key(s)?.ok_or(ErrorKind::Corrupted)?,
         };
@@ -208,7 +208,7 @@ impl Position {
         }
         self.main.path.ix[l] = i;
         let n = p.node(i)?;
-        Ok(Some((n.key(), node_value(s, n)?)))
+        Ok(Some((n.key(), node_value(s, n, false)?)))
     }
 
     pub(crate) fn prev<'a, S: PageRead>(
@@ -368,7 +368,7 @@ impl Position {
             return Ok(None);
         };
         match &mut self.sub {
-            Sub::Single => Ok(Some(node_value(s, n)?)),
+            Sub::Single => Ok(Some(node_value(s, n, self.dcmp.is_some())?)),
             Sub::Page(ix) => {
                 let p = Page::new(n.data())?;
                 *ix = p.len().saturating_sub(1);

@@ -1,7 +1,10 @@
 //! Meta pages and database records (lmdb-format.md §3, §4).
 
 use crate::error::{ErrorKind, Result};
-use crate::format::page::{rd16, rd32, rd64, wr16, wr32, wr64, Header, P_INVALID, P_META};
+use crate::format::flags::{DUPFIXED, DUPSORT, INTEGERDUP, REVERSEDUP};
+use crate::format::page::{
+    rd16, rd32, rd64, wr16, wr32, wr64, Header, HDR, MAX_KEY_SIZE, P_INVALID, P_META,
+};
 
 /// Magic number at meta page offset 16.
 pub const MAGIC: u32 = 0xBEEF_C0DE;
@@ -23,6 +26,9 @@ pub const META_WRITE_LEN: usize = 120;
 pub const META_LEN: usize = 152;
 /// Size of a database record.
 pub const DB_RECORD_LEN: usize = 48;
+/// Deepest tree a cursor can walk (LMDB's CURSOR_STACK): a record claiming
+/// a deeper one is corrupt.
+pub const MAX_DEPTH: usize = 32;
 
 /// A 48-byte database record: the root and statistics of one B-tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,10 +67,17 @@ impl DbRecord {
     }
 
     /// Decode a record from bytes that may be anything: `Corrupted` unless
-    /// they are exactly [`DB_RECORD_LEN`] long.
+    /// they are exactly [`DB_RECORD_LEN`] long and the tree they describe
+    /// is no deeper than [`MAX_DEPTH`].
     pub fn read(b: &[u8]) -> Result<DbRecord> {
         match b.len() {
-            DB_RECORD_LEN => Ok(DbRecord::decode(b)),
+            DB_RECORD_LEN => {
+                let r = DbRecord::decode(b);
+                if r.depth as usize > MAX_DEPTH {
+                    return Err(ErrorKind::Corrupted.into());
+                }
+                Ok(r)
+            }
             _ => Err(ErrorKind::Corrupted.into()),
         }
     }
@@ -82,6 +95,28 @@ impl DbRecord {
             entries: rd64(b, 32),
             root: rd64(b, 40),
         }
+    }
+
+    /// Whether the record's flags are a combination LMDB can read: the
+    /// flags about duplicates need DUPSORT (CVE-2019-16224: DUPFIXED alone
+    /// made LMDB treat leaves as LEAF2), and the tree is no deeper than a
+    /// cursor can walk.
+    pub fn plausible(&self) -> bool {
+        let dup_only = DUPFIXED | INTEGERDUP | REVERSEDUP;
+        (self.flags & dup_only == 0 || self.flags & DUPSORT != 0)
+            && self.depth as usize <= MAX_DEPTH
+    }
+
+    /// The record of a key's duplicates sub-database, read from a node: as
+    /// [`DbRecord::read`], and for DUPFIXED with a value size a value can
+    /// have (1 to [`MAX_KEY_SIZE`]): every LEAF2 offset is a multiple of it,
+    /// and a forged one would make pages hold far more than they do.
+    pub fn read_sub(b: &[u8]) -> Result<DbRecord> {
+        let r = DbRecord::read(b)?;
+        if r.flags & DUPFIXED != 0 && !(1..=MAX_KEY_SIZE as u32).contains(&r.pad) {
+            return Err(ErrorKind::Corrupted.into());
+        }
+        Ok(r)
     }
 
     /// Encode into 48 bytes.
@@ -154,8 +189,24 @@ impl Meta {
         self.free.pad
     }
 
-    /// Decode and validate the first [`META_LEN`] bytes of a meta page.
+    /// Decode and validate the first [`META_LEN`] bytes of a meta page:
+    /// its header ([`Meta::check_header`]) and the fields a commit writes
+    /// ([`Meta::implausible`]), both `Invalid` when wrong.
     pub fn decode(b: &[u8]) -> Result<Meta> {
+        let b = Meta::check_header(b)?;
+        let m = Meta::fields(b);
+        if m.implausible().is_some() {
+            return Err(ErrorKind::Invalid.into());
+        }
+        Ok(m)
+    }
+
+    /// What both meta pages of a file must have for it to be opened, as
+    /// LMDB requires of both: the META flag, [`MAGIC`], a known version
+    /// (else `VersionMismatch`) and a page size of a power of two in
+    /// 512..=32768 (a 32-bit LMDB file, with 4-byte fields, shows an
+    /// implausible one here). The rest is judged on the meta read.
+    pub fn check_header(b: &[u8]) -> Result<&[u8; META_LEN]> {
         let Some(b) = b.first_chunk::<META_LEN>() else {
             return Err(ErrorKind::Invalid.into());
         };
@@ -166,13 +217,32 @@ impl Meta {
         if h.version != VERSION && h.version != VERSION_WAL {
             return Err(ErrorKind::VersionMismatch.into());
         }
-        let m = Meta::fields(b);
-        let ps = m.psize();
-        // A 32-bit LMDB file has 4-byte fields and shows an implausible psize here.
-        if !(512..=32768).contains(&ps) || !ps.is_power_of_two() || m.last_pgno < 1 {
+        let ps = Meta::fields(b).psize();
+        if !(512..=32768).contains(&ps) || !ps.is_power_of_two() {
             return Err(ErrorKind::Invalid.into());
         }
-        Ok(m)
+        Ok(b)
+    }
+
+    /// Why the fields a commit writes cannot be a snapshot (`None` when they
+    /// can): no page past the metas counted, a free or main record that is
+    /// not [`DbRecord::plausible`], or a main record whose value size does
+    /// not fit a page. Such a meta is never read (the other
+    /// one is, as LMDB reads the other one of an inactive meta with these
+    /// fields); `mdb check` names the same reasons.
+    pub fn implausible(&self) -> Option<&'static str> {
+        if self.last_pgno < 1 {
+            Some("last_pgno is 0")
+        } else if !self.free.plausible() {
+            Some("the free database's record has flags or a depth LMDB never writes")
+        } else if !self.main.plausible() {
+            Some("the main database's record has flags or a depth LMDB never writes")
+        } else if self.main.pad > self.psize() - HDR as u32 {
+            // A DUPFIXED value size (LMDB writes 0 here) past a page.
+            Some("the main database's record has a value size (md_pad) larger than a page")
+        } else {
+            None
+        }
     }
 
     /// The fields of a meta page's first [`META_LEN`] bytes, unjudged.

@@ -209,9 +209,10 @@ impl<'a> Page<'a> {
             return Err(ErrorKind::Corrupted.into());
         }
         // LEAF2 pages keep LMDB's virtual lower/upper (1-byte values put
-        // both past the end): what must fit is the packed keys.
+        // both past the end): what must fit is the packed keys, of a size
+        // a value can have (zero would make every key empty).
         let fits = if p.is_leaf2() {
-            p.len() * p.pad() <= b.len() - HDR
+            p.pad() != 0 && p.len() * p.pad() <= b.len() - HDR
         } else {
             upper <= b.len()
         };

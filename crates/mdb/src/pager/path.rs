@@ -3,8 +3,7 @@
 //! transaction's pager can keep one for every put instead of zeroing a new
 //! one (520 bytes) each time.
 
-/// Deepest tree a cursor can walk (LMDB's CURSOR_STACK).
-pub const MAX_DEPTH: usize = 32;
+pub use crate::format::meta::MAX_DEPTH;
 
 /// Pages and node indices from the root (level 0) down to a leaf.
 #[derive(Clone, Copy)]

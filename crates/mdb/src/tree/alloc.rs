@@ -3,7 +3,7 @@
 //! the file, always keeping room for the commit to save the free list.
 
 use crate::error::{ErrorKind, Result};
-use crate::format::page::rd64;
+use crate::format::page::{rd16, rd64, P_DIRTY};
 use crate::pager::{sort_pgnos, Pager};
 use crate::tree::*;
 
@@ -19,6 +19,14 @@ pub(crate) fn copy_to_new(pager: &mut Pager<'_>, old: u64) -> Result<u64> {
     let mut buf = pager.take_buf();
     let ps = pager.psize();
     crate::format::page::edit::copy_page(&mut buf, pager.committed(old, ps)?);
+    // A committed page never carries P_DIRTY (LMDB clears it as it writes
+    // the page): one that does is forged, and would make LMDB write into
+    // the read-only map (CVE-2019-16225). Read from the copy (one map
+    // lookup, not two): the error breaks the transaction, which is never
+    // committed with the page it took.
+    if rd16(&buf, 10) & P_DIRTY != 0 {
+        return Err(ErrorKind::Corrupted.into());
+    }
     crate::format::page::edit::set_pgno(&mut buf, new);
     pager.dirty.insert(new, buf);
     pager.free_pages(old, 1);
@@ -141,8 +149,14 @@ pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
             (0..n).map(|i| rd64(v, 8 + 8 * i)).collect::<Vec<u64>>(),
         );
     };
-    if pages.iter().any(|&p| p < 2 || p >= pager.next_pgno) {
-        return Err(ErrorKind::Corrupted.into());
+    // In range, and strictly descending as LMDB and we write them (`mdb
+    // check`'s rule): a page listed twice would be handed out twice.
+    let mut above = u64::MAX;
+    for &p in &pages {
+        if p < 2 || p >= pager.next_pgno || p >= above {
+            return Err(ErrorKind::Corrupted.into());
+        }
+        above = p;
     }
     pager.free.reclaimed.extend_from_slice(&pages);
     sort_pgnos(&mut pager.free.reclaimed, true);

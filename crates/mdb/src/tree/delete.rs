@@ -4,17 +4,23 @@
 use crate::error::{ErrorKind, Result};
 use crate::format::meta::DbRecord;
 use crate::format::page::{
-    self, edit, encode_branch, raw_key, rekey_branch, Page, F_BIGDATA, F_SUBDATA, HDR, P_INVALID,
-    P_OVERFLOW,
+    self, edit, encode_branch, raw_key, rekey_branch, Page, F_BIGDATA, F_DUPDATA, F_SUBDATA, HDR,
+    P_INVALID, P_OVERFLOW,
 };
 use crate::pager::{PageRead, Pager};
 use crate::tree::*;
 /// Below this many used bytes (per mille of the page) a page is rebalanced.
 pub(crate) const FILL_THRESHOLD: usize = 250;
 
-/// Free the overflow run at `pg`, adjusting the count of `db`.
-pub(crate) fn free_overflow(pager: &mut Pager<'_>, t: &mut Tree, pg: u64) -> Result<()> {
-    let n = run_len(pager, pg)?;
+/// Free the overflow run at `pg` holding a `len`-byte value, adjusting the
+/// count of `db`.
+pub(crate) fn free_overflow(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    pg: u64,
+    len: usize,
+) -> Result<()> {
+    let n = run_len(pager, pg, len)?;
     t.rec.overflow_pages = t
         .rec
         .overflow_pages
@@ -84,12 +90,16 @@ pub(crate) fn remove_at(
             c.key.clear();
             c.key.extend_from_slice(n.key());
         }
+        // Duplicates in a tree without them (CVE-2019-16227).
+        if n.flags() & F_DUPDATA != 0 && t.dups.is_none() {
+            return Err(ErrorKind::Corrupted.into());
+        }
         if n.flags() & F_BIGDATA != 0 {
-            big = Some(n.ov_pgno());
+            big = Some((n.ov_pgno(), n.dsize()));
         }
     }
-    if let Some(pg) = big {
-        free_overflow(pager, t, pg)?;
+    if let Some((pg, len)) = big {
+        free_overflow(pager, t, pg, len)?;
         buf = pager.dirty.get_mut(&leaf).ok_or(ErrorKind::Corrupted)?;
     }
     if leaf2 {
@@ -411,15 +421,15 @@ pub(crate) fn drop_tree(pager: &mut Pager<'_>, t: &mut Tree) -> Result<()> {
                 if p.is_branch() {
                     stack.push((n.child(), d + 1));
                 } else if n.flags() & F_BIGDATA != 0 {
-                    runs.push(n.ov_pgno());
+                    runs.push((n.ov_pgno(), n.dsize()));
                 } else if n.flags() & F_SUBDATA != 0 && n.dsize() == 48 {
                     let r = DbRecord::read(n.data())?;
                     trees.push((r.root, r.depth));
                 }
             }
-            for r in runs {
-                let len = run_len(pager, r)?;
-                pager.free_pages(r, len);
+            for (r, len) in runs {
+                let n = run_len(pager, r, len)?;
+                pager.free_pages(r, n);
             }
             pager.free_pages(pg, 1);
         }
@@ -430,14 +440,19 @@ pub(crate) fn drop_tree(pager: &mut Pager<'_>, t: &mut Tree) -> Result<()> {
     Ok(())
 }
 
-/// Length in pages of the overflow run starting at `pg`.
-pub(crate) fn run_len(pager: &Pager<'_>, pg: u64) -> Result<usize> {
+/// Length in pages of the overflow run starting at `pg`, which holds a
+/// `len`-byte value: `Corrupted` unless its header says it is an overflow
+/// page of at least the pages the value needs (a larger run is a value
+/// overwritten in place by a smaller one; a shorter or empty one would
+/// free too little, or pages of something else).
+pub(crate) fn run_len(pager: &Pager<'_>, pg: u64, len: usize) -> Result<usize> {
     let b = match pager.dirty.get(&pg) {
         Some(b) => &b[..HDR],
         None => pager.committed(pg, HDR)?,
     };
-    if page::rd16(b, 10) & P_OVERFLOW == 0 {
+    let n = page::rd32(b, 12) as usize;
+    if page::rd16(b, 10) & P_OVERFLOW == 0 || n < page::ov_pages(pager.psize(), len) {
         return Err(ErrorKind::Corrupted.into());
     }
-    Ok(page::rd32(b, 12) as usize)
+    Ok(n)
 }

@@ -28,13 +28,13 @@ pub(crate) enum Dups<'a> {
 pub(crate) fn dups_of<'a, S: PageRead>(s: &'a S, n: Node<'a>) -> Result<Dups<'a>> {
     let f = n.flags();
     if f & F_DUPDATA == 0 {
-        return Ok(Dups::Single(node_value(s, n)?));
+        return Ok(Dups::Single(node_value(s, n, true)?));
     }
     if f & F_SUBDATA != 0 {
         if n.dsize() != 48 || n.data().len() != 48 {
             return Err(ErrorKind::Corrupted.into());
         }
-        return Ok(Dups::SubDb(DbRecord::read(n.data())?));
+        return Ok(Dups::SubDb(DbRecord::read_sub(n.data())?));
     }
     Ok(Dups::SubPage(Page::new(n.data())?))
 }

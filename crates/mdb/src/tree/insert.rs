@@ -4,7 +4,7 @@
 use crate::error::{ErrorKind, Result};
 use crate::format::page::{
     self, edit, encode_branch, footprint, node_max, ov_pages, raw_key, rekey_branch, NodeData,
-    Page, F_BIGDATA, F_SUBDATA, HDR, P_BRANCH, P_INVALID, P_LEAF, P_LEAF2, P_OVERFLOW,
+    Page, F_BIGDATA, F_DUPDATA, F_SUBDATA, HDR, P_BRANCH, P_INVALID, P_LEAF, P_LEAF2, P_OVERFLOW,
 };
 use crate::pager::{AppendCache, PageRead, Pager};
 use crate::tree::*;
@@ -147,6 +147,12 @@ fn put_along(
         if exact {
             return Err(ErrorKind::KeyExist.into());
         }
+        // The record's value size must be the leaf's: the packed keys are
+        // moved by it (a forged md_pad, validate-md-pad in py-lmdb).
+        let p = pager.page(path.pg[path.leaf()])?;
+        if !p.is_leaf2() || p.pad() != t.fixed {
+            return Err(ErrorKind::Corrupted.into());
+        }
         touch_path(pager, t, path)?;
         let leaf = path.pg[path.leaf()];
         t.rec.entries += 1;
@@ -164,6 +170,11 @@ fn put_along(
     }
     if exact {
         let n = pager.page(path.pg[path.leaf()])?.node(i)?;
+        // Duplicates in a tree without them (CVE-2019-16227).
+        if n.flags() & F_DUPDATA != 0 && t.dups.is_none() {
+            free_new_overflow(pager, t, data)?;
+            return Err(ErrorKind::Corrupted.into());
+        }
         if flags.contains(WriteFlags::NO_OVERWRITE) || append {
             free_new_overflow(pager, t, data)?;
             return Err(ErrorKind::KeyExist.into());
@@ -187,7 +198,7 @@ fn put_along(
             )
         };
         if old_big {
-            free_overflow(pager, t, old_ov)?;
+            free_overflow(pager, t, old_ov, old_dsize)?;
         }
         let new_fp = footprint(key.len(), data.stored());
         let same_kind = !old_big && matches!(data, NodeData::Inline(_) | NodeData::Reserve(_));
@@ -348,8 +359,8 @@ pub(crate) fn free_new_overflow(
     t: &mut Tree,
     data: NodeData<'_>,
 ) -> Result<()> {
-    if let NodeData::Overflow(pg, _) = data {
-        free_overflow(pager, t, pg)?;
+    if let NodeData::Overflow(pg, len) = data {
+        free_overflow(pager, t, pg, len)?;
     }
     Ok(())
 }

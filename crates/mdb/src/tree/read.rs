@@ -3,6 +3,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::cmp::CmpFn;
+use crate::format::flags::DUPSORT;
 use crate::format::meta::DbRecord;
 use crate::format::page::{search, Node, Page, F_BIGDATA, F_DUPDATA, P_INVALID};
 use crate::pager::PageRead;
@@ -94,11 +95,16 @@ pub(crate) fn contains<S: PageRead>(s: &S, rec: &DbRecord, cmp: CmpFn, key: &[u8
     Ok(descend(s, rec, cmp, key, &mut path)?.1)
 }
 
-/// The value of a leaf node, following an overflow reference.
+/// The value of a leaf node of a tree with duplicates (`dups`: DUPSORT)
+/// or without, following an overflow reference; for duplicates, the first.
+/// Duplicates in a tree without them are `Corrupted` (CVE-2019-16227).
 #[inline]
-pub(crate) fn node_value<'a, S: PageRead>(s: &'a S, n: Node<'a>) -> Result<&'a [u8]> {
+pub(crate) fn node_value<'a, S: PageRead>(s: &'a S, n: Node<'a>, dups: bool) -> Result<&'a [u8]> {
     let f = n.flags();
     if f & F_DUPDATA != 0 {
+        if !dups {
+            return Err(ErrorKind::Corrupted.into());
+        }
         return crate::tree::dups::first_dup(s, n);
     }
     if f & F_BIGDATA != 0 {
@@ -120,7 +126,7 @@ pub(crate) fn get<'a, S: PageRead>(
     key: &[u8],
 ) -> Result<Option<&'a [u8]>> {
     match get_node(s, rec, cmp, key)? {
-        Some(n) => node_value(s, n).map(Some),
+        Some(n) => node_value(s, n, rec.flags & DUPSORT != 0).map(Some),
         None => Ok(None),
     }
 }
@@ -172,7 +178,8 @@ impl CursorPos {
             return Ok(None);
         }
         let n = p.node(i)?;
-        Ok(Some((n.key(), node_value(s, n)?)))
+        // Only the free database is read through a bare position.
+        Ok(Some((n.key(), node_value(s, n, false)?)))
     }
 
     /// The key at the position (works on LEAF2 pages too).

@@ -40,6 +40,27 @@ pub fn python3_lmdb() {
     }
 }
 
+/// The system python with pytest, setuptools and the headers to build a C
+/// extension against liblmdb (py-lmdb's sdist suite).
+pub fn python3_pytest() {
+    python3_lmdb();
+    need("/usr/include/lmdb.h", "liblmdb-dev");
+    for (check, package) in [
+        ("import pytest", "python3-pytest"),
+        ("import setuptools", "python3-setuptools"),
+        ("import pip", "python3-pip"),
+        (
+            "import os, sysconfig; \
+             assert os.path.exists(sysconfig.get_paths()['include'] + '/Python.h')",
+            "python3-dev",
+        ),
+    ] {
+        if !succeeds(Command::new("/usr/bin/python3").args(["-c", check])) {
+            missing(&format!("python3 -c \"{check}\""), package);
+        }
+    }
+}
+
 /// Perl with LMDB_File.
 pub fn perl_lmdb_file() {
     need("/usr/bin/perl", "perl");
