@@ -417,6 +417,10 @@ unsafe fn get_general(
                 return Err(MDB_BAD_VALSIZE);
             }
         }
+        if op == GET_CURRENT {
+            // SAFETY: output pointers are NULL or the caller's MDB_vals.
+            return unsafe { get_current(st, &view, key, data) };
+        }
         let r = match view {
             View::Ro(r) => {
                 let item = st.get(r, cop);
@@ -436,6 +440,46 @@ unsafe fn get_general(
         }
         Ok(())
     })())
+}
+
+/// `MDB_GET_CURRENT`. Without `data` only the key is read, which leaves a
+/// delete's state among the key's values as it was (so the next
+/// `MDB_NEXT` still returns the value that took a deleted one's place).
+/// After the delete of a key's last value, where the key kept others,
+/// there is a key but no value: `MDB_NOTFOUND` with `key` set, as LMDB.
+///
+/// # Safety
+/// `key` and `data` are NULL or the caller's `MDB_val`s.
+unsafe fn get_current(
+    st: &mut CursorState,
+    view: &View<'_>,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+) -> Result<(), c_int> {
+    let key_only = |st: &mut CursorState| match view {
+        View::Ro(r) => st.current_key(*r),
+        View::Rw(w) => st.current_key(&**w),
+    };
+    let item = match view {
+        _ if data.is_null() => Ok(None),
+        View::Ro(r) => st.get(*r, CursorOp::GetCurrent),
+        View::Rw(w) => st.get(&**w, CursorOp::GetCurrent),
+    };
+    let r = match item {
+        Ok(Some((k, v))) => Ok(Some((k, Some(v)))),
+        Ok(None) => key_only(st).map(|k| k.map(|k| (k, None))),
+        Err(e) => Err(e),
+    };
+    let (k, v) = r.map_err(|e| e.code())?.ok_or(MDB_NOTFOUND)?;
+    // SAFETY: per the caller's contract.
+    unsafe { set_val(key, k) };
+    match v {
+        // SAFETY: as above.
+        Some(v) => unsafe { set_val(data, v) },
+        None if !data.is_null() => return Err(MDB_NOTFOUND),
+        None => {}
+    }
+    Ok(())
 }
 
 /// NEXT or PREV in a top-level transaction, the loop of most scans: the

@@ -1577,6 +1577,205 @@ static void test_cursor_dup(void)
 	mdb_env_close(env);
 }
 
+/* MDB_GET_CURRENT without a data argument: the key alone. */
+static int ckey(MDB_cursor *c, const char *want_k)
+{
+	MDB_val k;
+	int rc = mdb_cursor_get(c, &k, NULL, MDB_GET_CURRENT);
+	if (rc)
+		return rc;
+	return want_k && !eq(k, want_k);
+}
+
+/* A write txn whose cursor has just deleted (k, d) (d NULL: k's first). */
+static MDB_cursor *deleted(MDB_env *env, MDB_dbi db, const char *k, const char *d,
+			   unsigned flags, MDB_txn **txn)
+{
+	MDB_cursor *c = NULL;
+	MDB_val key = V(k), data = V(d ? d : "");
+	if (mdb_txn_begin(env, NULL, 0, txn))
+		return NULL;
+	if (mdb_cursor_open(*txn, db, &c) ||
+	    mdb_cursor_get(c, &key, &data, d ? MDB_GET_BOTH : MDB_SET) ||
+	    mdb_cursor_del(c, flags)) {
+		mdb_txn_abort(*txn);
+		return NULL;
+	}
+	return c;
+}
+
+#define DELETED(k, d, flags)                                                   \
+	do {                                                                   \
+		if (txn)                                                       \
+			mdb_txn_abort(txn);                                    \
+		c = deleted(env, db, k, d, flags, &txn);                       \
+		if (!c) {                                                      \
+			fprintf(stderr, "%s:%d: cannot delete %s\n", __FILE__, \
+				__LINE__, k);                                  \
+			failures++;                                            \
+			return;                                                \
+		}                                                              \
+	} while (0)
+
+/* Where mdb_cursor_del leaves the cursor, and what each move does next
+ * (LMDB 0.9.24, probed op by op). OpenLDAP's back-mdb reads a parent's id
+ * with MDB_GET_CURRENT (no data) after deleting a child from its dn index. */
+static void test_cursor_del_positions(void)
+{
+	MDB_env *env = open_env("cursordel", 0, 0, 4);
+	MDB_txn *txn = NULL;
+	MDB_cursor *c;
+	MDB_val k, d;
+	MDB_dbi db, dup, big;
+	size_t n;
+	char v[16];
+	if (!env) {
+		failures++;
+		return;
+	}
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, "dup", MDB_CREATE | MDB_DUPSORT, &dup));
+	MUST(mdb_dbi_open(txn, "big", MDB_CREATE | MDB_DUPSORT, &big));
+	db = dup;
+	put(txn, db, "a", "1");
+	put(txn, db, "a", "2");
+	put(txn, db, "a", "3");
+	put(txn, db, "b", "1");
+	put(txn, db, "b", "2");
+	put(txn, db, "c", "1");
+	put(txn, db, "c", "2");
+	/* "bb": enough values for a sub-database of its own (after a whole
+	 * key deleted before it, LMDB 0.9.24 gets it wrong: not tested) */
+	put(txn, big, "a", "1");
+	put(txn, big, "c", "1");
+	for (int i = 0; i < 2000; i++) {
+		snprintf(v, sizeof v, "%06d", i);
+		put(txn, big, "bb", v);
+	}
+	OK(mdb_txn_commit(txn));
+	txn = NULL;
+
+	/* The last value of a key that keeps others: still on the key, past
+	 * its values. */
+	DELETED("a", "3", 0);
+	OK(ckey(c, "a"));
+	k = V("x");
+	CHECK(mdb_cursor_get(c, &k, &d, MDB_GET_CURRENT), MDB_NOTFOUND);
+	TRUE(eq(k, "a"));
+	OK(mdb_cursor_count(c, &n));
+	TRUE(n == 2);
+	OK(cget(c, "b", "1", MDB_NEXT));
+	DELETED("a", "3", 0);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT_DUP), MDB_NOTFOUND);
+	OK(cget(c, "b", "1", MDB_NEXT));
+	DELETED("a", "3", 0);
+	OK(cget(c, "a", "2", MDB_PREV));
+	DELETED("a", "3", 0);
+	OK(cget(c, "a", "2", MDB_PREV_DUP));
+	DELETED("a", "3", 0);
+	OK(cget(c, "b", "1", MDB_NEXT_NODUP));
+	DELETED("a", "3", 0);
+	CHECK(cget(c, NULL, NULL, MDB_PREV_NODUP), MDB_NOTFOUND);
+	OK(cget(c, "b", "1", MDB_NEXT));
+	/* ... of the last key */
+	DELETED("c", "2", 0);
+	OK(ckey(c, "c"));
+	CHECK(cget(c, NULL, NULL, MDB_GET_CURRENT), MDB_NOTFOUND);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT), MDB_NOTFOUND);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT), MDB_NOTFOUND);
+	OK(cget(c, "c", "1", MDB_PREV));
+	DELETED("c", "2", 0);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT_NODUP), MDB_NOTFOUND);
+	OK(cget(c, "c", "1", MDB_PREV));
+	/* ... in a sub-database */
+	db = big;
+	DELETED("bb", "001999", 0);
+	OK(ckey(c, "bb"));
+	CHECK(cget(c, NULL, NULL, MDB_GET_CURRENT), MDB_NOTFOUND);
+	OK(cget(c, "bb", "001998", MDB_PREV));
+	DELETED("bb", "001999", 0);
+	OK(cget(c, "c", "1", MDB_NEXT));
+	DELETED("bb", "001000", 0);
+	OK(cget(c, "bb", "001001", MDB_NEXT_DUP));
+	OK(cget(c, "bb", "001002", MDB_NEXT));
+	db = dup;
+	/* ... and then the whole key: on the next one */
+	DELETED("a", "3", 0);
+	OK(mdb_cursor_del(c, MDB_NODUPDATA));
+	OK(cget(c, "b", "1", MDB_GET_CURRENT));
+	OK(cget(c, "b", "2", MDB_NEXT));
+
+	/* A value followed by others of its key: on the next one, which
+	 * NEXT and NEXT_DUP return */
+	DELETED("a", "2", 0);
+	OK(ckey(c, "a"));
+	OK(cget(c, "a", "3", MDB_NEXT));
+	DELETED("a", "2", 0);
+	OK(cget(c, "a", "3", MDB_NEXT_DUP));
+	OK(cget(c, "b", "1", MDB_NEXT));
+	DELETED("a", "2", 0);
+	OK(cget(c, "a", "3", MDB_GET_CURRENT));
+	OK(cget(c, "b", "1", MDB_NEXT));
+	DELETED("a", "2", 0);
+	OK(cget(c, "a", "1", MDB_PREV));
+	DELETED("a", "2", 0);
+	OK(cget(c, "a", "1", MDB_PREV_DUP));
+
+	/* A whole key: on the next key, whose first value NEXT returns */
+	DELETED("b", NULL, MDB_NODUPDATA);
+	OK(ckey(c, "c"));
+	OK(cget(c, "c", "1", MDB_NEXT));
+	DELETED("b", NULL, MDB_NODUPDATA);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT_DUP), MDB_NOTFOUND);
+	OK(cget(c, "c", "1", MDB_NEXT));
+	DELETED("b", NULL, MDB_NODUPDATA);
+	OK(ckey(c, "c"));
+	OK(cget(c, "c", "1", MDB_NEXT));
+	DELETED("b", NULL, MDB_NODUPDATA);
+	OK(cget(c, "a", "3", MDB_PREV));
+	DELETED("b", NULL, MDB_NODUPDATA);
+	OK(cget(c, "c", "1", MDB_NEXT_NODUP));
+	mdb_txn_abort(txn);
+	txn = NULL;
+
+	/* Without DUPSORT */
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, "plain", MDB_CREATE, &db));
+	put(txn, db, "a", "1");
+	put(txn, db, "b", "2");
+	put(txn, db, "c", "3");
+	OK(mdb_txn_commit(txn));
+	txn = NULL;
+	DELETED("a", NULL, 0);
+	OK(cget(c, "b", "2", MDB_NEXT_NODUP));
+	DELETED("a", NULL, 0);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT_DUP), MDB_NOTFOUND);
+	OK(cget(c, "c", "3", MDB_NEXT));
+	DELETED("a", NULL, 0);
+	OK(ckey(c, "b"));
+	OK(cget(c, "c", "3", MDB_NEXT));
+	DELETED("b", NULL, 0);
+	OK(cget(c, "a", "1", MDB_PREV));
+	DELETED("c", NULL, 0);
+	CHECK(ckey(c, NULL), MDB_NOTFOUND);
+	CHECK(cget(c, NULL, NULL, MDB_GET_CURRENT), MDB_NOTFOUND);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT), MDB_NOTFOUND);
+	OK(cget(c, "b", "2", MDB_PREV));
+	mdb_txn_abort(txn);
+	txn = NULL;
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, "one", MDB_CREATE, &db));
+	put(txn, db, "a", "1");
+	OK(mdb_txn_commit(txn));
+	txn = NULL;
+	DELETED("a", NULL, 0);
+	CHECK(cget(c, NULL, NULL, MDB_GET_CURRENT), EINVAL);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT), MDB_NOTFOUND);
+	CHECK(cget(c, NULL, NULL, MDB_PREV), MDB_NOTFOUND);
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+}
+
 static void test_cursor_dupfixed(void)
 {
 	MDB_env *env = open_env("dupfixed", 0, 0, 4);
@@ -2081,6 +2280,7 @@ int main(int argc, char **argv)
 	test_cursor_plain();
 	test_cursor_scan();
 	test_cursor_dup();
+	test_cursor_del_positions();
 	test_cursor_dupfixed();
 	test_copy();
 	test_readers();
