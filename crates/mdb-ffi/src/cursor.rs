@@ -5,7 +5,7 @@
 //! read transactions are the caller's to close; when their transaction ends
 //! they are only unbound, and `mdb_cursor_renew` binds them again.
 
-use crate::data::{check_sizes, db_flags, stash};
+use crate::data::{answer_existing, check_sizes, db_flags, stash};
 use crate::env::MDB_env;
 use crate::guard::{code, failed_with, guard, guard_inline, guard_or};
 use crate::txn::{txn_ref, Kind, MDB_txn, View};
@@ -607,27 +607,33 @@ pub unsafe extern "C" fn mdb_cursor_put(
                 check_sizes(k, d.mv_size, dflags)?;
                 let wf = WriteFlags(flags & put_flags::ENGINE);
                 if flags & put_flags::RESERVE != 0 {
-                    if dflags & db_flags::DUPSORT != 0 {
-                        return Err(EINVAL);
-                    }
                     let (k, _) = stash(&mut scratch, k, &[]);
-                    let wf = WriteFlags(wf.0 & !put_flags::CURRENT);
-                    let r = w.reserve(db, k, d.mv_size, wf).map(|b| b.as_mut_ptr());
-                    let p = t.note(r)?;
-                    d.mv_data = p.cast();
-                    let w = t.write()?;
-                    let _ = st.get(&*w, CursorOp::SetKey(k));
+                    let r = if dflags & db_flags::DUPSORT != 0 {
+                        // As `mdb_put`: only an existing key is answered.
+                        if !answer_existing(w, db, k, flags, d) {
+                            return Err(EINVAL);
+                        }
+                        Err(mdb::ErrorKind::KeyExist.into())
+                    } else {
+                        let wf = WriteFlags(wf.0 & !put_flags::CURRENT);
+                        let r = w.reserve(db, k, d.mv_size, wf).map(|b| b.as_mut_ptr());
+                        if failed_with(&r, mdb::ErrorKind::KeyExist) {
+                            answer_existing(w, db, k, flags, d);
+                        }
+                        r
+                    };
+                    // On the new item, or on the existing one (as LMDB).
+                    if r.is_ok() || failed_with(&r, mdb::ErrorKind::KeyExist) {
+                        let _ = st.get(&*w, CursorOp::SetKey(k));
+                    }
+                    d.mv_data = t.note(r)?.cast();
                     return Ok(());
                 }
                 // SAFETY: the caller's data.
                 let (k, v) = stash(&mut scratch, k, unsafe { bytes(d) });
                 let r = w.cursor_put(st, k, v, wf);
-                if failed_with(&r, mdb::ErrorKind::KeyExist) && flags & put_flags::NOOVERWRITE != 0
-                {
-                    if let Ok(Some((_, old))) = st.get(&*w, CursorOp::GetCurrent) {
-                        // SAFETY: data checked non-NULL.
-                        unsafe { set_val(data, old) };
-                    }
+                if failed_with(&r, mdb::ErrorKind::KeyExist) {
+                    answer_existing(w, db, k, flags, d);
                 }
                 t.note(r)
             })();

@@ -673,6 +673,17 @@ static void test_put_get_del(void)
 		memcpy(d.mv_data, "hello", 5);
 	OK(mdb_get(txn, 1, &k, &d));
 	TRUE(eq(d, "hello"));
+	/* NOOVERWRITE|RESERVE on an existing key: the existing value comes
+	 * back, not space (OpenLDAP's slapadd reads it) */
+	d.mv_size = 472;
+	d.mv_data = NULL;
+	CHECK(mdb_put(txn, 1, &k, &d, MDB_NOOVERWRITE | MDB_RESERVE), MDB_KEYEXIST);
+	TRUE(eq(d, "hello"));
+	k = V("empty");
+	d.mv_size = 472;
+	d.mv_data = NULL;
+	CHECK(mdb_put(txn, 1, &k, &d, MDB_NOOVERWRITE | MDB_RESERVE), MDB_KEYEXIST);
+	TRUE(d.mv_size == 0 && d.mv_data != NULL);
 	/* APPEND */
 	k = V("zz");
 	d = V("1");
@@ -702,6 +713,10 @@ static void test_put_get_del(void)
 	CHECK(mdb_put(txn, dup, &k, &d, MDB_NODUPDATA), MDB_KEYEXIST);
 	d = V("zzz");
 	CHECK(mdb_put(txn, dup, &k, &d, MDB_NOOVERWRITE), MDB_KEYEXIST);
+	TRUE(eq(d, "a"));
+	d.mv_size = 472;
+	d.mv_data = NULL;
+	CHECK(mdb_put(txn, dup, &k, &d, MDB_NOOVERWRITE | MDB_RESERVE), MDB_KEYEXIST);
 	TRUE(eq(d, "a"));
 	d = V("b");
 	CHECK(mdb_put(txn, dup, &k, &d, MDB_APPENDDUP), MDB_KEYEXIST);
@@ -1277,6 +1292,12 @@ static void test_cursor_plain(void)
 	OK(mdb_cursor_put(c, &k, &d, MDB_RESERVE));
 	if (d.mv_data)
 		memcpy(d.mv_data, "res", 3);
+	OK(cget(c, "r", "res", MDB_GET_CURRENT));
+	OK(cget(c, NULL, NULL, MDB_FIRST));
+	d.mv_size = 472;
+	d.mv_data = NULL;
+	CHECK(mdb_cursor_put(c, &k, &d, MDB_NOOVERWRITE | MDB_RESERVE), MDB_KEYEXIST);
+	TRUE(eq(d, "res"));
 	OK(cget(c, "r", "res", MDB_GET_CURRENT));
 
 	/* cursor_del and the positions after it; a second cursor follows */
@@ -2203,6 +2224,16 @@ static void test_hardening(void)
 	d.mv_size = 4;
 	d.mv_data = NULL;
 	CHECK(mdb_put(txn, db, &k, &d, MDB_RESERVE), EINVAL);
+	/* LMDB crashes on NODUPDATA|RESERVE with the pair present; NOOVERWRITE
+	 * is answered only when the key exists */
+	d = V("abcd");
+	OK(mdb_put(txn, db, &k, &d, 0));
+	CHECK(mdb_put(txn, db, &k, &d, MDB_NODUPDATA | MDB_RESERVE), EINVAL);
+	d = V("x");
+	CHECK(mdb_put(txn, db, &k, &d, MDB_NOOVERWRITE | MDB_RESERVE), MDB_KEYEXIST);
+	TRUE(eq(d, "abcd"));
+	OK(mdb_del(txn, db, &k, NULL));
+	CHECK(mdb_put(txn, db, &k, &d, MDB_NOOVERWRITE | MDB_RESERVE), EINVAL);
 	MUST(mdb_dbi_open(txn, "fixed", MDB_CREATE | MDB_DUPSORT | MDB_DUPFIXED, &db));
 	d = V("abcd");
 	OK(mdb_put(txn, db, &k, &d, 0));
