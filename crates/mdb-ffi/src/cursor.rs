@@ -140,7 +140,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
             let t = unsafe { txn_ref(txn)? };
             // SAFETY: the txn's env outlives it.
             let env = unsafe { &*t.env };
-            let db = env.db(dbi)?;
+            let db = t.db(dbi)?;
             if cursor.is_null() {
                 return Err(EINVAL);
             }
@@ -212,8 +212,7 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
             if cur.write || !t.rdonly {
                 return Err(EINVAL);
             }
-            // SAFETY: the txn's env outlives it.
-            let db = unsafe { &*t.env }.db(cur.dbi)?;
+            let db = t.db(cur.dbi)?;
             let st = match t.view()? {
                 View::Ro(r) => CursorState::new(r, db).map_err(|e| e.code())?,
                 View::Rw(_) => return Err(EINVAL),

@@ -75,8 +75,7 @@ pub unsafe extern "C" fn mdb_get(
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
-            // SAFETY: the txn's env outlives it.
-            let db = unsafe { &*t.env }.data_db(dbi)?;
+            let db = t.data_db(dbi)?;
             if key.is_null() || data.is_null() {
                 return Err(EINVAL);
             }
@@ -117,9 +116,7 @@ pub unsafe extern "C" fn mdb_put(
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
-            let env = t.env;
-            // SAFETY: the txn's env outlives it.
-            let db = unsafe { &*env }.data_db(dbi)?;
+            let db = t.data_db(dbi)?;
             if key.is_null() || data.is_null() || flags & !put_flags::PUT_VALID != 0 {
                 return Err(EINVAL);
             }
@@ -187,9 +184,7 @@ pub unsafe extern "C" fn mdb_del(
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
-            let env = t.env;
-            // SAFETY: the txn's env outlives it.
-            let db = unsafe { &*env }.data_db(dbi)?;
+            let db = t.data_db(dbi)?;
             if key.is_null() {
                 return Err(EINVAL);
             }

@@ -2090,6 +2090,112 @@ static void test_uncommitted_handles(void)
 	mdb_env_close(env);
 }
 
+/* EINVAL from each call that takes a handle, in txn t. */
+#define REFUSED(t, dbi)                                                        \
+	do {                                                                   \
+		MDB_cursor *c_;                                                \
+		MDB_stat st_;                                                  \
+		unsigned fl_;                                                  \
+		MDB_val k_ = V("k"), v_ = V("v");                              \
+		CHECK(mdb_cursor_open(t, dbi, &c_), EINVAL);                   \
+		CHECK(mdb_get(t, dbi, &k_, &v_), EINVAL);                      \
+		CHECK(mdb_stat(t, dbi, &st_), EINVAL);                         \
+		CHECK(mdb_dbi_flags(t, dbi, &fl_), EINVAL);                    \
+		CHECK(mdb_put(t, dbi, &k_, &v_, 0), EINVAL);                   \
+		CHECK(mdb_del(t, dbi, &k_, NULL), EINVAL);                     \
+	} while (0)
+
+/* A handle opened in a read-only txn is that txn's until it commits
+ * (py-lmdb's crash_test BadCursorTest), and a txn only ever sees the
+ * handles shared before it began. */
+static void test_read_txn_handles(void)
+{
+	MDB_env *env = open_env("rohandles", MDB_NOTLS, 0, 4);
+	MDB_txn *w, *r1, *r2, *r3;
+	MDB_dbi x, y, z;
+	MDB_cursor *cur;
+	MDB_val k = V("k"), v = V("v");
+	if (!env) {
+		failures++;
+		return;
+	}
+	MUST(mdb_txn_begin(env, NULL, 0, &w));
+	MUST(mdb_dbi_open(w, "x", MDB_CREATE, &x));
+	OK(mdb_put(w, x, &k, &v, 0));
+	MUST(mdb_dbi_open(w, "y", MDB_CREATE, &y));
+	MUST(mdb_dbi_open(w, "z", MDB_CREATE, &z));
+	OK(mdb_txn_commit(w));
+	mdb_dbi_close(env, x);
+	mdb_dbi_close(env, y);
+	mdb_dbi_close(env, z);
+
+	/* open in r1, still live: r2 and w (begun after) may not use it */
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r2));
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r1));
+	MUST(mdb_dbi_open(r1, "x", 0, &x));
+	OK(mdb_get(r1, x, &k, &v));
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r3));
+	REFUSED(r3, x);
+	mdb_txn_abort(r3);
+	MUST(mdb_txn_begin(env, NULL, 0, &w));
+	REFUSED(w, x);
+	mdb_txn_abort(w);
+	/* committed (read-only): shared with the txns that begin after it */
+	OK(mdb_txn_commit(r1));
+	REFUSED(r2, x);
+	mdb_txn_abort(r2);
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r2));
+	OK(mdb_get(r2, x, &k, &v));
+	OK(mdb_cursor_open(r2, x, &cur));
+	mdb_cursor_close(cur);
+	mdb_txn_abort(r2);
+
+	/* aborted, or reset: closed */
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r1));
+	MUST(mdb_dbi_open(r1, "y", 0, &y));
+	mdb_txn_abort(r1);
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r2));
+	REFUSED(r2, y);
+	mdb_txn_abort(r2);
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r1));
+	MUST(mdb_dbi_open(r1, "y", 0, &y));
+	mdb_txn_reset(r1);
+	OK(mdb_txn_renew(r1));
+	REFUSED(r1, y);
+	mdb_txn_abort(r1);
+
+#ifdef MDB_FFI_OURS
+	/* opened in two read txns: each may use it, and the second keeps it
+	 * when the first aborts. (LMDB agrees on a fresh handle slot; on a
+	 * slot closed before, as here, the second open returns the handle but
+	 * its txn may not use it.) */
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r1));
+	MUST(mdb_dbi_open(r1, "y", 0, &y));
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r2));
+	MDB_dbi mine;
+	MUST(mdb_dbi_open(r2, "y", 0, &mine));
+	TRUE(mine == y);
+	OK(mdb_cursor_open(r2, y, &cur));
+	mdb_cursor_close(cur);
+	mdb_txn_abort(r1);
+	CHECK(mdb_get(r2, y, &k, &v), MDB_NOTFOUND);
+	mdb_txn_abort(r2);
+#endif
+
+	/* a write txn's handle, committed: not for a reader begun before */
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r2));
+	MUST(mdb_txn_begin(env, NULL, 0, &w));
+	MUST(mdb_dbi_open(w, "z", 0, &z));
+	REFUSED(r2, z);
+	OK(mdb_txn_commit(w));
+	REFUSED(r2, z);
+	mdb_txn_abort(r2);
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r2));
+	CHECK(mdb_get(r2, z, &k, &v), MDB_NOTFOUND);
+	mdb_txn_abort(r2);
+	mdb_env_close(env);
+}
+
 /* ---- §15: what LMDB crashes on, we refuse ---------------------------- */
 
 #ifdef MDB_FFI_OURS
@@ -2307,6 +2413,7 @@ int main(int argc, char **argv)
 	test_put_get_del();
 	test_dbi();
 	test_uncommitted_handles();
+	test_read_txn_handles();
 	test_nested();
 	test_cursor_plain();
 	test_cursor_scan();
