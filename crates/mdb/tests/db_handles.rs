@@ -11,6 +11,15 @@ fn env(dir: &std::path::Path) -> Env {
     EnvOptions::new().max_dbs(4).open(dir).unwrap()
 }
 
+/// With NO_TLS: the test's thread holds several snapshots at once.
+fn env_no_tls(dir: &std::path::Path) -> Env {
+    EnvOptions::new()
+        .max_dbs(4)
+        .flags(mdb::EnvFlags::NO_TLS)
+        .open(dir)
+        .unwrap()
+}
+
 /// Refused as a misuse: `EINVAL` to C, saying which to Rust.
 fn refused<T: std::fmt::Debug>(r: mdb::Result<T>) {
     let e = r.unwrap_err();
@@ -128,11 +137,7 @@ fn nested_txn_opens_follow_the_child() {
 #[test]
 fn readers_see_their_own_snapshot_of_a_named_database() {
     let dir = tempfile::tempdir().unwrap();
-    let env = EnvOptions::new()
-        .max_dbs(4)
-        .flags(mdb::EnvFlags::NO_TLS)
-        .open(dir.path())
-        .unwrap();
+    let env = env_no_tls(dir.path());
     let put = |db, k: &[u8]| {
         let mut w = env.write_txn().unwrap();
         w.put(db, k, k, WriteFlags::EMPTY).unwrap();
@@ -188,12 +193,7 @@ fn readers_see_their_own_snapshot_of_a_named_database() {
 #[test]
 fn read_txn_handles_are_shared_at_once_and_looked_up_per_snapshot() {
     let dir = tempfile::tempdir().unwrap();
-    // NO_TLS: this thread holds several snapshots at once.
-    let env = EnvOptions::new()
-        .max_dbs(4)
-        .flags(mdb::EnvFlags::NO_TLS)
-        .open(dir.path())
-        .unwrap();
+    let env = env_no_tls(dir.path());
     let mut w = env.write_txn().unwrap();
     let x = w.create_db("x", DbFlags::EMPTY).unwrap();
     w.put(x, b"k", b"old", WriteFlags::EMPTY).unwrap();
