@@ -167,12 +167,11 @@ impl crate::txn::MDB_txn {
         let env = unsafe { &*self.env };
         if let Some(f) = env.dbi_fast.get(dbi as usize) {
             let v = f.load(std::sync::atomic::Ordering::Acquire);
-            let ix = v as u32;
-            if ix == 0 {
-                return Err(EINVAL);
-            }
-            if (v >> 32) as u32 <= self.dbi_epoch {
-                return Ok(Database::from_dbi(ix - 1));
+            // Open (not 0) and born by this transaction's epoch, in one
+            // compare (see `MDB_env::dbi_limit`); the rest is for the slow
+            // path, which also refuses a closed handle.
+            if v.wrapping_sub(1) < self.dbi_limit {
+                return Ok(Database::from_dbi(v as u32 - 1));
             }
         }
         self.db_slow(dbi)
@@ -191,7 +190,7 @@ impl crate::txn::MDB_txn {
 
     /// Whether this transaction may use handle `e`.
     fn may_use(&self, e: &DbiEntry) -> bool {
-        if e.born <= self.dbi_epoch {
+        if u64::from(e.born) <= self.dbi_limit >> 32 {
             return true;
         }
         let mut t: *const crate::txn::MDB_txn = self;
@@ -217,6 +216,14 @@ impl crate::txn::MDB_txn {
 }
 
 impl MDB_env {
+    /// What a transaction beginning now may use of `dbi_fast`: an entry
+    /// `v` with `v - 1 < limit` (wrapping: not 0) was born by the current
+    /// epoch `e`, as `limit` is `(e + 1) << 32` less one.
+    pub(crate) fn dbi_limit(&self) -> u64 {
+        let e = self.dbi_epoch.load(std::sync::atomic::Ordering::Acquire);
+        ((u64::from(e) + 1) << 32) - 1
+    }
+
     /// Mirror the table's first handles into `dbi_fast` (called with the
     /// write lock held, after a handle is opened, shared or closed).
     fn sync_dbi_fast(&self, t: &DbiTable) {
@@ -232,6 +239,7 @@ impl MDB_env {
     /// pass to its parent; a top-level one's are shared with the
     /// transactions that begin from now on. Aborted (or reset): closed
     /// unless another live transaction opened them too, or one shared them.
+    #[inline(never)]
     pub(crate) fn end_dbis(
         &self,
         dbis: &[MDB_dbi],
@@ -239,9 +247,6 @@ impl MDB_env {
         commit: bool,
         parent: *const crate::txn::MDB_txn,
     ) {
-        if dbis.is_empty() {
-            return;
-        }
         let closed = {
             let mut t = self.dbis.write().unwrap_or_else(|x| x.into_inner());
             let closed = if !commit {

@@ -494,6 +494,14 @@ impl RwTxn<'_> {
             st.gen = self.generation();
             return Ok(());
         }
+        self.del_dup_at_cursor(st, all_dups)
+    }
+
+    /// [`del_at_cursor`](Self::del_at_cursor) in a DUPSORT database (apart,
+    /// so that the plain path stays compact).
+    #[inline(never)]
+    fn del_dup_at_cursor(&mut self, st: &mut CursorState, all_dups: bool) -> Result<()> {
+        let db = st.db;
         // Past a key's values (a delete's `DupDel::End`) there is no value
         // to delete, but there is the key.
         let cur = match (st.pos.dup_del, all_dups) {
