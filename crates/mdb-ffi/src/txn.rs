@@ -133,6 +133,9 @@ pub struct MDB_txn {
     pub(crate) broken: bool,
     /// Handles first opened in this transaction: closed if it aborts.
     pub(crate) new_dbis: Vec<MDB_dbi>,
+    /// The shared handles it may use: those of `MDB_env::dbi_epoch` when
+    /// it began, as `MDB_env::dbi_limit` gives it.
+    pub(crate) dbi_limit: u64,
     pub(crate) cursors: Vec<*mut MDB_cursor>,
     /// Copies of put/del arguments, which may point into the database.
     pub(crate) scratch: Vec<u8>,
@@ -296,6 +299,7 @@ pub unsafe extern "C" fn mdb_txn_begin(
                 rdonly,
                 broken: false,
                 new_dbis: Vec::new(),
+                dbi_limit: e.dbi_limit(),
                 cursors: Vec::new(),
                 scratch: Vec::new(),
             };
@@ -318,6 +322,7 @@ pub unsafe extern "C" fn mdb_txn_begin(
                 unsafe { (*root).push() }.map_err(|e| e.code())?;
                 t.kind = Kind::Child(root);
                 t.id = p.id;
+                t.dbi_limit = p.dbi_limit;
                 let child = alloc(e, t);
                 p.child = child;
                 // SAFETY: txn checked non-NULL.
@@ -412,20 +417,12 @@ pub(crate) unsafe fn finish(txn: *mut MDB_txn, commit: bool) -> c_int {
     t.engine = None;
     // SAFETY: the env outlives its transactions.
     let env = unsafe { &*t.env };
-    let dbis = std::mem::take(&mut t.new_dbis);
-    if committed {
-        if !parent.is_null() {
+    if !t.new_dbis.is_empty() {
+        let dbis = std::mem::take(&mut t.new_dbis);
+        env.end_dbis(&dbis, txn, committed, parent);
+        if committed && !parent.is_null() {
             // SAFETY: a child's parent is alive.
             unsafe { (*parent).new_dbis.extend(dbis) };
-        } else {
-            env.dbis
-                .write()
-                .unwrap_or_else(|x| x.into_inner())
-                .publish(&dbis);
-        }
-    } else {
-        for d in dbis {
-            env.close_dbi(d);
         }
     }
     for c in std::mem::take(&mut t.cursors) {
@@ -521,9 +518,12 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
                 }
                 // SAFETY: the env outlives its transactions.
                 let env = unsafe { &*t.env };
-                for d in std::mem::take(&mut t.new_dbis) {
-                    env.close_dbi(d);
-                }
+                env.end_dbis(
+                    &std::mem::take(&mut t.new_dbis),
+                    txn,
+                    false,
+                    std::ptr::null(),
+                );
             }
             // A write or already reset transaction: nothing to do.
             other => t.kind = other,
@@ -548,6 +548,8 @@ pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
                     }
                     t.id = r.id();
                     t.kind = Kind::Read(r);
+                    // SAFETY: the env outlives its transactions.
+                    t.dbi_limit = unsafe { &*t.env }.dbi_limit();
                 }
                 Kind::Reset(None) => {
                     t.kind = Kind::Reset(None);
@@ -556,6 +558,7 @@ pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
                     let engine = env.engine()?;
                     let r = engine.read_txn().map_err(|e| e.code())?;
                     t.id = r.id();
+                    t.dbi_limit = env.dbi_limit();
                     // SAFETY: as in mdb_txn_begin: the Arc is kept beside it.
                     t.kind =
                         Kind::Read(unsafe { std::mem::transmute::<RoTxn<'_>, RoTxn<'static>>(r) });
