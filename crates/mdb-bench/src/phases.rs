@@ -154,23 +154,16 @@ pub fn run(dir: &Path, n: usize) -> Res<()> {
         return Err("scan: wrong items".into());
     }
 
-    // Ranges: `set_range` at a random key, then `next` for the rest of
-    // RANGE_LEN items (fewer at the end of the database).
+    // Ranges through the idiomatic API: `range(key..)`, RANGE_LEN items
+    // taken (fewer at the end of the database). The C twin does the same
+    // with SET_RANGE and NEXT.
     let count = phase("range_10", n / 10, || {
         let r = env.read_txn()?;
-        let mut c = r.cursor(rnd)?;
         let mut count = 0;
         for &x in &d.get_order[..n / 10] {
-            let mut item = c.set_range(&d.keys[x as usize])?;
-            for j in 1.. {
-                if item.is_none() {
-                    break;
-                }
+            for item in r.range(rnd, &d.keys[x as usize][..]..)?.take(RANGE_LEN) {
+                item?;
                 count += 1;
-                if j == RANGE_LEN {
-                    break;
-                }
-                item = c.next()?;
             }
         }
         Ok(count)

@@ -2,6 +2,7 @@
 
 use crate::db::Database;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::cmp::CmpFn;
 use crate::format::meta::DbRecord;
 use crate::format::page::{Leaf, Page};
 use crate::pager::PageRead;
@@ -91,6 +92,12 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
         }
     }
 
+    /// The database's key order and (DUPSORT) value order.
+    pub(crate) fn comparators(&self) -> (CmpFn, Option<CmpFn>) {
+        (self.pos.kcmp, self.pos.dcmp)
+    }
+
+    #[inline]
     pub(crate) fn new(txn: &'t T, db: Database) -> Result<Self> {
         db.check_env(txn.env().tag())?;
         let rec = txn.db(db)?;

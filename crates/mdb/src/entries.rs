@@ -37,9 +37,14 @@ use std::ops::{Bound, RangeBounds};
 /// ```
 pub struct Entries<'t, T: Snapshot> {
     front: Cursor<'t, T>,
-    /// Made on the first step from the back: most ranges only go forward.
-    back: Option<Cursor<'t, T>>,
-    start: Bound<Vec<u8>>,
+    /// Made on the first step from the back: most ranges only go forward
+    /// (boxed: a cursor is a kilobyte; a range is moved on its way to a
+    /// loop, and the front cursor boxed too measured 360 Ir more a range).
+    back: Option<Box<Cursor<'t, T>>>,
+    /// With a lower bound, the range's first item, found when the range
+    /// was made (the front cursor is on it): what the back end stops at.
+    /// `None`: no lower bound, the front's first step finds its start.
+    low: Option<Item<'t>>,
     end: Bound<Vec<u8>>,
     /// The last item each end gave (`None`: not started).
     front_at: Option<Item<'t>>,
@@ -55,29 +60,55 @@ impl<'t, T: Snapshot> Entries<'t, T> {
         db: Database,
         range: R,
     ) -> Result<Entries<'t, T>> {
-        let rec = txn.db(db)?;
-        let (kcmp, dcmp) = txn.env().comparators(db, rec.flags);
-        Ok(Entries {
-            front: Cursor::new(txn, db)?,
+        let end = range.end_bound().map(|k| k.to_vec());
+        Entries::with_bounds(txn, db, range.start_bound().cloned(), end)
+    }
+
+    /// A range from `start` to `end`. A lower bound is sought at once, so
+    /// that the bound itself need not be kept.
+    fn with_bounds(
+        txn: &'t T,
+        db: Database,
+        start: Bound<&[u8]>,
+        end: Bound<Vec<u8>>,
+    ) -> Result<Entries<'t, T>> {
+        let front = Cursor::new(txn, db)?;
+        let (kcmp, dcmp) = front.comparators();
+        let mut e = Entries {
+            front,
             back: None,
-            start: range.start_bound().map(|k| k.to_vec()),
-            end: range.end_bound().map(|k| k.to_vec()),
+            low: None,
+            end,
             front_at: None,
             back_at: None,
             kcmp,
             dcmp,
             done: false,
-        })
+        };
+        let low = match start {
+            // (No key is empty: an empty bound is the lowest.)
+            Bound::Unbounded => return Ok(e),
+            Bound::Included(k) | Bound::Excluded(k) if k.is_empty() => return Ok(e),
+            Bound::Included(k) => e.front.set_range(k)?,
+            Bound::Excluded(k) => match e.front.set_range(k)? {
+                Some((fk, _)) if e.kcmp.compare(fk, k).is_eq() => e.front.next_nodup()?,
+                r => r,
+            },
+        };
+        // Nothing at or past the lower bound: an empty range.
+        e.done = low.is_none();
+        e.low = low;
+        Ok(e)
     }
 
     /// The items whose key starts with `prefix` (databases ordered by the
     /// default byte-wise comparator: `Incompatible` for REVERSE_KEY,
     /// INTEGERKEY or a user comparator).
     pub(crate) fn prefix(txn: &'t T, db: Database, prefix: &[u8]) -> Result<Entries<'t, T>> {
-        let mut e = Entries::new(txn, db, ..)?;
+        let rec = txn.db(db)?;
         // (The database's own order: a user comparator or another flag
         // order makes byte prefixes meaningless.)
-        if !e.kcmp.is_lexical() {
+        if !txn.env().comparators(db, rec.flags).0.is_lexical() {
             return Err(ErrorKind::Incompatible.into());
         }
         // The first key past every key with the prefix: the prefix with
@@ -86,12 +117,14 @@ impl<'t, T: Snapshot> Entries<'t, T> {
         while upper.last() == Some(&0xff) {
             upper.pop();
         }
-        e.start = Bound::Included(prefix.to_vec());
-        if let Some(b) = upper.last_mut() {
-            *b += 1;
-            e.end = Bound::Excluded(upper);
-        }
-        Ok(e)
+        let end = match upper.last_mut() {
+            Some(b) => {
+                *b += 1;
+                Bound::Excluded(upper)
+            }
+            None => Bound::Unbounded,
+        };
+        Entries::with_bounds(txn, db, Bound::Included(prefix), end)
     }
 
     /// `a` against `b` in the database's order (key, then duplicate value).
@@ -110,34 +143,24 @@ impl<'t, T: Snapshot> Entries<'t, T> {
         }
     }
 
-    fn above_start(&self, k: &[u8]) -> bool {
-        match &self.start {
-            Bound::Unbounded => true,
-            Bound::Included(s) => self.kcmp.compare(k, s).is_ge(),
-            Bound::Excluded(s) => self.kcmp.compare(k, s).is_gt(),
-        }
+    fn above_start(&self, item: &Item<'_>) -> bool {
+        self.low.is_none_or(|low| self.order(item, &low).is_ge())
     }
 
     /// The first item of the range (the front's first step).
     fn first(&mut self) -> Result<Option<Item<'t>>> {
-        match &self.start {
-            // (No key is empty: an empty bound is the lowest.)
-            Bound::Unbounded => self.front.first(),
-            Bound::Included(k) | Bound::Excluded(k) if k.is_empty() => self.front.first(),
-            Bound::Included(k) => self.front.set_range(k),
-            Bound::Excluded(k) => {
-                let k = k.clone();
-                match self.front.set_range(&k)? {
-                    Some((fk, _)) if self.kcmp.compare(fk, &k).is_eq() => self.front.next_nodup(),
-                    r => Ok(r),
-                }
-            }
+        match self.low {
+            Some(low) => Ok(Some(low)),
+            None => self.front.first(),
         }
     }
 
     /// The last item of the range (the back's first step).
     fn last(&mut self) -> Result<Option<Item<'t>>> {
-        let mut back = self.back.take().unwrap_or_else(|| self.front.sibling());
+        let mut back = self
+            .back
+            .take()
+            .unwrap_or_else(|| Box::new(self.front.sibling()));
         let r = self.last_with(&mut back);
         self.back = Some(back);
         r
@@ -190,7 +213,7 @@ impl<'t, T: Snapshot> Entries<'t, T> {
         let inside = if forward {
             self.below_end(item.0) && self.back_at.is_none_or(|b| self.order(&item, &b).is_lt())
         } else {
-            self.above_start(item.0) && self.front_at.is_none_or(|f| self.order(&item, &f).is_gt())
+            self.above_start(&item) && self.front_at.is_none_or(|f| self.order(&item, &f).is_gt())
         };
         if !inside {
             self.done = true;
