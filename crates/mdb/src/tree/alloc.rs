@@ -35,6 +35,8 @@ pub(crate) fn alloc(pager: &mut Pager<'_>, n: usize) -> Result<u64> {
         if let Some(p) = pager.free.loose.pop() {
             return Ok(p);
         }
+    } else if let Some(p) = pager.free.take_loose_run(n) {
+        return Ok(p);
     }
     loop {
         if let Some(p) = pager.free.take_run(n) {
