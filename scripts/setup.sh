@@ -4,7 +4,7 @@ set -euo pipefail
 need=()
 # The benchmark matrix (mdb-bench --features matrix,rocksdb) links Debian's
 # RocksDB and SQLite (bindgen needs libclang) and draws text in DejaVu Sans.
-for p in lmdb-utils liblmdb-dev python3-lmdb liblmdb-file-perl gcc make pkg-config valgrind \
+for p in lmdb-utils liblmdb-dev python3-lmdb python3-pip liblmdb-file-perl gcc make pkg-config valgrind \
     librocksdb-dev libclang-dev libsqlite3-dev fonts-dejavu-core; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
