@@ -235,3 +235,48 @@ fn overflow_runs_freed_in_a_transaction_are_reused_in_it() {
     assert!(rep.is_ok(), "{:?}", rep.problems);
     pylmdb::assert_clean(base.path());
 }
+
+/// py-lmdb's `crash_test.py::TxnFullTest`: single-put commits into a map of
+/// 9 pages until MAP_FULL, then a delete in a new transaction. Debian's
+/// LMDB (python3-lmdb, same loop) takes 268 commits and the delete
+/// commits; ours refused the 5th put, keeping room for a free-list save
+/// that needed no page yet, and refused the delete too.
+#[test]
+fn a_nine_page_map_takes_as_many_commits_as_lmdb() {
+    let base = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .map_size(9 * 4096)
+        .flags(EnvFlags::NO_SYNC)
+        .open(base.path())
+        .unwrap();
+    let mut commits = 0;
+    loop {
+        let k = commits.to_string();
+        let mut w = env.write_txn().unwrap();
+        let r = w
+            .put(
+                Database::MAIN,
+                k.as_bytes(),
+                k.as_bytes(),
+                WriteFlags::EMPTY,
+            )
+            .and_then(|()| w.commit());
+        match r {
+            Ok(()) => commits += 1,
+            Err(e) if e.kind() == mdb::ErrorKind::MapFull => break,
+            Err(e) => panic!("commit {commits}: {e}"),
+        }
+    }
+    eprintln!("{commits} commits before MAP_FULL (LMDB: 268)");
+    assert!(
+        commits >= 268,
+        "{commits} commits before MAP_FULL (LMDB: 268)"
+    );
+    let mut w = env.write_txn().unwrap();
+    assert!(w.del(Database::MAIN, b"1").unwrap());
+    w.commit().unwrap();
+    drop(env);
+    let rep = mdb::check::check_file(&base.path().join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+    pylmdb::assert_clean(base.path());
+}

@@ -3,7 +3,7 @@
 use crate::error::{ErrorKind, Result};
 use crate::format::page::{edit, rd64, wr32, wr64, NodeData, F_BIGDATA, HDR};
 use crate::pager::{sort_pgnos, PageRead, Pager};
-use crate::tree::alloc::{consume_record, SLACK};
+use crate::tree::alloc::{consume_record, reserved_ids};
 use crate::tree::*;
 
 /// Capacity in page ids of the free record `key`, if it exists.
@@ -147,7 +147,7 @@ fn leftover_plan(pager: &Pager<'_>, n: usize) -> Result<Vec<(u64, usize)>> {
     if n == 0 {
         return Ok(Vec::new());
     }
-    let total = n + n / 8 + SLACK;
+    let total = reserved_ids(n);
     let per = one_page_ids(pager);
     let want = total.div_ceil(per);
     let (consumed, oldest) = (pager.free.consumed, pager.free.oldest);
@@ -251,7 +251,7 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
         }
         let nf = pager.free.freed.len();
         if nf > 0 && record_cap(pager, txnid)?.is_none_or(|c| c < nf) {
-            reserve_record(pager, txnid, nf + nf / 8 + SLACK)?;
+            reserve_record(pager, txnid, reserved_ids(nf))?;
             continue;
         }
         let nl = pager.free.reclaimed.len() + pager.free.loose.len();
