@@ -87,9 +87,14 @@ pub(crate) fn fill_record(pager: &mut Pager<'_>, key: u64, ids: &[u64]) -> Resul
     while keep > 1 && ids.len() + (pages - keep + 1) <= cap(keep - 1) {
         keep -= 1;
     }
-    let mut all = ids.to_vec();
-    all.extend(ov + keep as u64..ov + pages as u64);
-    sort_pgnos(&mut all, true);
+    // The cut-off pages, descending, where they belong among the
+    // descending ids (none of which lies in the run).
+    let cut = (ov + keep as u64..ov + pages as u64).rev();
+    let at = ids.partition_point(|&p| p > ov);
+    let mut all = Vec::with_capacity(ids.len() + pages - keep);
+    all.extend_from_slice(&ids[..at]);
+    all.extend(cut);
+    all.extend_from_slice(&ids[at..]);
     let mut run = Vec::from(run);
     run.truncate(keep * ps);
     wr32(&mut run, 12, keep as u32);
