@@ -1,6 +1,8 @@
-//! Page allocation: loose pages first, then pages of free records no reader
-//! can see (consumed from the free database in key order), then the end of
-//! the file, always keeping room for the commit to save the free list.
+//! Page allocation: loose pages first (runs of them for overflow values: a
+//! value rewritten in one transaction reuses the run it freed), then pages
+//! of free records no reader can see (consumed from the free database in
+//! key order), then the end of the file, always keeping room for the
+//! commit to save the free list.
 
 use crate::error::{ErrorKind, Result};
 use crate::format::page::{footprint, node_max, ov_pages, rd64, HDR, NODE_HDR};
