@@ -150,6 +150,7 @@ fn leftovers_of_a_large_load_need_no_new_pages() {
         w.commit().unwrap();
     }
     let grown = pages() - after_load;
+    eprintln!("{after_load} pages after the load, {grown} more after 300 small commits");
     assert!(grown <= 16, "the file grew by {grown} pages after the load");
     // Commits of 1,000 puts free a record of several pages each time: its
     // run of consecutive pages comes from free records too.
@@ -164,6 +165,7 @@ fn leftovers_of_a_large_load_need_no_new_pages() {
         w.commit().unwrap();
     }
     let grown = pages() - before;
+    eprintln!("{grown} more pages after 40 commits of 1,000 puts");
     assert!(grown <= 16, "batches grew the file by {grown} pages");
     drop(env);
     pylmdb::assert_clean(dir);
@@ -222,6 +224,7 @@ fn small_commits_behind_lagging_readers_keep_free_records_small() {
     }
     drop(readers);
     let grown = pages() - after_warmup;
+    eprintln!("{after_warmup} pages after the warm-up, {grown} more after 1,800 commits");
     assert!(grown <= 8, "the file grew by {grown} pages");
     drop(env);
     pylmdb::assert_clean(dir);
