@@ -59,6 +59,7 @@ impl FreeState {
     }
 
     /// Take `n` consecutive reclaimed pages, preferring the lowest numbers.
+    #[inline]
     pub(crate) fn take_run(&mut self, n: usize) -> Option<u64> {
         take_from(&mut self.reclaimed, n)
     }
@@ -88,6 +89,7 @@ fn sort_desc(v: &mut [u64]) {
 
 /// Where `n` consecutive pages lie in the descending list `r`, preferring
 /// the lowest numbers: the index of the run's highest page.
+#[inline]
 fn find_run(r: &[u64], n: usize) -> Option<usize> {
     if n == 0 || r.len() < n {
         return None;
@@ -101,6 +103,7 @@ fn find_run(r: &[u64], n: usize) -> Option<usize> {
 
 /// Remove a run of `n` consecutive pages from the descending list `r`;
 /// its first page.
+#[inline]
 fn take_from(r: &mut Vec<u64>, n: usize) -> Option<u64> {
     let lo = find_run(r, n)?;
     let first = r[lo + n - 1];
