@@ -521,18 +521,61 @@ fn crash_child_second_handle(dir: &Path) -> ! {
     std::process::exit(0);
 }
 
-#[test]
-fn opening_a_second_handle_keeps_the_writers_segments() {
+/// Test `name`: run `child` in a child process (this binary, re-run on
+/// `name`), then check the log it left holds its `n` transactions.
+fn child_commits_survive(name: &str, child: fn(&Path) -> !, n: u64) {
     if let Some(d) = std::env::var_os(CHILD_DIR) {
-        crash_child_second_handle(Path::new(&d));
+        child(Path::new(&d));
     }
     let dir = tempfile::tempdir().unwrap();
-    run_crash_child(
-        "opening_a_second_handle_keeps_the_writers_segments",
-        dir.path(),
-    );
+    run_crash_child(name, dir.path());
     let env = open_wal(dir.path());
-    assert_matches(&env, &model_through(45));
+    assert_matches(&env, &model_through(n));
+}
+
+#[test]
+fn opening_a_second_handle_keeps_the_writers_segments() {
+    child_commits_survive(
+        "opening_a_second_handle_keeps_the_writers_segments",
+        crash_child_second_handle,
+        45,
+    );
+}
+
+/// Child side: a second handle opens the log while the writer holds a
+/// prepared next segment, and fails before it tells other handles what its
+/// open changed in the directory (its checkpoint write fails: a full disk,
+/// or a process killed at that point). The writer then commits across
+/// several segments; exit without closing.
+fn crash_child_untold_open(dir: &Path) -> ! {
+    let a = open_wal(dir);
+    let mut model = BTreeMap::new();
+    let mut n = 0;
+    // Past half its first segment, the writer prepares the next one.
+    while segments(dir) < 2 {
+        commit_range(&a, &mut model, n, n + 1);
+        n += 1;
+    }
+    let fault = Arc::new(Switch {
+        on: AtomicBool::new(true),
+        act: |op| matches!(op, IoOp::CheckpointWrite { .. }).then_some(IoAction::Fail(libc::EIO)),
+    });
+    let b = EnvOptions::new()
+        .wal(wal_opts())
+        .fault_injector(fault)
+        .open(dir);
+    assert!(b.is_err(), "the second open was to fail");
+    commit_range(&a, &mut model, n, 40);
+    std::process::exit(0);
+}
+
+#[test]
+fn a_second_open_that_fails_midway_keeps_the_writers_segments() {
+    child_commits_survive(
+        "a_second_open_that_fails_midway_keeps_the_writers_segments",
+        crash_child_untold_open,
+        40,
+    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -328,7 +328,8 @@ impl Wal {
         let cp = inner.ckpt.refresh()?;
         let cp_seen = cp.as_ref().map_or((0, 0), |s| (s.seq, s.txnid));
         let fresh = cp_seen == inner.seen
-            && meta.is_some_and(|m| inner.log.last_txnid().is_none_or(|l| l == m.txnid));
+            && meta.is_some_and(|m| inner.log.last_txnid().is_none_or(|l| l == m.txnid))
+            && (at_open || inner.log.intact());
         if fresh && !at_open {
             // This handle wrote the last commit and saw the last checkpoint.
             return Ok(None);
