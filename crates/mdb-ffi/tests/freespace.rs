@@ -8,6 +8,8 @@
 //! `MDB_SOAK=1` runs the long version (200,000 commits per mode).
 
 mod common;
+#[path = "../../mdb/tests/pylmdb/mod.rs"]
+mod pylmdb;
 
 use common::*;
 use std::process::Command;
@@ -28,6 +30,8 @@ fn run_driver(bin: &std::path::Path, mode: &str, commits: u32) -> (u64, u64) {
         let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
         assert!(rep.is_ok(), "{mode}: {:?}", rep.problems);
     }
+    // LMDB's files pass py-lmdb's verifier; ours must too.
+    pylmdb::assert_clean(dir.path());
     (size, entries)
 }
 

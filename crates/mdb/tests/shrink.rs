@@ -5,6 +5,8 @@
 
 mod common;
 mod debian;
+#[path = "pylmdb/mod.rs"]
+mod pylmdb;
 
 use mdb::{Database, DbFlags, EnvOptions, Txn, WriteFlags};
 use std::collections::BTreeMap;
@@ -129,6 +131,7 @@ fn shrink_keeps_every_storage_form() {
         drop(env);
         let rep = mdb::check::check_file(&tmp.path().join("data.mdb")).unwrap();
         assert!(rep.is_ok(), "round {round}: {:?}", rep.problems);
+        pylmdb::assert_clean(tmp.path());
         assert!(
             lmdb_dump(tmp.path()) == dump_before,
             "round {round}: dumps differ"

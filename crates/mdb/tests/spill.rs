@@ -6,6 +6,8 @@
 //! `MDB_SPILL_GB`).
 
 mod common;
+#[path = "pylmdb/mod.rs"]
+mod pylmdb;
 
 use common::rng;
 
@@ -120,6 +122,7 @@ fn spilled_transactions_match_a_model() {
         drop(env);
         let rep = mdb::check::check_file(&tmp.path().join("data.mdb")).unwrap();
         assert!(rep.is_ok(), "seed {seed}: {:?}", rep.problems);
+        pylmdb::assert_clean(tmp.path());
     }
 }
 

@@ -1006,6 +1006,14 @@ pub mod edit {
         }
     }
 
+    /// Set the value size of leaf node `i` whose value lives in an
+    /// overflow run (the node itself keeps its 8-byte page number).
+    pub(crate) fn set_big_dsize(b: &mut [u8], i: usize, dsize: usize) {
+        let off = rd16(b, HDR + 2 * i) as usize;
+        wr16(b, off, dsize as u16);
+        wr16(b, off + 2, (dsize >> 16) as u16);
+    }
+
     /// Mutable inline data of leaf node `i`.
     pub fn data_mut(b: &mut [u8], i: usize) -> &mut [u8] {
         let off = rd16(b, HDR + 2 * i) as usize;

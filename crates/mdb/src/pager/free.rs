@@ -48,30 +48,67 @@ impl FreeState {
     /// Whether `n` consecutive free pages are at hand (one: any loose or
     /// reclaimed page).
     pub(crate) fn has_run(&self, n: usize) -> bool {
-        (n == 1 && !self.loose.is_empty()) || self.find_run(n).is_some()
-    }
-
-    /// Where `n` consecutive reclaimed pages lie, preferring the lowest
-    /// numbers: the index of the run's highest page.
-    fn find_run(&self, n: usize) -> Option<usize> {
-        let r = &self.reclaimed;
-        if n == 0 || r.len() < n {
-            return None;
+        if n == 1 {
+            return !self.loose.is_empty() || !self.reclaimed.is_empty();
         }
-        // Descending list: a run is r[i-n+1..=i] with r[j] == r[j+1] + 1.
-        (n - 1..r.len())
-            .rev()
-            .map(|i| i + 1 - n)
-            .find(|&lo| r[lo] == r[lo + n - 1] + (n as u64 - 1))
+        find_run(&self.reclaimed, n).is_some() || {
+            let mut l = self.loose.clone();
+            sort_desc(&mut l);
+            find_run(&l, n).is_some()
+        }
     }
 
     /// Take `n` consecutive reclaimed pages, preferring the lowest numbers.
+    #[inline]
     pub(crate) fn take_run(&mut self, n: usize) -> Option<u64> {
-        let lo = self.find_run(n)?;
-        let first = self.reclaimed[lo + n - 1];
-        self.reclaimed.drain(lo..lo + n);
-        Some(first)
+        take_from(&mut self.reclaimed, n)
     }
+
+    /// Take `n` consecutive loose pages (n > 1: single pages are popped),
+    /// preferring the lowest numbers. A run freed by this transaction (an
+    /// overflow value replaced or deleted) is reused for the next run of
+    /// its size or smaller, and loose pages that happen to be adjacent
+    /// make runs too, so rewriting a large value many times in one
+    /// transaction does not take new pages each time.
+    pub(crate) fn take_loose_run(&mut self, n: usize) -> Option<u64> {
+        if self.loose.len() < n {
+            return None;
+        }
+        sort_desc(&mut self.loose);
+        take_from(&mut self.loose, n)
+    }
+}
+
+/// Sort page numbers descending, unless they already are (the common
+/// case once sorted: frees since then are rare next to run allocations).
+fn sort_desc(v: &mut [u64]) {
+    if !v.is_sorted_by(|a, b| a > b) {
+        crate::pager::sort_pgnos(v, true);
+    }
+}
+
+/// Where `n` consecutive pages lie in the descending list `r`, preferring
+/// the lowest numbers: the index of the run's highest page.
+#[inline]
+fn find_run(r: &[u64], n: usize) -> Option<usize> {
+    if n == 0 || r.len() < n {
+        return None;
+    }
+    // Descending list: a run is r[i-n+1..=i] with r[j] == r[j+1] + 1.
+    (n - 1..r.len())
+        .rev()
+        .map(|i| i + 1 - n)
+        .find(|&lo| r[lo] == r[lo + n - 1] + (n as u64 - 1))
+}
+
+/// Remove a run of `n` consecutive pages from the descending list `r`;
+/// its first page.
+#[inline]
+fn take_from(r: &mut Vec<u64>, n: usize) -> Option<u64> {
+    let lo = find_run(r, n)?;
+    let first = r[lo + n - 1];
+    r.drain(lo..lo + n);
+    Some(first)
 }
 
 #[cfg(test)]
@@ -86,5 +123,17 @@ mod tests {
         assert_eq!(f.take_run(3), Some(10));
         assert_eq!(f.reclaimed, vec![20, 5]);
         assert_eq!(f.take_run(2), None);
+    }
+
+    #[test]
+    fn loose_runs_coalesce_across_frees() {
+        let mut f = FreeState::new(0);
+        // Two runs freed apart, adjacent in the file, and a stray page.
+        f.loose = vec![10, 11, 12, 40, 7, 8, 9];
+        assert!(f.has_run(6));
+        assert!(!f.has_run(7));
+        assert_eq!(f.take_loose_run(5), Some(7));
+        assert_eq!(f.loose, vec![40, 12]);
+        assert_eq!(f.take_loose_run(2), None);
     }
 }

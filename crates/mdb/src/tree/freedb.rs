@@ -1,9 +1,9 @@
 //! Saving the free list into the free database at commit (lmdb-format.md §8).
 
 use crate::error::{ErrorKind, Result};
-use crate::format::page::{rd64, wr64};
-use crate::pager::{sort_pgnos, Pager};
-use crate::tree::alloc::{consume_record, SLACK};
+use crate::format::page::{edit, rd64, wr32, wr64, NodeData, F_BIGDATA, HDR};
+use crate::pager::{sort_pgnos, PageRead, Pager};
+use crate::tree::alloc::{consume_record, reserved_ids};
 use crate::tree::*;
 
 /// Capacity in page ids of the free record `key`, if it exists.
@@ -38,16 +38,81 @@ pub(crate) fn reserve_record(pager: &mut Pager<'_>, key: u64, ids: usize) -> Res
     r
 }
 
+/// Write `ids` into the record `key` reserved for them, leaving the value
+/// exactly `8 * (count + 1)` bytes long, as LMDB's readers and py-lmdb's
+/// verifier require. The record was reserved with room to spare (so that
+/// the save converges in few rounds); trimming it allocates nothing: an
+/// inline value shrinks in its dirty leaf, and an overflow run keeps the
+/// pages its value needs while the pages past them join its own ids (they
+/// are this transaction's, invisible to every snapshot, so any record up
+/// to this transaction's key may list them).
 pub(crate) fn fill_record(pager: &mut Pager<'_>, key: u64, ids: &[u64]) -> Result<()> {
-    let v = value_mut_t(pager, &free_tree(pager), &key.to_le_bytes())?;
-    if v.len() < 8 * (ids.len() + 1) {
+    let t = free_tree(pager);
+    let mut path = Path::new();
+    let (i, exact) = descend(&*pager, &t.rec, t.cmp, &key.to_le_bytes(), &mut path)?;
+    if !exact {
         return Err(ErrorKind::PageFull.into());
     }
+    let leaf = path.pg[path.leaf()];
+    let (big, ov, dsize) = {
+        let n = pager.page(leaf)?.node(i)?;
+        let big = n.flags() & F_BIGDATA != 0;
+        (big, if big { n.ov_pgno() } else { 0 }, n.dsize())
+    };
+    if !big {
+        let len = 8 * (ids.len() + 1);
+        if len > dsize {
+            return Err(ErrorKind::PageFull.into());
+        }
+        let mut v = vec![0u8; len];
+        encode_ids(&mut v, ids);
+        let buf = pager.dirty.get_mut(&leaf).ok_or(ErrorKind::Corrupted)?;
+        // Smaller than the node it replaces: it fits where that one was.
+        edit::remove(buf, i);
+        if !edit::insert_leaf(buf, i, &key.to_le_bytes(), NodeData::Inline(&v)) {
+            return Err(ErrorKind::PageFull.into());
+        }
+        return Ok(());
+    }
+    let ps = pager.psize();
+    let run = pager.dirty.remove(&ov).ok_or(ErrorKind::Corrupted)?;
+    let pages = run.len() / ps;
+    let cap = |p: usize| (p * ps - HDR) / 8 - 1;
+    if pages == 0 || ids.len() > cap(pages) {
+        pager.dirty.insert(ov, run);
+        return Err(ErrorKind::PageFull.into());
+    }
+    // The shortest run holding the ids and its own cut-off pages.
+    let mut keep = pages;
+    while keep > 1 && ids.len() + (pages - keep + 1) <= cap(keep - 1) {
+        keep -= 1;
+    }
+    // The cut-off pages, descending, where they belong among the
+    // descending ids (none of which lies in the run).
+    let cut = (ov + keep as u64..ov + pages as u64).rev();
+    let at = ids.partition_point(|&p| p > ov);
+    let mut all = Vec::with_capacity(ids.len() + pages - keep);
+    all.extend_from_slice(&ids[..at]);
+    all.extend(cut);
+    all.extend_from_slice(&ids[at..]);
+    let mut run = Vec::from(run);
+    run.truncate(keep * ps);
+    wr32(&mut run, 12, keep as u32);
+    let len = 8 * (all.len() + 1);
+    encode_ids(&mut run[HDR..HDR + len], &all);
+    pager.dirty.insert(ov, run.into_boxed_slice());
+    let buf = pager.dirty.get_mut(&leaf).ok_or(ErrorKind::Corrupted)?;
+    edit::set_big_dsize(buf, i, len);
+    pager.free_db.overflow_pages -= (pages - keep) as u64;
+    Ok(())
+}
+
+/// A free record's value: the count, then the page numbers.
+fn encode_ids(v: &mut [u8], ids: &[u64]) {
     wr64(v, 0, ids.len() as u64);
     for (i, &p) in ids.iter().enumerate() {
         wr64(v, 8 + 8 * i, p);
     }
-    Ok(())
 }
 
 /// Consume free records (while any is old enough) until `need` pages
@@ -87,7 +152,7 @@ fn leftover_plan(pager: &Pager<'_>, n: usize) -> Result<Vec<(u64, usize)>> {
     if n == 0 {
         return Ok(Vec::new());
     }
-    let total = n + n / 8 + SLACK;
+    let total = reserved_ids(n);
     let per = one_page_ids(pager);
     let want = total.div_ceil(per);
     let (consumed, oldest) = (pager.free.consumed, pager.free.oldest);
@@ -191,7 +256,7 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
         }
         let nf = pager.free.freed.len();
         if nf > 0 && record_cap(pager, txnid)?.is_none_or(|c| c < nf) {
-            reserve_record(pager, txnid, nf + nf / 8 + SLACK)?;
+            reserve_record(pager, txnid, reserved_ids(nf))?;
             continue;
         }
         let nl = pager.free.reclaimed.len() + pager.free.loose.len();

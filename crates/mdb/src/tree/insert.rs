@@ -623,8 +623,9 @@ impl Hint {
 /// page stays full, so ascending or descending loads pack pages full (as
 /// LMDB does at the end; we also do it at the start). In an ascending run
 /// through the middle of a page (`ascending`), the new entry ends the left page,
-/// so the run goes on at that page's end. Otherwise the split balances the
-/// two pages by bytes. At the end of the whole tree (`rightmost`), branch
+/// so the run goes on at that page's end. Otherwise a leaf of entries of
+/// about one size splits by count, as LMDB's do, and other pages balance
+/// the two halves by bytes. At the end of the whole tree (`rightmost`), branch
 /// pages also keep all but their last entries.
 pub(crate) fn split_at(
     nodes: &[&[u8]],
@@ -653,7 +654,33 @@ pub(crate) fn split_at(
     if branch && hint.rightmost && i == last && nodes.len() > 3 {
         return Some(last - 1);
     }
+    if !branch && !leaf2 {
+        if let Some(s) = split_by_count(nodes, cap) {
+            return Some(s);
+        }
+    }
     split_point(nodes, branch, leaf2, cap)
+}
+
+/// LMDB's split of a leaf whose entries are about the same size (within
+/// 1.5x): halves by count. Bytes would balance them as well, but where a
+/// page holds older, shorter keys among newer ones (`key1`, `key10`,
+/// `key100`, ... put in numeric order, one commit each) a count split
+/// leaves the left page, which that order leaves behind, a little fuller:
+/// balanced by bytes such loads took up to 9% more leaves than LMDB.
+/// `None` when sizes differ more, or a half would not fit.
+fn split_by_count(nodes: &[&[u8]], cap: usize) -> Option<usize> {
+    let sizes = nodes.iter().map(|r| entry_cost(r, false));
+    let (lo, hi) = sizes
+        .clone()
+        .fold((usize::MAX, 0), |(lo, hi), c| (lo.min(c), hi.max(c)));
+    if 2 * hi > 3 * lo {
+        return None;
+    }
+    let s = nodes.len() / 2;
+    let left: usize = sizes.clone().take(s).sum();
+    let right: usize = sizes.skip(s).sum();
+    (s > 0 && left <= cap && right <= cap).then_some(s)
 }
 
 pub(crate) fn split_point(nodes: &[&[u8]], branch: bool, leaf2: bool, cap: usize) -> Option<usize> {
