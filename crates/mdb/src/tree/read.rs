@@ -210,15 +210,28 @@ impl CursorPos {
 
     /// Descend from `level`'s current child to the leftmost (or rightmost) leaf.
     fn descend_edge<S: PageRead>(&mut self, s: &S, rec: &DbRecord, right: bool) -> Result<()> {
+        let top = s.page(self.path.pg[self.path.len - 1])?;
+        self.descend_edge_from(s, rec, top, right)
+    }
+
+    /// [`descend_edge`](Self::descend_edge) from `p`, the page at the end
+    /// of the path, already in hand: each page is looked up once (a dirty
+    /// page's lookup is a hash probe).
+    fn descend_edge_from<'a, S: PageRead>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+        mut p: Page<'a>,
+        right: bool,
+    ) -> Result<()> {
         loop {
-            let lvl = self.path.len - 1;
-            let p = s.page(self.path.pg[lvl])?;
             if p.is_leaf() {
                 if self.path.len != rec.depth as usize {
                     return Err(ErrorKind::Corrupted.into());
                 }
                 return Ok(());
             }
+            let lvl = self.path.len - 1;
             let child = p.child(self.path.ix[lvl])?;
             if self.path.len >= MAX_DEPTH {
                 return Err(ErrorKind::CursorFull.into());
@@ -227,6 +240,7 @@ impl CursorPos {
             self.path.pg[self.path.len] = child;
             self.path.ix[self.path.len] = if right { c.len().saturating_sub(1) } else { 0 };
             self.path.len += 1;
+            p = c;
         }
     }
 
@@ -265,7 +279,7 @@ impl CursorPos {
             0
         };
         self.path.len = 1;
-        self.descend_edge(s, rec, right)?;
+        self.descend_edge_from(s, rec, root, right)?;
         self.unset = false;
         Ok(true)
     }
