@@ -26,10 +26,6 @@ use std::sync::OnceLock;
 /// entry when its cause is fixed: the test fails on an unexpected pass too.
 const EXPECTED_FAILURES: &[(&str, &str)] = &[];
 
-/// Our free-database records keep slack after their page list, which
-/// py-lmdb's verifier reads as a count mismatch and a leak (open item:
-/// free-database records with slack, `tree/freedb.rs`).
-
 /// `cve_test.py` cases that do not pass on our library (each forked):
 /// `Class::method` and the reason. The three 1.0-engine-only cases skip.
 const EXPECTED_CVE_FAILURES: &[(&str, &str)] = &[];
