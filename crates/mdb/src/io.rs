@@ -391,6 +391,9 @@ pub(crate) struct Commit<'a> {
     pub(crate) txnid: u64,
     /// Dirty page runs `(file offset, bytes)`, sorted by offset.
     pub(crate) runs: &'a [(u64, &'a [u8])],
+    /// WAL mode: pages of `runs` the log tells by their differences from
+    /// the committed pages they were copied from, sorted by page number.
+    pub(crate) patches: &'a [crate::wal::patch::Patch<'a>],
     /// Where the meta update goes, and its bytes.
     pub(crate) meta_off: u64,
     pub(crate) meta: &'a [u8],

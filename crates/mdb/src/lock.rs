@@ -198,6 +198,54 @@ fn byte_lock(
     }
 }
 
+/// How often an opener that finds the lock file half made lets go of it
+/// and tries again (see [`take_byte0`]).
+const ABANDONED_TRIES: u32 = 40;
+
+/// Lock byte 0 of the lock file `file`: exclusively when no process has
+/// it (`true`: this process initialises it), else shared once whoever
+/// initialises it is done (`false`).
+///
+/// An opener killed while it initialises the file (SIGKILL between cutting
+/// it to 0 and storing [`MAGIC`]) leaves it half made, and those that
+/// waited for it get the shared lock on a table nobody will finish (LMDB
+/// then fails with `MDB_INVALID`). Holding the shared lock, no one is
+/// initialising it: they let go and try again, so that one of them,
+/// alone, makes it anew. A table still half made after
+/// [`ABANDONED_TRIES`] (another live process holds that file) is left to
+/// the caller to refuse.
+fn take_byte0(file: &File) -> Result<bool> {
+    let fd = file.as_raw_fd();
+    let mut tries = 0;
+    loop {
+        match byte_lock(fd, libc::F_SETLK, libc::F_WRLCK, 0) {
+            Ok(_) => return Ok(true),
+            Err(e) if e == libc::EAGAIN || e == libc::EACCES => {}
+            Err(e) => return Err(ErrorKind::Os(e).into()),
+        }
+        byte_lock(fd, libc::F_SETLKW, libc::F_RDLCK, 0).map_err(ErrorKind::Os)?;
+        if tries >= ABANDONED_TRIES || initialised(file)? {
+            return Ok(false);
+        }
+        // Others waiting hold it shared too: all let go, one gets it first.
+        byte_lock(fd, libc::F_SETLK, libc::F_UNLCK, 0).map_err(ErrorKind::Os)?;
+        std::thread::sleep(std::time::Duration::from_millis(1 + u64::from(tries % 8)));
+        tries += 1;
+    }
+}
+
+/// Whether the lock file `file` holds a whole header with [`MAGIC`] (its
+/// initialiser finished).
+fn initialised(file: &File) -> Result<bool> {
+    use std::os::unix::fs::FileExt;
+    if file.metadata()?.len() < HEADER as u64 {
+        return Ok(false);
+    }
+    let mut b = [0u8; 4];
+    file.read_exact_at(&mut b, OFF_MAGIC as u64)?;
+    Ok(u32::from_ne_bytes(b) == MAGIC)
+}
+
 fn getpid() -> u32 {
     // SAFETY: getpid has no preconditions.
     unsafe { libc::getpid() as u32 }
@@ -408,14 +456,7 @@ impl LockFile {
     /// Take over `file` (just opened, and the only descriptor of it in this process).
     fn from_file(file: File, max_readers: u32) -> Result<LockFile> {
         let fd = file.as_raw_fd();
-        let first = match byte_lock(fd, libc::F_SETLK, libc::F_WRLCK, 0) {
-            Ok(_) => true,
-            Err(e) if e == libc::EAGAIN || e == libc::EACCES => {
-                byte_lock(fd, libc::F_SETLKW, libc::F_RDLCK, 0).map_err(ErrorKind::Os)?;
-                false
-            }
-            Err(e) => return Err(ErrorKind::Os(e).into()),
-        };
+        let first = take_byte0(&file)?;
         let (len, max_readers) = if first {
             let len = HEADER + SLOT_SIZE * max_readers as usize;
             allocate_zeroed(&file, len as u64)?;
@@ -1066,6 +1107,80 @@ mod tests {
         assert_eq!(l.num_readers(), 0);
         assert_eq!(l.txnid(), 0);
         assert!(l.readers().is_empty());
+    }
+
+    /// Whether a process waits for an fcntl lock on the file with inode `ino`.
+    fn lock_waiter(ino: u64) -> bool {
+        let locks = std::fs::read_to_string("/proc/locks").unwrap();
+        let inode = format!(":{ino} ");
+        locks
+            .lines()
+            .any(|l| l.contains("->") && l.contains(&inode))
+    }
+
+    #[test]
+    fn opener_remakes_a_table_whose_maker_was_killed() {
+        // The maker dies after cutting the file, or with the header unwritten.
+        for len in [0, HEADER as u64 + SLOT_SIZE as u64] {
+            let dir = tempfile::tempdir().unwrap();
+            let p = lock_path(&dir);
+            let f = open_file(&p, 0o664).unwrap();
+            let ino = f.metadata().unwrap().ino();
+            let mut pipe = [0; 2];
+            // SAFETY: `pipe` has room for the two descriptors.
+            assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0);
+            // SAFETY: fork in a test; the child makes only async-signal-safe
+            // calls (fcntl, ftruncate, write, pause) until it is killed.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0);
+            if pid == 0 {
+                let fd = f.as_raw_fd();
+                let ok = byte_lock(fd, libc::F_SETLK, libc::F_WRLCK, 0).is_ok()
+                    // SAFETY: ftruncate and write on descriptors the child
+                    // owns; `pause` waits for the kill, `_exit` ends it.
+                    && unsafe { libc::ftruncate(fd, len as libc::off_t) } == 0
+                    && unsafe { libc::write(pipe[1], b"x".as_ptr().cast(), 1) } == 1;
+                // SAFETY: see above.
+                unsafe {
+                    if !ok {
+                        libc::_exit(1);
+                    }
+                    loop {
+                        libc::pause();
+                    }
+                }
+            }
+            let mut b = [0u8; 1];
+            // SAFETY: reading one byte into `b`.
+            assert_eq!(unsafe { libc::read(pipe[0], b.as_mut_ptr().cast(), 1) }, 1);
+            // SAFETY: closing the pipe's descriptors, used no more.
+            unsafe {
+                libc::close(pipe[0]);
+                libc::close(pipe[1]);
+            }
+            // Our descriptor goes before the opener takes its locks (closing
+            // it would drop them).
+            drop(f);
+            let q = p.clone();
+            let opener = std::thread::spawn(move || {
+                LockFile::open(&q, 8, 0o664).map(|l| {
+                    let made = (l.is_first(), l.max_readers(), l.txnid());
+                    l.finish_open(7).unwrap();
+                    (made, l.txnid())
+                })
+            });
+            // Kill the maker only once the opener waits for it.
+            while !lock_waiter(ino) && !opener.is_finished() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // SAFETY: killing and reaping our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            let got = opener.join().unwrap().map_err(|e| e.kind());
+            assert_eq!(got, Ok(((true, 8, 0), 7)), "table cut to {len} bytes");
+        }
     }
 
     #[test]

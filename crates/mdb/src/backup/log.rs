@@ -3,12 +3,19 @@
 //! that a restore reaches any transaction in between (point in time).
 //!
 //! A log archive (`NNNNNN-log.records`): a 40-byte header (magic
-//! `MDBLOG02`, page size u32, 0 u32, first and last txnid u64, count u64),
+//! `MDBLOG03`, page size u32, 0 u32, first and last txnid u64, count u64),
 //! then per record: txnid u64, commit time u64 (nanoseconds since the Unix
-//! epoch, 0 if the log record had none), run count u32, meta length u32,
-//! meta file offset u64, the runs' (page number u64, length u64), the
-//! runs' bytes, the meta bytes. The manifest holds the file's CRC32C.
-//! `MDBLOG01` archives (no commit time) are still read.
+//! epoch, 0 if the log record had none), length u64, then the log record
+//! itself, as the log holds it (padding included, `wal/record.rs`), so
+//! that the archive is as small as the log: pages told by their
+//! differences from a page of the snapshot before. Replay applies the
+//! records in order onto the restored file, which holds those bases: the
+//! previous backup's snapshot, or pages an earlier record rebuilt. The
+//! manifest holds the file's CRC32C. `MDBLOG02` archives (per record:
+//! txnid u64, commit time u64, run count u32, meta length u32, meta file
+//! offset u64, the runs' (page number u64, length u64), the runs' bytes,
+//! the meta bytes: whole pages) and `MDBLOG01` ones (the same without the
+//! commit time) are still read.
 
 use super::out::{Fault, SeamFile};
 use super::pages::Crc;
@@ -18,8 +25,10 @@ use serde::{Deserialize, Serialize};
 use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
-const MAGIC: &[u8; 8] = b"MDBLOG02";
-/// Archives of versions before commit times.
+const MAGIC: &[u8; 8] = b"MDBLOG03";
+/// Archives of whole pages.
+const MAGIC_V2: &[u8; 8] = b"MDBLOG02";
+/// Archives of whole pages, before commit times.
 const MAGIC_V1: &[u8; 8] = b"MDBLOG01";
 const HEADER: usize = 40;
 
@@ -82,7 +91,6 @@ pub(super) fn archive(
     header[32..40].copy_from_slice(&(upto - after).to_le_bytes());
     out.write_all(&header).map_err(io)?;
     let mut next = after + 1;
-    let mut buf = Vec::new();
     let mut failed = None;
     records_between(wal, after, upto, |r| {
         if r.txnid() != next || r.psize() as usize != psize {
@@ -91,8 +99,8 @@ pub(super) fn archive(
             return Ok(());
         }
         next += 1;
-        let runs = r.expand(&mut buf);
-        let (meta_off, meta) = r.meta();
+        let raw = r.raw();
+        let padded = crate::wal::record::pad8(raw.len() as u64).unwrap_or(0);
         let mut w = |b: &[u8]| {
             if failed.is_none() {
                 if let Err(e) = out.write_all(b) {
@@ -102,17 +110,9 @@ pub(super) fn archive(
         };
         w(&r.txnid().to_le_bytes());
         w(&r.commit_time().unwrap_or(0).to_le_bytes());
-        w(&(runs.len() as u32).to_le_bytes());
-        w(&(meta.len() as u32).to_le_bytes());
-        w(&meta_off.to_le_bytes());
-        for (pg, b) in &runs {
-            w(&pg.to_le_bytes());
-            w(&(b.len() as u64).to_le_bytes());
-        }
-        for (_, b) in &runs {
-            w(b);
-        }
-        w(meta);
+        w(&padded.to_le_bytes());
+        w(raw);
+        w(&[0u8; 8][..(padded as usize - raw.len())]);
         Ok(())
     })
     .map_err(|e| BackupError::from(e).with_path(wal))?;
@@ -162,8 +162,9 @@ pub(super) fn replay(
     r.read_exact(&mut h).map_err(short)?;
     let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
     let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
-    let timed = &h[..8] == MAGIC;
-    if !(timed || &h[..8] == MAGIC_V1)
+    let records = &h[..8] == MAGIC;
+    let timed = &h[..8] == MAGIC_V2;
+    if !(records || timed || &h[..8] == MAGIC_V1)
         || u32_at(&h, 8) as usize != psize
         || u64_at(&h, 16) != a.first_txnid
         || u64_at(&h, 24) != a.last_txnid
@@ -174,6 +175,9 @@ pub(super) fn replay(
         out.write_at(b, off)
             .map_err(|e| BackupError::io(out_path, e))
     };
+    if records {
+        return replay_records(path, a, &mut r, (out, out_path), psize, until);
+    }
     let mut applied = a.first_txnid - 1;
     let mut buf = Vec::new();
     while applied < until.txnid.min(a.last_txnid) {
@@ -219,13 +223,81 @@ pub(super) fn replay(
     Ok((applied, false))
 }
 
+/// [`replay`] of an `MDBLOG03` archive, read by `r` past its header.
+fn replay_records(
+    path: &Path,
+    a: &LogArchive,
+    r: &mut impl Read,
+    (out, out_path): (&SeamFile, &Path),
+    psize: usize,
+    until: Until,
+) -> Result<(u64, bool), BackupError> {
+    let short = |_| BackupError::bad(path, "ends early");
+    let out_err = |e: std::io::Error| BackupError::io(out_path, e);
+    let mut applied = a.first_txnid - 1;
+    let (mut rec, mut pages) = (Vec::new(), Vec::new());
+    while applied < until.txnid.min(a.last_txnid) {
+        let mut rh = [0u8; 24];
+        r.read_exact(&mut rh).map_err(short)?;
+        let at = |i: usize| u64::from_le_bytes(rh[i..i + 8].try_into().unwrap());
+        let (txnid, time, len) = (at(0), at(8), at(16));
+        let bad = |what: &str| BackupError::bad(path, format!("record {txnid}: {what}"));
+        if txnid != applied + 1 {
+            return Err(BackupError::bad(
+                path,
+                format!("record {txnid} out of order"),
+            ));
+        }
+        if until.time_ns.is_some_and(|t| time == 0 || time > t) {
+            return Ok((applied, true));
+        }
+        // A record holds at most its pages whole and its meta.
+        if len > (1 << 32) {
+            return Err(bad("too long"));
+        }
+        rec.resize(len as usize, 0);
+        r.read_exact(&mut rec).map_err(short)?;
+        let seq = rec
+            .get(8..16)
+            .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+        let v = match crate::wal::record::parse(&rec, seq) {
+            Some((v, n)) if n == rec.len() && v.txnid() == txnid => v,
+            _ => return Err(bad("damaged")),
+        };
+        if v.psize() as usize != psize {
+            return Err(bad("another page size"));
+        }
+        // Bases are read from the file being restored: the snapshot it
+        // started from, or pages an earlier record rebuilt.
+        let runs = v
+            .expand(&mut pages, |pg, page| {
+                let off = pg
+                    .checked_mul(psize as u64)
+                    .ok_or(crate::ErrorKind::Corrupted)?;
+                std::os::unix::fs::FileExt::read_exact_at(&out.file, page, off)
+                    .map_err(|_| crate::ErrorKind::Corrupted.into())
+            })
+            .map_err(|_| bad("a page it changes is missing from the restored file"))?;
+        for (pg, b) in runs {
+            let off = pg
+                .checked_mul(psize as u64)
+                .ok_or_else(|| bad("page out of range"))?;
+            out.write_at(b, off).map_err(out_err)?;
+        }
+        let (meta_off, meta) = v.meta();
+        out.write_at(meta, meta_off).map_err(out_err)?;
+        applied = txnid;
+    }
+    Ok((applied, false))
+}
+
 /// Check the header of the archive at `path` against the manifest's `a`.
 pub(super) fn check_header(path: &Path, a: &LogArchive, psize: u32) -> Result<(), BackupError> {
     let mut h = [0u8; HEADER];
     std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut h))
         .map_err(|_| BackupError::bad(path, "shorter than its header"))?;
-    let ok = (&h[..8] == MAGIC || &h[..8] == MAGIC_V1)
+    let ok = (&h[..8] == MAGIC || &h[..8] == MAGIC_V2 || &h[..8] == MAGIC_V1)
         && h[8..12] == psize.to_le_bytes()
         && h[16..24] == a.first_txnid.to_le_bytes()
         && h[24..32] == a.last_txnid.to_le_bytes();

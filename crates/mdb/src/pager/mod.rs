@@ -131,6 +131,12 @@ pub(crate) struct Pager<'env> {
     /// A root-to-leaf path for the next put to fill: kept, not zeroed
     /// again for every put (520 bytes).
     path: Option<Box<Path>>,
+    /// WAL mode: the committed page each dirty page was copied from on
+    /// write, so that the commit's record tells the page by its
+    /// differences (`wal/patch.rs`). Entries of pages freed or renumbered
+    /// since may be stale: their base is still a page of the base
+    /// snapshot, which only makes the difference larger.
+    pub(crate) bases: Option<PgnoMap<u64>>,
 }
 
 /// Page numbers of a root-to-leaf path, every one dirty when `lost` was the
@@ -213,6 +219,7 @@ impl<'env> Pager<'env> {
             spills: 0,
             since_evict: 0,
             path: None,
+            bases: env.wal.is_some().then(PgnoMap::default),
         }
     }
 

@@ -32,6 +32,9 @@ pub(crate) fn copy_to_new(pager: &mut Pager<'_>, old: u64) -> Result<u64> {
     crate::format::page::edit::set_pgno(&mut buf, new);
     pager.dirty.insert(new, buf);
     pager.free_pages(old, 1);
+    if let Some(b) = &mut pager.bases {
+        b.insert(new, old);
+    }
     Ok(new)
 }
 

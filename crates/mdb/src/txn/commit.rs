@@ -9,7 +9,12 @@ use crate::format::page::NodeData;
 use crate::io::{Commit, CommitFailure};
 use crate::tree;
 use crate::txn::RwTxn;
+use crate::wal::patch::{self, Patch};
 use crate::WriteFlags;
+
+/// Pages freed by a commit up to which each page it makes anew is
+/// compared with them all, for the one it differs least from.
+const OTHER_BASES: usize = 32;
 
 impl RwTxn<'_> {
     /// Make every change durable (per the environment's sync flags) and
@@ -63,6 +68,71 @@ impl RwTxn<'_> {
             self.set_rec(db, *rec);
         }
         Ok(())
+    }
+
+    /// WAL mode: the one-page runs of `runs` (file offsets, sorted) told
+    /// by their differences from a page of the base snapshot, where that
+    /// is smaller than the page: `(pgno, base, range bytes in ranges)`.
+    /// The base of a page copied on write is the page it was copied from;
+    /// a page made anew (a split, a free-list record put back) is compared
+    /// with the pages this commit freed, when there are few: a small
+    /// commit often rewrites what it freed.
+    fn diffs(
+        &self,
+        runs: &[(u64, &[u8])],
+        ranges: &mut Vec<u8>,
+    ) -> Result<Vec<(u64, u64, usize, usize)>> {
+        let Some(bases) = &self.pg.bases else {
+            return Ok(Vec::new());
+        };
+        let ps = self.env.psize;
+        let last = self.pg.base.last_pgno;
+        // A base is a page of the base snapshot, never one this commit
+        // writes (checked: a stale entry must not name one).
+        let usable = |base: u64| base >= 2 && base <= last && !self.pg.dirty.contains_key(&base);
+        let freed = &self.pg.free.freed;
+        let others: &[u64] = if freed.len() <= OTHER_BASES {
+            freed
+        } else {
+            &[]
+        };
+        let mut scratch = vec![0u8; 2 * ps];
+        let mut best = Vec::new();
+        let mut out = Vec::new();
+        for &(off, b) in runs {
+            if b.len() != ps {
+                continue;
+            }
+            let pgno = off / ps as u64;
+            let candidates = match bases.get(&pgno).filter(|&&p| usable(p)) {
+                Some(p) => std::slice::from_ref(p),
+                None => others,
+            };
+            let (new, old) = scratch.split_at_mut(ps);
+            new.copy_from_slice(b);
+            patch::zero_gap(new);
+            // Worth it only when smaller than the page without its gap.
+            let mut limit = ps - crate::format::page::free_gap(b).1;
+            let (from, mut found) = (ranges.len(), None);
+            for &base in candidates {
+                if !usable(base) {
+                    continue;
+                }
+                old.copy_from_slice(self.pg.committed(base, ps)?);
+                patch::prepare_base(old, pgno);
+                best.clear();
+                if patch::diff(new, old, &mut best, limit) {
+                    limit = best.len().saturating_sub(1);
+                    found = Some(base);
+                    ranges.truncate(from);
+                    ranges.extend_from_slice(&best);
+                }
+            }
+            if let Some(base) = found {
+                out.push((pgno, base, from, ranges.len()));
+            }
+        }
+        Ok(out)
     }
 
     /// Returns the txnid to wait for in WAL mode.
@@ -125,11 +195,25 @@ impl RwTxn<'_> {
         for r in &mut runs {
             r.0 *= ps as u64;
         }
+        let mut ranges = Vec::new();
+        let diffs = match env.wal {
+            Some(_) => self.diffs(&runs, &mut ranges)?,
+            None => Vec::new(),
+        };
+        let patches: Vec<Patch<'_>> = diffs
+            .iter()
+            .map(|&(pgno, base, from, to)| Patch {
+                pgno,
+                base,
+                ranges: &ranges[from..to],
+            })
+            .collect();
         let upd = meta.encode_update();
         let no_sync = flags.contains(EnvFlags::NO_SYNC);
         let c = Commit {
             txnid: self.pg.txnid,
             runs: &runs,
+            patches: &patches,
             meta_off: (self.pg.txnid & 1) * ps as u64 + META_WRITE_OFF as u64,
             meta: &upd,
             sync_pages: !no_sync,
@@ -148,7 +232,9 @@ impl RwTxn<'_> {
         if let Some(w) = &env.wal {
             let relaxed = w.relaxed(no_sync).is_some();
             w.group.appended(meta, c.meta_off, upd, relaxed);
-            if w.wal.wants_checkpoint() {
+            if w.wal
+                .wants_checkpoint(self.pg.free.freed.len(), meta.last_pgno)
+            {
                 w.kick();
             }
             if w.wal.wants_spare() {

@@ -151,7 +151,17 @@ impl Env {
         }
         // Pages freed since the last published (durable) commit stay: a
         // crash may bring that snapshot back.
-        let oldest = l.oldest_reader(base.txnid.min(l.txnid()));
+        let mut oldest = l.oldest_reader(base.txnid.min(l.txnid()));
+        if let Some(w) = &self.wal {
+            // The last checkpoint holds its snapshot as a reader would:
+            // records past it tell pages by their differences from pages
+            // of earlier snapshots, which replay reads from the data file,
+            // so no page freed after it is reused before the next one.
+            // Any writer of the log sees that checkpoint (an older one
+            // only holds more), and a crash replays and checkpoints at
+            // open before anything is reused.
+            oldest = oldest.min(w.wal.checkpointed() + 1);
+        }
         Ok(RwTxn {
             env: self,
             pg: Pager::new(self, map, txnid, base, self.snapshot_bound(&base), oldest),

@@ -428,6 +428,32 @@ impl Log {
         Ok(())
     }
 
+    /// Whether the directory still holds this handle's files: the current
+    /// and the prepared segment under their names, and its spares. Another
+    /// handle that opened the log may have taken the prepared segment or a
+    /// spare (renamed or removed it) and failed, or died, before telling
+    /// others (`Inner::tell_others`): a writer that moved on to such a
+    /// segment would seal its current one naming a file that is gone.
+    pub(crate) fn intact(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        if self.replay_only {
+            return true;
+        }
+        let dir = &self.pool.dir;
+        let same =
+            |seq: u64, f: &File| match (std::fs::metadata(segment::path(dir, seq)), f.metadata()) {
+                (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+                _ => false,
+            };
+        same(self.cur.seq, &self.cur_file)
+            && self.next.as_ref().is_none_or(|(n, f)| same(n.seq, f))
+            && self
+                .pool
+                .spares
+                .iter()
+                .all(|&s| segment::path(dir, s).exists())
+    }
+
     /// Whether opening the log changed the directory (reset by the call).
     pub(crate) fn take_reshaped(&mut self) -> bool {
         std::mem::take(&mut self.reshaped)

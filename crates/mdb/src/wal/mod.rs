@@ -23,6 +23,7 @@ pub(crate) mod checkpoint;
 pub(crate) mod log;
 pub(crate) mod mode;
 mod open;
+pub(crate) mod patch;
 pub(crate) mod record;
 mod seam;
 pub(crate) mod segment;

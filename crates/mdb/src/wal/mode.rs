@@ -139,10 +139,16 @@ struct Inner {
     seen: (u64, u64),
     /// Log bytes appended since the last checkpoint.
     since_ckpt: u64,
+    /// Pages this handle's commits freed since the last checkpoint.
+    held: u64,
     /// This handle saw the data file carry [`VERSION_WAL`] since it last
     /// took the writer lock (only a holder of that lock changes it).
     marked: bool,
 }
+
+/// Pages freed since the last checkpoint that make the checkpointer run
+/// in a small data file (see [`Wal::wants_checkpoint`]).
+const HELD_MIN: u64 = 1024;
 
 /// A meta page of the data file, as read back (none when invalid).
 fn read_meta(df: &DataFile, psize: usize, slot: u64) -> Result<Meta> {
@@ -273,6 +279,7 @@ impl Wal {
             ckpt,
             seen,
             since_ckpt: 0,
+            held: 0,
             marked: false,
         };
         inner.tell_others()?;
@@ -328,7 +335,8 @@ impl Wal {
         let cp = inner.ckpt.refresh()?;
         let cp_seen = cp.as_ref().map_or((0, 0), |s| (s.seq, s.txnid));
         let fresh = cp_seen == inner.seen
-            && meta.is_some_and(|m| inner.log.last_txnid().is_none_or(|l| l == m.txnid));
+            && meta.is_some_and(|m| inner.log.last_txnid().is_none_or(|l| l == m.txnid))
+            && (at_open || inner.log.intact());
         if fresh && !at_open {
             // This handle wrote the last commit and saw the last checkpoint.
             return Ok(None);
@@ -379,7 +387,17 @@ impl Wal {
             if r.psize() as usize != psize {
                 return Err(ErrorKind::Corrupted.into());
             }
-            let runs = r.expand(&mut buf);
+            // Bases come from the data file: as the checkpoint left them
+            // (no page freed since is reused before the next one), or as
+            // an earlier record of this replay rebuilt them.
+            let runs = r.expand(&mut buf, |pg, page| {
+                let off = pg.checked_mul(psize as u64).ok_or(ErrorKind::Corrupted)?;
+                // (A base past the end: the file lost pages it held.)
+                df.read_exact_at(page, off).map_err(|e| match e.kind() {
+                    ErrorKind::Invalid => ErrorKind::Corrupted.into(),
+                    _ => e,
+                })
+            })?;
             let mut at = Vec::with_capacity(runs.len());
             for (pgno, b) in runs {
                 let off = pgno.checked_mul(psize as u64).ok_or(ErrorKind::Corrupted)?;
@@ -453,15 +471,23 @@ impl Wal {
             set_version(df, psize, VERSION_WAL).map_err(CommitFailure::Clean)?;
             inner.marked = true;
         }
+        // Pages told by a patch are not logged whole (both lists are in
+        // page order).
+        let mut patched = c.patches.iter().map(|p| p.pgno).peekable();
         let pages: Vec<(u64, &[u8])> = c
             .runs
             .iter()
             .map(|&(off, b)| (off / psize as u64, b))
+            .filter(|&(pg, _)| {
+                while patched.next_if(|&p| p < pg).is_some() {}
+                patched.next_if_eq(&pg).is_none()
+            })
             .collect();
         let parts = RecordParts {
             txnid: c.txnid,
             psize: psize as u32,
             runs: &pages,
+            patches: c.patches,
             meta_off: c.meta_off,
             meta: c.meta,
             trim: true,
@@ -515,9 +541,15 @@ impl Wal {
         set_version(df, psize, VERSION)
     }
 
-    /// Whether enough log was written since the last checkpoint to take one.
-    pub(crate) fn wants_checkpoint(&self) -> bool {
-        self.inner().since_ckpt >= self.opts.checkpoint_bytes
+    /// After a commit that freed `freed` pages, of a data file of
+    /// `last_pgno + 1` pages: whether to take a checkpoint, because enough
+    /// log was written since the last one, or because the pages freed
+    /// since, which no writer reuses before the next one (their records'
+    /// patches may need them), would make the file grow by a quarter.
+    pub(crate) fn wants_checkpoint(&self, freed: usize, last_pgno: u64) -> bool {
+        let mut g = self.inner();
+        g.held += freed as u64;
+        g.since_ckpt >= self.opts.checkpoint_bytes || g.held >= (last_pgno / 4).max(HELD_MIN)
     }
 
     /// The txnid the last checkpoint covers.
@@ -585,6 +617,7 @@ impl Inner {
         self.ckpt.write(meta.txnid, &meta.encode_update())?;
         self.seen = (self.ckpt.last_seq(), meta.txnid);
         self.since_ckpt = 0;
+        self.held = 0;
         Ok(())
     }
 }

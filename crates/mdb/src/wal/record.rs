@@ -15,15 +15,24 @@
 //! | 32 | body length `u64` |
 //! | 40 | CRC32C of the previous record (chains records, see `log.rs`) `u32` |
 //! | 44 | CRC32C of this header (this field zeroed) and the body `u32` |
-//! | 48 | body: the run table (`pgno: u64`, `len: u32`, `gap_off: u32`, `gap_len: u32` per run), the run bytes, then `meta_off: u64`, `meta_len: u32` and the meta bytes, then the commit time `u64` (nanoseconds since the Unix epoch) |
+//! | 48 | body: the run table (`pgno: u64`, `len: u32`, `gap_off: u32`, `gap_len: u32` per run), the run bytes, then the patch count `u32`, the patch table (`pgno: u64`, `base: u64`, `len: u32` per patch) and the patches' ranges, then `meta_off: u64`, `meta_len: u32` and the meta bytes, then the commit time `u64` (nanoseconds since the Unix epoch) |
+//!
+//! A *patch* (version 4) is a one-page run told by the bytes that differ
+//! from its base, the committed page it was copied from on write
+//! (`wal/patch.rs`): replay reads the base from the data file (as the
+//! checkpoint left it, or as an earlier record of the same replay rebuilt
+//! it) and applies the ranges. Commits leave the base in place until the
+//! next checkpoint: a page freed after the last checkpoint is not reused
+//! before the next one (`crate::txn::write`).
 //!
 //! A run's bytes leave out its gap: `len - gap_len` bytes stored, the
 //! `gap_len` bytes at `gap_off` being zeros. A commit leaves out the free
 //! gap of each branch and leaf page ([`free_gap`]), which no reader looks
-//! at: a single put rewrites a leaf, a branch and a free-list page that are
-//! partly empty, and the log syncs only what they hold. Version 1 records
-//! (no gaps: 12-byte run entries) and version 2 records (no commit time,
-//! which restoring a backup to a point in time reads) are still read.
+//! at: pages with no base (a split's new page, an overflow run) are logged
+//! whole but for that gap. Version 1 records (no gaps: 12-byte run
+//! entries), version 2 records (no commit time, which restoring a backup
+//! to a point in time reads) and version 3 records (no patches) are still
+//! read.
 //!
 //! [`parse`] never panics and never overflows on arbitrary bytes: anything
 //! that is not a whole, valid record is `None`, the end of the log.
@@ -31,11 +40,13 @@
 use crate::error::{ErrorKind, Result};
 use crate::format::bytes::{get16, get32, get64, sub};
 use crate::format::page::free_gap;
+use crate::wal::patch::{self, Patch};
 
 /// "MDWR": marks the start of a record.
 const MAGIC: u32 = 0x5257_444d;
-/// Bumped on any change of the layout; 2 added the gaps, 3 the commit time.
-const VERSION: u16 = 3;
+/// Bumped on any change of the layout; 2 added the gaps, 3 the commit
+/// time, 4 the patches.
+const VERSION: u16 = 4;
 /// Bytes of the commit time at the end of a version 3 body.
 const TIME_LEN: usize = 8;
 /// Bytes before the body.
@@ -46,6 +57,8 @@ const RUN_ENTRY: usize = 20;
 const META_FIXED: usize = 12;
 /// Offset of the record's own CRC in the header.
 const CRC_OFF: usize = 44;
+/// Bytes of one entry of the patch table.
+const PATCH_ENTRY: usize = 20;
 
 /// What a commit hands the log: everything but the segment it lands in.
 #[derive(Debug, Clone, Copy)]
@@ -56,6 +69,8 @@ pub(crate) struct RecordParts<'a> {
     pub(crate) psize: u32,
     /// Page runs `(first pgno, bytes)`; an overflow value is one run.
     pub(crate) runs: &'a [(u64, &'a [u8])],
+    /// Pages told by their differences from their bases.
+    pub(crate) patches: &'a [Patch<'a>],
     /// File offset of the meta update.
     pub(crate) meta_off: u64,
     /// The meta update's bytes.
@@ -96,6 +111,7 @@ fn sizes(parts: &RecordParts<'_>) -> Result<(u64, u64)> {
     let psize = parts.psize as usize;
     if psize == 0
         || u32::try_from(parts.runs.len()).is_err()
+        || u32::try_from(parts.patches.len()).is_err()
         || u32::try_from(parts.meta.len()).is_err()
     {
         return Err(bad.into());
@@ -109,6 +125,15 @@ fn sizes(parts: &RecordParts<'_>) -> Result<(u64, u64)> {
     for (_, b) in parts.runs {
         let stored = b.len() - parts.gap(b).1;
         body = body.checked_add(stored as u64).ok_or(bad)?;
+    }
+    body = body
+        .checked_add(4 + (parts.patches.len() * PATCH_ENTRY) as u64)
+        .ok_or(bad)?;
+    for p in parts.patches {
+        if u32::try_from(p.ranges.len()).is_err() || !patch::check(p.ranges, psize) {
+            return Err(bad.into());
+        }
+        body = body.checked_add(p.ranges.len() as u64).ok_or(bad)?;
     }
     body = body
         .checked_add((META_FIXED + parts.meta.len() + TIME_LEN) as u64)
@@ -153,6 +178,15 @@ pub(crate) fn encode_into(
         buf.extend_from_slice(&b[..off]);
         buf.extend_from_slice(&b[off + len..]);
     }
+    buf.extend_from_slice(&(parts.patches.len() as u32).to_le_bytes());
+    for p in parts.patches {
+        buf.extend_from_slice(&p.pgno.to_le_bytes());
+        buf.extend_from_slice(&p.base.to_le_bytes());
+        buf.extend_from_slice(&(p.ranges.len() as u32).to_le_bytes());
+    }
+    for p in parts.patches {
+        buf.extend_from_slice(p.ranges);
+    }
     buf.extend_from_slice(&parts.meta_off.to_le_bytes());
     buf.extend_from_slice(&(parts.meta.len() as u32).to_le_bytes());
     buf.extend_from_slice(parts.meta);
@@ -171,6 +205,10 @@ pub(crate) struct RecordView<'a> {
     nruns: usize,
     /// Bytes of a run table entry (12 in version 1, without gaps).
     entry: usize,
+    /// Offset of the patch count (version 4), of the meta update's fixed
+    /// part before.
+    patch_at: usize,
+    npatches: usize,
     /// Offset of the meta update's fixed part.
     meta_at: usize,
     /// Whether the body ends with the commit time (version 3).
@@ -182,10 +220,11 @@ pub(crate) struct RecordView<'a> {
 /// magic or version, another segment's record, a bad CRC, or any length
 /// that does not fit; otherwise the record and its padded length.
 pub(crate) fn parse(bytes: &[u8], expected_seg_seq: u64) -> Option<(RecordView<'_>, usize)> {
-    let (entry, time_len) = match get16(bytes, 4)? {
-        1 => (12, 0),
-        2 => (RUN_ENTRY, 0),
-        VERSION => (RUN_ENTRY, TIME_LEN),
+    let (entry, time_len, patched) = match get16(bytes, 4)? {
+        1 => (12, 0, false),
+        2 => (RUN_ENTRY, 0, false),
+        3 => (RUN_ENTRY, TIME_LEN, false),
+        VERSION => (RUN_ENTRY, TIME_LEN, true),
         _ => return None,
     };
     if get32(bytes, 0)? != MAGIC || get64(bytes, 8)? != expected_seg_seq {
@@ -220,6 +259,25 @@ pub(crate) fn parse(bytes: &[u8], expected_seg_seq: u64) -> Option<(RecordView<'
         }
         at = at.checked_add(run.stored()?)?;
     }
+    let patch_at = at;
+    let mut npatches = 0;
+    if patched {
+        npatches = get32(rec, at)? as usize;
+        let table = at.checked_add(4)?;
+        at = table.checked_add(npatches.checked_mul(PATCH_ENTRY)?)?;
+        if at > end {
+            return None;
+        }
+        for i in 0..npatches {
+            let e = table + i * PATCH_ENTRY;
+            let len = get32(rec, e + 16)? as usize;
+            let ranges = sub(rec, at, len)?;
+            if get64(rec, e + 8)? < 2 || !patch::check(ranges, psize) {
+                return None;
+            }
+            at += len;
+        }
+    }
     let meta_len = get32(rec, at.checked_add(8)?)? as usize;
     let meta_end = at.checked_add(META_FIXED)?.checked_add(meta_len)?;
     if meta_end.checked_add(time_len)? != end {
@@ -229,6 +287,8 @@ pub(crate) fn parse(bytes: &[u8], expected_seg_seq: u64) -> Option<(RecordView<'
         bytes: rec,
         nruns,
         entry,
+        patch_at,
+        npatches,
         meta_at: at,
         timed: time_len != 0,
     };
@@ -285,11 +345,36 @@ impl<'a> RecordView<'a> {
         })
     }
 
-    /// The runs' bytes, gaps filled with zeros, into `buf` (cleared
-    /// first); `(first pgno, bytes)` of each run.
-    pub(crate) fn expand<'b>(&self, buf: &'b mut Vec<u8>) -> Vec<(u64, &'b [u8])> {
+    /// The patches, in the order written.
+    pub(crate) fn patches(&self) -> impl Iterator<Item = Patch<'a>> + 'a {
+        let bytes = self.bytes;
+        let table = self.patch_at + 4;
+        let mut at = table + self.npatches * PATCH_ENTRY;
+        (0..self.npatches).map_while(move |i| {
+            let e = table + i * PATCH_ENTRY;
+            let len = get32(bytes, e + 16)? as usize;
+            let p = Patch {
+                pgno: get64(bytes, e)?,
+                base: get64(bytes, e + 8)?,
+                ranges: sub(bytes, at, len)?,
+            };
+            at += len;
+            Some(p)
+        })
+    }
+
+    /// The record's pages into `buf` (cleared first): the runs, gaps
+    /// filled with zeros, then the patched pages, each rebuilt from its
+    /// base as `read_base(pgno, page)` reads it (every base is read before
+    /// the caller writes a page). `(first pgno, bytes)` of each run.
+    pub(crate) fn expand<'b>(
+        &self,
+        buf: &'b mut Vec<u8>,
+        mut read_base: impl FnMut(u64, &mut [u8]) -> Result<()>,
+    ) -> Result<Vec<(u64, &'b [u8])>> {
         buf.clear();
-        let mut spans = Vec::with_capacity(self.nruns);
+        let psize = self.psize() as usize;
+        let mut spans = Vec::with_capacity(self.nruns + self.npatches);
         for run in self.runs() {
             let at = buf.len();
             buf.extend_from_slice(&run.stored[..run.gap_off]);
@@ -297,10 +382,24 @@ impl<'a> RecordView<'a> {
             buf.extend_from_slice(&run.stored[run.gap_off..]);
             spans.push((run.pgno, at, run.len));
         }
-        spans
+        for p in self.patches() {
+            let at = buf.len();
+            buf.resize(at + psize, 0);
+            let page = &mut buf[at..];
+            read_base(p.base, page)?;
+            patch::prepare_base(page, p.pgno);
+            patch::apply(page, p.ranges);
+            spans.push((p.pgno, at, psize));
+        }
+        Ok(spans
             .into_iter()
             .map(|(pgno, at, len)| (pgno, &buf[at..at + len]))
-            .collect()
+            .collect())
+    }
+
+    /// The record as it lies in the log (header and body, no padding).
+    pub(crate) fn raw(&self) -> &'a [u8] {
+        self.bytes
     }
 
     /// The meta update: its file offset and bytes.
@@ -421,6 +520,7 @@ mod tests {
                 meta_off: 0,
                 meta: &[],
                 trim: false,
+                patches: &[],
                 time_ns: 0,
             };
             let mut buf = Vec::new();
@@ -433,7 +533,7 @@ mod tests {
         assert_eq!(len(16, &run), bad);
         assert_eq!(len(0, &[]), bad);
         assert_eq!(len(8, &[]), bad);
-        assert_eq!(len(8, &run), Ok(48 + 20 + 24 + 12 + 8));
+        assert_eq!(len(8, &run), Ok(pad8(48 + 20 + 24 + 4 + 12 + 8).unwrap()));
     }
 
     /// A record whose CRC matches but whose shape lies: as a forger (or a
@@ -507,6 +607,7 @@ mod tests {
             meta_off: 8,
             meta: &[1, 2],
             trim: false,
+            patches: &[],
             time_ns: 1_700_000_000_123_456_789,
         };
         let mut b = Vec::new();
@@ -551,6 +652,7 @@ mod tests {
             meta_off: 24,
             meta: &[1, 2, 3],
             trim: false,
+            patches: &[],
             time_ns: 0,
         };
         let whole = encoded_len(&parts).unwrap();
@@ -565,7 +667,7 @@ mod tests {
         let mut zeroed = page.clone();
         zeroed[26..psize - 500].fill(0);
         let mut buf = Vec::new();
-        let got = v.expand(&mut buf);
+        let got = v.expand(&mut buf, |_, _| unreachable!()).unwrap();
         let want: Vec<(u64, &[u8])> = vec![(3, &zeroed), (4, &ov), (9, &two)];
         assert_eq!(got, want);
     }
@@ -613,6 +715,7 @@ mod tests {
             meta_off: 0,
             meta: &[],
             trim: true,
+            patches: &[],
             time_ns: 0,
         };
         let mut good = Vec::new();

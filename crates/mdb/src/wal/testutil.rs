@@ -86,6 +86,7 @@ impl Rec {
             meta_off: self.meta_off,
             meta: &self.meta,
             trim: false,
+            patches: &[],
             time_ns: 0,
         })
     }
@@ -98,7 +99,9 @@ impl Rec {
             psize: v.psize(),
             runs: {
                 let mut buf = Vec::new();
-                let runs = v.expand(&mut buf);
+                let runs = v
+                    .expand(&mut buf, |_, _| Err(crate::ErrorKind::Corrupted.into()))
+                    .unwrap();
                 runs.into_iter().map(|(p, b)| (p, b.to_vec())).collect()
             },
             meta_off,
