@@ -108,3 +108,46 @@ fn every_engine_runs_every_workload_and_the_outputs_are_written() {
         assert!(is_png(&out.join(png)), "{png}");
     }
 }
+
+#[path = "../../mdb/tests/pylmdb/mod.rs"]
+mod pylmdb;
+
+/// Every LMDB file the matrix's workloads leave (loads, overwrites,
+/// removals, compacted copies, 100 KB values, in default and WAL mode; and
+/// LMDB's own, as a control) passes py-lmdb 3.0.0's structural verifier.
+#[test]
+fn the_files_the_matrix_writes_pass_py_lmdbs_verifier() {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("matrix-verify");
+    let _ = std::fs::remove_dir_all(&base);
+    let (data, out) = (base.join("data"), base.join("out"));
+    let run = Command::new(env!("CARGO_BIN_EXE_mdb-bench"))
+        .args(["matrix", "--n", "3000", "--reps", "1", "--single-n", "10"])
+        .args(["--large-n", "12", "--engines", "lmdb,mdb,mdb-wal", "--keep"])
+        .arg("--dir")
+        .arg(&data)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("cannot run mdb-bench");
+    assert!(
+        run.status.success(),
+        "mdb-bench matrix failed:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut envs = Vec::new();
+    for engine in std::fs::read_dir(&data).unwrap() {
+        for store in std::fs::read_dir(engine.unwrap().path()).unwrap() {
+            let store = store.unwrap().path();
+            if store.join("data.mdb").is_file() {
+                envs.push(store);
+            }
+        }
+    }
+    // lmdb, mdb and mdb-wal: main, compacted, sorted, large and two scales.
+    assert!(envs.len() >= 15, "{envs:?}");
+    let paths: Vec<&Path> = envs.iter().map(|p| p.as_path()).collect();
+    for (p, problems) in paths.iter().zip(pylmdb::problems(&paths)) {
+        assert!(problems.is_empty(), "{}: {problems:#?}", p.display());
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}

@@ -28,7 +28,7 @@ use store::Store;
 const USAGE: &str = "\
 usage: mdb-bench matrix [--n N] [--reps R] [--engines E,E,...] [--dir PATH]
                         [--out DIR] [--batch-n M] [--single-n S]
-                        [--large-n L] [--scale N,N,...] [--cache BYTES]
+                        [--large-n L] [--scale N,N,...] [--cache BYTES] [--keep]
 
   The same workloads on every engine, R times, engines interleaved:
     load_random, load_sorted   N keys (16 B) with 100 B values, 100,000 per
@@ -57,7 +57,9 @@ usage: mdb-bench matrix [--n N] [--reps R] [--engines E,E,...] [--dir PATH]
   --scale LIST  extra random-load sizes (default N/100,N/10)
   --cache BYTES cache of the engines that have one (default 1 GiB)
   --dir PATH    where the stores go (default ./matrix-data, removed after)
-  --out DIR     matrix.json, matrix.md and the charts (default docs/bench)";
+  --out DIR     matrix.json, matrix.md and the charts (default docs/bench)
+  --keep        keep the stores of every run under --dir (for checks of
+                the files the engines wrote)";
 
 /// What one run measures.
 pub struct Config {
@@ -73,6 +75,8 @@ pub struct Config {
     pub dir: PathBuf,
     pub out: PathBuf,
     pub engines: Vec<Eng>,
+    /// Keep the stores (`--keep`).
+    pub keep: bool,
 }
 
 /// The contenders.
@@ -312,6 +316,7 @@ fn parse(argv: &[String]) -> Result<Config, String> {
         dir: PathBuf::from("matrix-data"),
         out: PathBuf::from("docs/bench"),
         engines: Eng::ALL.iter().copied().filter(|e| e.built()).collect(),
+        keep: false,
     };
     let mut scale = None;
     let mut it = argv.iter();
@@ -328,6 +333,7 @@ fn parse(argv: &[String]) -> Result<Config, String> {
             "--scale" => scale = Some(parse_list(val()?)?),
             "--dir" => c.dir = PathBuf::from(val()?),
             "--out" => c.out = PathBuf::from(val()?),
+            "--keep" => c.keep = true,
             "--engines" => {
                 let mut v = Vec::new();
                 for name in val()?.split(',') {
@@ -387,7 +393,9 @@ fn run_engine(cfg: &Config, e: Eng, base: &Path, out: &mut Samples) -> Res<()> {
         let v = run::scale_load(cfg, &*s, n)?;
         out.scale.entry(n).or_default().push(v);
     }
-    std::fs::remove_dir_all(base)?;
+    if !cfg.keep {
+        std::fs::remove_dir_all(base)?;
+    }
     Ok(())
 }
 
