@@ -139,6 +139,12 @@ impl Env {
         // an empty commit lets a round take what the one before freed.
         let mut idle = 0;
         for round in 0..MAX_ROUNDS {
+            if let Some(wal) = &self.wal {
+                // In WAL mode no page freed since the last checkpoint is
+                // reused before the next (the log's records may be patches
+                // of them): each round starts from a checkpoint.
+                wal.checkpoint(true)?;
+            }
             let mut w = self.write_txn()?;
             if round == 0 && worth_it && w.free_total()? * 8 < w.pg.next_pgno.max(2048) {
                 return Ok(());
