@@ -5,7 +5,7 @@
 //! read transactions are the caller's to close; when their transaction ends
 //! they are only unbound, and `mdb_cursor_renew` binds them again.
 
-use crate::data::{check_sizes, db_flags, stash};
+use crate::data::{answer_existing, check_sizes, db_flags, stash};
 use crate::env::MDB_env;
 use crate::guard::{code, failed_with, guard, guard_inline, guard_or};
 use crate::txn::{txn_ref, Kind, MDB_txn, View};
@@ -140,7 +140,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
             let t = unsafe { txn_ref(txn)? };
             // SAFETY: the txn's env outlives it.
             let env = unsafe { &*t.env };
-            let db = env.db(dbi)?;
+            let db = t.db(dbi)?;
             if cursor.is_null() {
                 return Err(EINVAL);
             }
@@ -212,8 +212,7 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
             if cur.write || !t.rdonly {
                 return Err(EINVAL);
             }
-            // SAFETY: the txn's env outlives it.
-            let db = unsafe { &*t.env }.db(cur.dbi)?;
+            let db = t.db(cur.dbi)?;
             let st = match t.view()? {
                 View::Ro(r) => CursorState::new(r, db).map_err(|e| e.code())?,
                 View::Rw(_) => return Err(EINVAL),
@@ -417,6 +416,10 @@ unsafe fn get_general(
                 return Err(MDB_BAD_VALSIZE);
             }
         }
+        if op == GET_CURRENT {
+            // SAFETY: output pointers are NULL or the caller's MDB_vals.
+            return unsafe { get_current(st, &view, key, data) };
+        }
         let r = match view {
             View::Ro(r) => {
                 let item = st.get(r, cop);
@@ -436,6 +439,46 @@ unsafe fn get_general(
         }
         Ok(())
     })())
+}
+
+/// `MDB_GET_CURRENT`. Without `data` only the key is read, which leaves a
+/// delete's state among the key's values as it was (so the next
+/// `MDB_NEXT` still returns the value that took a deleted one's place).
+/// After the delete of a key's last value, where the key kept others,
+/// there is a key but no value: `MDB_NOTFOUND` with `key` set, as LMDB.
+///
+/// # Safety
+/// `key` and `data` are NULL or the caller's `MDB_val`s.
+unsafe fn get_current(
+    st: &mut CursorState,
+    view: &View<'_>,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+) -> Result<(), c_int> {
+    let key_only = |st: &mut CursorState| match view {
+        View::Ro(r) => st.current_key(*r),
+        View::Rw(w) => st.current_key(&**w),
+    };
+    let item = match view {
+        _ if data.is_null() => Ok(None),
+        View::Ro(r) => st.get(*r, CursorOp::GetCurrent),
+        View::Rw(w) => st.get(&**w, CursorOp::GetCurrent),
+    };
+    let r = match item {
+        Ok(Some((k, v))) => Ok(Some((k, Some(v)))),
+        Ok(None) => key_only(st).map(|k| k.map(|k| (k, None))),
+        Err(e) => Err(e),
+    };
+    let (k, v) = r.map_err(|e| e.code())?.ok_or(MDB_NOTFOUND)?;
+    // SAFETY: per the caller's contract.
+    unsafe { set_val(key, k) };
+    match v {
+        // SAFETY: as above.
+        Some(v) => unsafe { set_val(data, v) },
+        None if !data.is_null() => return Err(MDB_NOTFOUND),
+        None => {}
+    }
+    Ok(())
 }
 
 /// NEXT or PREV in a top-level transaction, the loop of most scans: the
@@ -563,27 +606,33 @@ pub unsafe extern "C" fn mdb_cursor_put(
                 check_sizes(k, d.mv_size, dflags)?;
                 let wf = WriteFlags(flags & put_flags::ENGINE);
                 if flags & put_flags::RESERVE != 0 {
-                    if dflags & db_flags::DUPSORT != 0 {
-                        return Err(EINVAL);
-                    }
                     let (k, _) = stash(&mut scratch, k, &[]);
-                    let wf = WriteFlags(wf.0 & !put_flags::CURRENT);
-                    let r = w.reserve(db, k, d.mv_size, wf).map(|b| b.as_mut_ptr());
-                    let p = t.note(r)?;
-                    d.mv_data = p.cast();
-                    let w = t.write()?;
-                    let _ = st.get(&*w, CursorOp::SetKey(k));
+                    let r = if dflags & db_flags::DUPSORT != 0 {
+                        // As `mdb_put`: only an existing key is answered.
+                        if !answer_existing(w, db, k, flags, d) {
+                            return Err(EINVAL);
+                        }
+                        Err(mdb::ErrorKind::KeyExist.into())
+                    } else {
+                        let wf = WriteFlags(wf.0 & !put_flags::CURRENT);
+                        let r = w.reserve(db, k, d.mv_size, wf).map(|b| b.as_mut_ptr());
+                        if failed_with(&r, mdb::ErrorKind::KeyExist) {
+                            answer_existing(w, db, k, flags, d);
+                        }
+                        r
+                    };
+                    // On the new item, or on the existing one (as LMDB).
+                    if r.is_ok() || failed_with(&r, mdb::ErrorKind::KeyExist) {
+                        let _ = st.get(&*w, CursorOp::SetKey(k));
+                    }
+                    d.mv_data = t.note(r)?.cast();
                     return Ok(());
                 }
                 // SAFETY: the caller's data.
                 let (k, v) = stash(&mut scratch, k, unsafe { bytes(d) });
                 let r = w.cursor_put(st, k, v, wf);
-                if failed_with(&r, mdb::ErrorKind::KeyExist) && flags & put_flags::NOOVERWRITE != 0
-                {
-                    if let Ok(Some((_, old))) = st.get(&*w, CursorOp::GetCurrent) {
-                        // SAFETY: data checked non-NULL.
-                        unsafe { set_val(data, old) };
-                    }
+                if failed_with(&r, mdb::ErrorKind::KeyExist) {
+                    answer_existing(w, db, k, flags, d);
                 }
                 t.note(r)
             })();

@@ -39,6 +39,30 @@ pub(crate) fn check_sizes(key: &[u8], val_len: usize, flags: u32) -> Result<(), 
     Ok(())
 }
 
+/// After `MDB_KEYEXIST` from `MDB_NOOVERWRITE`, LMDB hands back the
+/// existing value (a DUPSORT key's first) in `data`, with `MDB_RESERVE`
+/// too (OpenLDAP's slapadd reads it so). Whether `flags` asked for it and
+/// `key` is there.
+pub(crate) fn answer_existing(
+    w: &mdb::RwTxn<'static>,
+    db: mdb::Database,
+    key: &[u8],
+    flags: c_uint,
+    data: &mut MDB_val,
+) -> bool {
+    if flags & put_flags::NOOVERWRITE == 0 {
+        return false;
+    }
+    match w.get(db, key) {
+        Ok(Some(old)) => {
+            // SAFETY: a valid MDB_val (a reference).
+            unsafe { set_val(data, old) };
+            true
+        }
+        _ => false,
+    }
+}
+
 /// `mdb_get`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_get(
@@ -51,8 +75,7 @@ pub unsafe extern "C" fn mdb_get(
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
-            // SAFETY: the txn's env outlives it.
-            let db = unsafe { &*t.env }.data_db(dbi)?;
+            let db = t.data_db(dbi)?;
             if key.is_null() || data.is_null() {
                 return Err(EINVAL);
             }
@@ -93,9 +116,7 @@ pub unsafe extern "C" fn mdb_put(
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
-            let env = t.env;
-            // SAFETY: the txn's env outlives it.
-            let db = unsafe { &*env }.data_db(dbi)?;
+            let db = t.data_db(dbi)?;
             if key.is_null() || data.is_null() || flags & !put_flags::PUT_VALID != 0 {
                 return Err(EINVAL);
             }
@@ -108,14 +129,24 @@ pub unsafe extern "C" fn mdb_put(
             if flags & put_flags::RESERVE != 0 {
                 let dflags = db_flags(w, db)?;
                 check_sizes(k, d.mv_size, dflags)?;
-                if dflags & db_flags::DUPSORT != 0 {
-                    return Err(EINVAL);
-                }
                 let k = match scratch {
                     Some(s) => stash(s, k, &[]).0,
                     None => k,
                 };
-                let r = w.reserve(db, k, d.mv_size, wf).map(|b| b.as_mut_ptr());
+                let r = if dflags & db_flags::DUPSORT != 0 {
+                    // LMDB answers an existing key first, else breaks the
+                    // database (c-api.md §11): refused.
+                    if !answer_existing(w, db, k, flags, d) {
+                        return Err(EINVAL);
+                    }
+                    Err(mdb::ErrorKind::KeyExist.into())
+                } else {
+                    let r = w.reserve(db, k, d.mv_size, wf).map(|b| b.as_mut_ptr());
+                    if failed_with(&r, mdb::ErrorKind::KeyExist) {
+                        answer_existing(w, db, k, flags, d);
+                    }
+                    r
+                };
                 t.lend();
                 let p = t.note(r)?;
                 d.mv_data = p.cast();
@@ -133,15 +164,7 @@ pub unsafe extern "C" fn mdb_put(
                 None => (k, v),
             };
             let r = w.put(db, k, v, wf);
-            let answered =
-                failed_with(&r, mdb::ErrorKind::KeyExist) && flags & put_flags::NOOVERWRITE != 0;
-            if answered {
-                if let Ok(Some(old)) = w.get(db, k) {
-                    // SAFETY: data checked non-NULL.
-                    unsafe { set_val(data, old) };
-                }
-            }
-            if answered {
+            if failed_with(&r, mdb::ErrorKind::KeyExist) && answer_existing(w, db, k, flags, d) {
                 t.lend();
             }
             t.note(r)
@@ -161,9 +184,7 @@ pub unsafe extern "C" fn mdb_del(
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
-            let env = t.env;
-            // SAFETY: the txn's env outlives it.
-            let db = unsafe { &*env }.data_db(dbi)?;
+            let db = t.data_db(dbi)?;
             if key.is_null() {
                 return Err(EINVAL);
             }

@@ -5,6 +5,11 @@
 //! [`mdb::Database`], allocating from the lowest free slot ≥ 2 as LMDB does.
 //! That keeps the numbers stable when the engine is reopened
 //! (`mdb_env_set_mapsize`).
+//!
+//! As in LMDB (c-api.md §8), a handle is private to the transactions that
+//! opened it (and their children) until one of them commits, read-only or
+//! not; it is closed if they all abort. A transaction may use only the
+//! handles shared before it began, and its own: others get `EINVAL`.
 
 use crate::env::MDB_env;
 use crate::guard::{code, guard, is_fatal};
@@ -28,7 +33,16 @@ pub(crate) struct DbiEntry {
     /// Opened in the live write transaction, not committed yet: read
     /// transactions do not see it (the engine refuses them with `EINVAL`).
     pub(crate) pending: bool,
+    /// The `MDB_env::dbi_epoch` at which a commit shared the handle with
+    /// the transactions begun since; [`UNSHARED`] before.
+    pub(crate) born: u32,
+    /// The live transactions (addresses) that opened the handle and may
+    /// use it whatever `born` says.
+    pub(crate) owners: Vec<usize>,
 }
+
+/// `DbiEntry::born` of a handle only its openers may use.
+pub(crate) const UNSHARED: u32 = u32::MAX;
 
 /// The environment's handles, by C number.
 pub(crate) struct DbiTable {
@@ -44,6 +58,8 @@ impl DbiTable {
                 cmp: None,
                 dcmp: None,
                 pending: false,
+                born: 0,
+                owners: Vec::new(),
             })
         };
         DbiTable {
@@ -66,13 +82,54 @@ impl DbiTable {
             .map(|i| i as MDB_dbi)
     }
 
-    /// The write transaction that opened `dbis` committed.
-    pub(crate) fn publish(&mut self, dbis: &[MDB_dbi]) {
+    /// Take `owner` off the open handles of `dbis` it opened, and apply
+    /// `f` to each.
+    fn disown(&mut self, dbis: &[MDB_dbi], owner: usize, mut f: impl FnMut(&mut DbiEntry)) {
         for &d in dbis {
             if let Some(Some(e)) = self.slots.get_mut(d as usize) {
-                e.pending = false;
+                if let Some(i) = e.owners.iter().position(|&o| o == owner) {
+                    e.owners.swap_remove(i);
+                    f(e);
+                }
             }
         }
+    }
+
+    /// Top-level transaction `owner`, which opened `dbis`, committed:
+    /// those still private are shared from epoch `epoch` on. Whether any was.
+    fn share(&mut self, dbis: &[MDB_dbi], owner: usize, epoch: u32) -> bool {
+        let mut any = false;
+        self.disown(dbis, owner, |e| {
+            e.pending = false;
+            if e.born == UNSHARED {
+                e.born = epoch;
+                any = true;
+            }
+        });
+        any
+    }
+
+    /// Child `from`, which opened `dbis`, committed: they are its parent's.
+    fn hand_over(&mut self, dbis: &[MDB_dbi], from: usize, to: usize) {
+        self.disown(dbis, from, |e| {
+            if !e.owners.contains(&to) {
+                e.owners.push(to);
+            }
+        });
+    }
+
+    /// `owner`, which opened `dbis`, aborted: those nobody else holds and
+    /// that were never shared are closed (their databases returned).
+    fn abandon(&mut self, dbis: &[MDB_dbi], owner: usize) -> Vec<Database> {
+        self.disown(dbis, owner, |_| {});
+        let orphan = |e: &DbiEntry| e.owners.is_empty() && e.born == UNSHARED;
+        dbis.iter()
+            .filter(|&&d| self.get(d).is_some_and(orphan))
+            .copied()
+            .collect::<Vec<_>>()
+            .into_iter()
+            .filter_map(|d| self.remove(d).map(|e| e.db))
+            .collect()
     }
 
     fn named(&self) -> usize {
@@ -100,36 +157,120 @@ impl DbiTable {
     }
 }
 
-impl MDB_env {
-    /// The engine database of handle `dbi` (`EINVAL` if not open).
+impl crate::txn::MDB_txn {
+    /// The engine database of handle `dbi` if this transaction may use it:
+    /// shared before it began, or opened by it or an ancestor (else
+    /// `EINVAL`, as LMDB).
     #[inline]
     pub(crate) fn db(&self, dbi: MDB_dbi) -> Result<Database, c_int> {
-        if let Some(f) = self.dbi_fast.get(dbi as usize) {
-            return match f.load(std::sync::atomic::Ordering::Acquire) {
-                0 => Err(EINVAL),
-                v => Ok(Database::from_dbi(v - 1)),
-            };
+        // SAFETY: a live transaction's env outlives it.
+        let env = unsafe { &*self.env };
+        if let Some(f) = env.dbi_fast.get(dbi as usize) {
+            let v = f.load(std::sync::atomic::Ordering::Acquire);
+            let ix = v as u32;
+            if ix == 0 {
+                return Err(EINVAL);
+            }
+            if (v >> 32) as u32 <= self.dbi_epoch {
+                return Ok(Database::from_dbi(ix - 1));
+            }
         }
-        let t = self.dbis.read().unwrap_or_else(|x| x.into_inner());
-        t.get(dbi).map(|e| e.db).ok_or(EINVAL)
+        self.db_slow(dbi)
     }
 
-    /// Mirror the table's first handles into `dbi_fast` (called with the
-    /// write lock held, after a handle is opened or closed).
-    fn sync_dbi_fast(&self, t: &DbiTable) {
-        for (i, f) in self.dbi_fast.iter().enumerate() {
-            let v = t.get(i as MDB_dbi).map_or(0, |e| e.db.dbi() + 1);
-            f.store(v, std::sync::atomic::Ordering::Release);
+    #[cold]
+    fn db_slow(&self, dbi: MDB_dbi) -> Result<Database, c_int> {
+        // SAFETY: as in `db`.
+        let env = unsafe { &*self.env };
+        let t = env.dbis.read().unwrap_or_else(|x| x.into_inner());
+        match t.get(dbi) {
+            Some(e) if self.may_use(e) => Ok(e.db),
+            _ => Err(EINVAL),
         }
+    }
+
+    /// Whether this transaction may use handle `e`.
+    fn may_use(&self, e: &DbiEntry) -> bool {
+        if e.born <= self.dbi_epoch {
+            return true;
+        }
+        let mut t: *const crate::txn::MDB_txn = self;
+        while !t.is_null() {
+            if e.owners.contains(&(t as usize)) {
+                return true;
+            }
+            // SAFETY: a live transaction's ancestors are live.
+            t = unsafe { (*t).parent };
+        }
+        false
     }
 
     /// The engine database of a handle that user data may be read or
     /// written through: not the free DB.
+    #[inline]
     pub(crate) fn data_db(&self, dbi: MDB_dbi) -> Result<Database, c_int> {
         if dbi == 0 {
             return Err(EINVAL);
         }
         self.db(dbi)
+    }
+}
+
+impl MDB_env {
+    /// Mirror the table's first handles into `dbi_fast` (called with the
+    /// write lock held, after a handle is opened, shared or closed).
+    fn sync_dbi_fast(&self, t: &DbiTable) {
+        for (i, f) in self.dbi_fast.iter().enumerate() {
+            let v = t
+                .get(i as MDB_dbi)
+                .map_or(0, |e| (u64::from(e.born) << 32) | u64::from(e.db.dbi() + 1));
+            f.store(v, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// Transaction `txn` ended having opened `dbis`. Committed: a child's
+    /// pass to its parent; a top-level one's are shared with the
+    /// transactions that begin from now on. Aborted (or reset): closed
+    /// unless another live transaction opened them too, or one shared them.
+    pub(crate) fn end_dbis(
+        &self,
+        dbis: &[MDB_dbi],
+        txn: *const crate::txn::MDB_txn,
+        commit: bool,
+        parent: *const crate::txn::MDB_txn,
+    ) {
+        if dbis.is_empty() {
+            return;
+        }
+        let closed = {
+            let mut t = self.dbis.write().unwrap_or_else(|x| x.into_inner());
+            let closed = if !commit {
+                t.abandon(dbis, txn as usize)
+            } else if !parent.is_null() {
+                t.hand_over(dbis, txn as usize, parent as usize);
+                Vec::new()
+            } else {
+                let epoch = self.dbi_epoch.load(std::sync::atomic::Ordering::Relaxed);
+                let next = epoch.saturating_add(1).min(UNSHARED - 1);
+                if t.share(dbis, txn as usize, next) {
+                    self.sync_dbi_fast(&t);
+                    // After the entries: a transaction that reads `next`
+                    // sees them shared.
+                    self.dbi_epoch
+                        .store(next, std::sync::atomic::Ordering::Release);
+                }
+                Vec::new()
+            };
+            if !closed.is_empty() {
+                self.sync_dbi_fast(&t);
+            }
+            closed
+        };
+        if let Ok(en) = self.engine() {
+            for db in closed {
+                en.close_db(db);
+            }
+        }
     }
 
     /// Close handle `dbi` (no-op for 0, 1 and unknown handles).
@@ -183,8 +324,16 @@ pub unsafe extern "C" fn mdb_dbi_open(
             // SAFETY: name is a NUL-terminated string (checked non-NULL).
             let name = unsafe { CStr::from_ptr(name) }.to_bytes();
             {
-                let tab = env.dbis.read().unwrap_or_else(|x| x.into_inner());
+                let mut tab = env.dbis.write().unwrap_or_else(|x| x.into_inner());
                 if let Some(h) = tab.find(name, rdonly) {
+                    if let Some(e) = tab.slots[h as usize].as_mut() {
+                        // Private to another transaction, or shared after
+                        // this one began: it becomes this one's too.
+                        if !t.may_use(e) {
+                            e.owners.push(txn as usize);
+                            t.new_dbis.push(h);
+                        }
+                    }
                     // SAFETY: dbi checked non-NULL.
                     unsafe { *dbi = h };
                     return Ok(());
@@ -240,6 +389,8 @@ pub unsafe extern "C" fn mdb_dbi_open(
                     cmp: None,
                     dcmp: None,
                     pending: !t.rdonly,
+                    born: UNSHARED,
+                    owners: vec![txn as usize],
                 });
                 env.sync_dbi_fast(&tab);
                 h
@@ -263,8 +414,7 @@ pub unsafe extern "C" fn mdb_dbi_flags(
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
-            // SAFETY: the txn's env outlives it.
-            let db = unsafe { &*t.env }.data_db(dbi)?;
+            let db = t.data_db(dbi)?;
             if flags.is_null() {
                 return Err(EINVAL);
             }
@@ -303,8 +453,7 @@ pub unsafe extern "C" fn mdb_stat(
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
-            // SAFETY: the txn's env outlives it.
-            let db = unsafe { &*t.env }.db(dbi)?;
+            let db = t.db(dbi)?;
             if stat.is_null() {
                 return Err(EINVAL);
             }
@@ -333,7 +482,7 @@ pub unsafe extern "C" fn mdb_drop(
             let t = unsafe { txn_ref(txn)? };
             // SAFETY: the txn's env outlives it.
             let env = unsafe { &*t.env };
-            let db = env.data_db(dbi)?;
+            let db = t.data_db(dbi)?;
             if !(0..=1).contains(&del) {
                 return Err(EINVAL);
             }
@@ -376,7 +525,7 @@ fn set_cmp(
             let t = unsafe { txn_ref(txn)? };
             // SAFETY: the txn's env outlives it.
             let env = unsafe { &*t.env };
-            let db = env.data_db(dbi)?;
+            let db = t.data_db(dbi)?;
             let f = f.ok_or(EINVAL)?;
             env.engine()?
                 .set_comparator(db, crate::cmp::c_comparator(f), dup)
@@ -419,8 +568,7 @@ fn check_handle(txn: *mut crate::txn::MDB_txn, dbi: MDB_dbi) -> c_int {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
             let t = unsafe { txn_ref(txn)? };
-            // SAFETY: the txn's env outlives it.
-            unsafe { &*t.env }.data_db(dbi).map(|_| ())
+            t.data_db(dbi).map(|_| ())
         })())
     })
 }

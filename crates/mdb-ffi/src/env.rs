@@ -8,7 +8,7 @@ use std::ffi::{CStr, CString, OsStr};
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 const ENV_MAGIC: u32 = 0xBEEF_E4F1;
@@ -79,10 +79,14 @@ pub struct MDB_env {
     magic: AtomicU32,
     pub(crate) st: RwLock<EnvState>,
     pub(crate) dbis: RwLock<DbiTable>,
-    /// The engine database of each of the first handles, readable without
-    /// the table's lock on every call: 0 closed, else `Database::dbi() + 1`.
-    /// Written under the table's write lock ([`MDB_env::sync_dbi_fast`]).
-    pub(crate) dbi_fast: [AtomicU32; crate::dbi::FAST_DBIS],
+    /// The first handles, readable without the table's lock on every call:
+    /// 0 closed, else `Database::dbi() + 1` in the low half and the handle's
+    /// `born` epoch in the high half (see `DbiEntry`). Written under the
+    /// table's write lock ([`MDB_env::sync_dbi_fast`]).
+    pub(crate) dbi_fast: [AtomicU64; crate::dbi::FAST_DBIS],
+    /// Bumped by each commit that shares the handles it opened: a
+    /// transaction may use the handles shared up to its begin.
+    pub(crate) dbi_epoch: AtomicU32,
     pub(crate) txns: Mutex<Slab<crate::txn::MDB_txn>>,
     pub(crate) cursors: Mutex<Slab<crate::cursor::MDB_cursor>>,
     userctx: AtomicPtr<c_void>,
@@ -152,7 +156,8 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
                 tried: false,
             }),
             dbis: RwLock::new(DbiTable::new()),
-            dbi_fast: std::array::from_fn(|i| AtomicU32::new(if i < 2 { i as u32 + 1 } else { 0 })),
+            dbi_fast: std::array::from_fn(|i| AtomicU64::new(if i < 2 { i as u64 + 1 } else { 0 })),
+            dbi_epoch: AtomicU32::new(0),
             txns: Mutex::new(Slab::new()),
             cursors: Mutex::new(Slab::new()),
             userctx: AtomicPtr::new(std::ptr::null_mut()),

@@ -18,6 +18,7 @@ use crate::guard::{code, guard, guard_or};
 use crate::types::*;
 use mdb::{NestedTxn, RoTxn, RwTxn, Txn};
 use std::os::raw::{c_int, c_uint};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The engine's write transaction and its open savepoints.
@@ -133,6 +134,8 @@ pub struct MDB_txn {
     pub(crate) broken: bool,
     /// Handles first opened in this transaction: closed if it aborts.
     pub(crate) new_dbis: Vec<MDB_dbi>,
+    /// `MDB_env::dbi_epoch` when it began: the shared handles it may use.
+    pub(crate) dbi_epoch: u32,
     pub(crate) cursors: Vec<*mut MDB_cursor>,
     /// Copies of put/del arguments, which may point into the database.
     pub(crate) scratch: Vec<u8>,
@@ -296,6 +299,7 @@ pub unsafe extern "C" fn mdb_txn_begin(
                 rdonly,
                 broken: false,
                 new_dbis: Vec::new(),
+                dbi_epoch: e.dbi_epoch.load(Ordering::Acquire),
                 cursors: Vec::new(),
                 scratch: Vec::new(),
             };
@@ -318,6 +322,7 @@ pub unsafe extern "C" fn mdb_txn_begin(
                 unsafe { (*root).push() }.map_err(|e| e.code())?;
                 t.kind = Kind::Child(root);
                 t.id = p.id;
+                t.dbi_epoch = p.dbi_epoch;
                 let child = alloc(e, t);
                 p.child = child;
                 // SAFETY: txn checked non-NULL.
@@ -413,20 +418,10 @@ pub(crate) unsafe fn finish(txn: *mut MDB_txn, commit: bool) -> c_int {
     // SAFETY: the env outlives its transactions.
     let env = unsafe { &*t.env };
     let dbis = std::mem::take(&mut t.new_dbis);
-    if committed {
-        if !parent.is_null() {
-            // SAFETY: a child's parent is alive.
-            unsafe { (*parent).new_dbis.extend(dbis) };
-        } else {
-            env.dbis
-                .write()
-                .unwrap_or_else(|x| x.into_inner())
-                .publish(&dbis);
-        }
-    } else {
-        for d in dbis {
-            env.close_dbi(d);
-        }
+    env.end_dbis(&dbis, txn, committed, parent);
+    if committed && !parent.is_null() {
+        // SAFETY: a child's parent is alive.
+        unsafe { (*parent).new_dbis.extend(dbis) };
     }
     for c in std::mem::take(&mut t.cursors) {
         // SAFETY: the cursors list holds live cursors of this transaction.
@@ -521,9 +516,12 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
                 }
                 // SAFETY: the env outlives its transactions.
                 let env = unsafe { &*t.env };
-                for d in std::mem::take(&mut t.new_dbis) {
-                    env.close_dbi(d);
-                }
+                env.end_dbis(
+                    &std::mem::take(&mut t.new_dbis),
+                    txn,
+                    false,
+                    std::ptr::null(),
+                );
             }
             // A write or already reset transaction: nothing to do.
             other => t.kind = other,
@@ -548,6 +546,8 @@ pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
                     }
                     t.id = r.id();
                     t.kind = Kind::Read(r);
+                    // SAFETY: the env outlives its transactions.
+                    t.dbi_epoch = unsafe { &*t.env }.dbi_epoch.load(Ordering::Acquire);
                 }
                 Kind::Reset(None) => {
                     t.kind = Kind::Reset(None);
@@ -556,6 +556,7 @@ pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
                     let engine = env.engine()?;
                     let r = engine.read_txn().map_err(|e| e.code())?;
                     t.id = r.id();
+                    t.dbi_epoch = env.dbi_epoch.load(Ordering::Acquire);
                     // SAFETY: as in mdb_txn_begin: the Arc is kept beside it.
                     t.kind =
                         Kind::Read(unsafe { std::mem::transmute::<RoTxn<'_>, RoTxn<'static>>(r) });

@@ -1060,23 +1060,10 @@ impl CursorState {
             return Ok(());
         }
         let (key, val) = (std::mem::take(&mut self.key), std::mem::take(&mut self.val));
-        let just_deleted = self.pos.just_deleted;
-        let found = if self.pos.dcmp.is_some() {
-            match self.pos.seek_both(txn, rec, &key, &val, false)? {
-                Some((k, v)) => k == &key[..] && v == &val[..],
-                None => {
-                    // No value >= the old one under the key: successor key.
-                    if self.pos.seek(txn, rec, &key)? {
-                        self.pos.next_nodup(txn, rec)?;
-                    }
-                    false
-                }
-            }
-        } else {
-            self.pos.seek(txn, rec, &key)?
-        };
-        if !self.pos.unset() {
-            self.pos.just_deleted = just_deleted || !found;
+        let pending = (self.pos.just_deleted, self.pos.dup_del);
+        // Gone: on its successor, as after a delete through this cursor.
+        if self.pos.refind(txn, rec, &key, &val)? {
+            (self.pos.just_deleted, self.pos.dup_del) = pending;
         }
         (self.key, self.val) = (key, val);
         Ok(())
@@ -1230,6 +1217,41 @@ impl CursorState {
         }
     }
 
+    /// The key under the cursor (`MDB_GET_CURRENT` asked for the key
+    /// only): after [`cursor_del`](crate::RwTxn::cursor_del) removed the
+    /// last value of a key that kept others, that key, where
+    /// [`CursorOp::GetCurrent`] finds no item. `Err(EINVAL)` if never
+    /// positioned; `None` past the end.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, DbFlags, EnvOptions, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let db = w.create_db("d", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = CursorState::new(&w, db)?;
+    /// c.get(&w, CursorOp::GetBoth(b"a", b"2"))?;
+    /// w.cursor_del(&mut c, false)?; // a's last value
+    /// assert_eq!(c.current_key(&w)?, Some(&b"a"[..]));
+    /// assert_eq!(c.get(&w, CursorOp::GetCurrent)?, None);
+    /// assert_eq!(c.get(&w, CursorOp::Next)?, Some((&b"b"[..], &b"1"[..])));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn current_key<'t, T: Snapshot>(&mut self, txn: &'t T) -> Result<Option<&'t [u8]>> {
+        let r = (|| {
+            let rec = txn.db(self.db)?;
+            self.resync(txn, &rec)?;
+            if self.pos.unset() {
+                return Err(crate::error::Misuse::UnpositionedCursor.into());
+            }
+            self.pos.current_key(txn)
+        })();
+        r.map_err(|e| CursorOp::GetCurrent.failed(e, txn.env(), self.db))
+    }
+
     /// Number of values of the current key (DUPSORT only).
     ///
     /// ```
@@ -1296,6 +1318,12 @@ fn apply<'t, T: Snapshot>(
             Err(Error::from(ErrorKind::Incompatible))
         }
     };
+    // As LMDB, every op but the forward steps (which return the item a
+    // delete left the cursor on) forgets that a key was deleted, failed
+    // ones too.
+    if !matches!(op, CursorOp::Next | CursorOp::NextDup | CursorOp::NextNodup) {
+        pos.just_deleted = false;
+    }
     Ok(match op {
         CursorOp::First => pos.first(txn, rec)?,
         CursorOp::Last => pos.last(txn, rec)?,
@@ -1305,7 +1333,14 @@ fn apply<'t, T: Snapshot>(
         CursorOp::PrevNodup => pos.prev_nodup(txn, rec)?,
         // LMDB 0.9.24 moves like NEXT/PREV on a database without
         // duplicates (c-api.md §13.2 says NOTFOUND; the library disagrees).
-        CursorOp::NextDup if !dups => pos.next(txn, rec)?,
+        // After a delete, NOTFOUND (and the next NEXT moves on).
+        CursorOp::NextDup if !dups => {
+            if std::mem::take(&mut pos.just_deleted) {
+                None
+            } else {
+                pos.next(txn, rec)?
+            }
+        }
         CursorOp::PrevDup if !dups => pos.prev(txn, rec)?,
         CursorOp::NextDup => {
             if pos.unset() {
@@ -1328,8 +1363,7 @@ fn apply<'t, T: Snapshot>(
         }
         CursorOp::GetCurrent => {
             need_pos(pos)?;
-            pos.just_deleted = false;
-            pos.current(txn)?
+            pos.get_current(txn)?
         }
         CursorOp::Set(k) | CursorOp::SetKey(k) => {
             check_key(k)?;

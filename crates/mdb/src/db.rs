@@ -6,6 +6,12 @@
 /// `EINVAL` for it) and is closed if it aborts, as in LMDB.
 /// [`Database::MAIN`] is the unnamed main database.
 ///
+/// One opened in a read transaction is the environment's at once (a read
+/// transaction has no commit, and dropping it closes nothing), where LMDB's
+/// C API keeps it private to that transaction until it commits (our C
+/// library does that on top). Each use finds the database in the user's own
+/// snapshot: one without it gets `BadDbi`.
+///
 /// A handle opened by an environment belongs to it: used with a
 /// transaction of another environment it is refused (`BadDbi`), where it
 /// would otherwise name whatever that environment opened under the same

@@ -23,14 +23,34 @@ enum Sub {
     Tree(DbRecord, CursorPos),
 }
 
+/// What a delete left under a DUPSORT cursor among its key's values
+/// (LMDB keeps it on its sub-cursor, apart from the key-level flag).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum DupDel {
+    /// Nothing pending.
+    No,
+    /// The value under the cursor took a deleted one's place: the next
+    /// `next` or `next_dup` returns it.
+    Next,
+    /// The key's last value was deleted and the key kept others: the
+    /// cursor stays on the key, past the value under it (its new last),
+    /// so `get_current` finds no value, `next` goes to the next key and
+    /// `prev` returns that value.
+    End,
+}
+
 /// A cursor position over a database, DUPSORT or not: the key in the main
 /// tree and, for DUPSORT, the value among the key's values.
 #[derive(Clone, Copy)]
 pub(crate) struct Position {
     pub(crate) main: CursorPos,
     sub: Sub,
-    /// After a delete, the next `next` returns the item now under the cursor.
+    /// After a delete removed a key, the cursor stands on the following
+    /// one: the next `next` (or `next_nodup`) returns it, `next_dup`
+    /// finds nothing.
     pub(crate) just_deleted: bool,
+    /// After a delete, where the cursor is among the key's values.
+    pub(crate) dup_del: DupDel,
     pub(crate) kcmp: CmpFn,
     pub(crate) dcmp: Option<CmpFn>,
 }
@@ -41,6 +61,7 @@ impl Position {
             main: CursorPos::new(),
             sub: Sub::Single,
             just_deleted: false,
+            dup_del: DupDel::No,
             kcmp,
             dcmp,
         }
@@ -49,6 +70,69 @@ impl Position {
     /// Whether the cursor has never been positioned (or the DB emptied).
     pub(crate) fn unset(&self) -> bool {
         self.main.unset
+    }
+
+    /// Forget what a delete left pending: the cursor moved.
+    #[inline]
+    fn settle(&mut self) {
+        self.just_deleted = false;
+        self.dup_del = DupDel::No;
+    }
+
+    /// The key under the cursor (`MDB_GET_CURRENT` without a value): a
+    /// delete's pending state among the key's values stays.
+    pub(crate) fn current_key<'a, S: PageRead>(&mut self, s: &'a S) -> Result<Option<&'a [u8]>> {
+        self.just_deleted = false;
+        self.main.current_key(s)
+    }
+
+    /// `MDB_GET_CURRENT`: the item under the cursor, none past the values
+    /// of a key whose last value was deleted.
+    pub(crate) fn get_current<'a, S: PageRead>(&mut self, s: &'a S) -> Result<Option<Item<'a>>> {
+        self.just_deleted = false;
+        if self.dup_del == DupDel::End {
+            return Ok(None);
+        }
+        self.dup_del = DupDel::No;
+        self.current(s)
+    }
+
+    /// Position on `key` and `val` (`val` ignored without DUPSORT) after
+    /// they may have been deleted; whether they are still there. If not,
+    /// the cursor stands where LMDB leaves a cursor whose item was deleted:
+    /// on the key's next value ([`DupDel::Next`]), past its values if the
+    /// deleted one was its last ([`DupDel::End`]), else on the next key
+    /// ([`Position::just_deleted`]; with [`DupDel::Next`] when that key has
+    /// several values) or past the end.
+    pub(crate) fn refind<S: PageRead>(
+        &mut self,
+        s: &S,
+        rec: &DbRecord,
+        key: &[u8],
+        val: &[u8],
+    ) -> Result<bool> {
+        let on_key = self.seek(s, rec, key)?;
+        if on_key && self.dcmp.is_some() {
+            match self.seek_value(s, val, false)? {
+                Some((_, v)) if v == val => return Ok(true),
+                Some(_) => self.dup_del = DupDel::Next,
+                None => {
+                    self.load(s, true)?;
+                    self.dup_del = DupDel::End;
+                }
+            }
+            return Ok(false);
+        }
+        if on_key {
+            return Ok(true);
+        }
+        if !self.main.unset {
+            self.just_deleted = true;
+            if !matches!(self.sub, Sub::Single) {
+                self.dup_del = DupDel::Next;
+            }
+        }
+        Ok(false)
     }
 
     fn node<'a, S: PageRead>(&self, s: &'a S) -> Result<Option<Node<'a>>> {
@@ -127,7 +211,7 @@ impl Position {
         s: &'a S,
         rec: &DbRecord,
     ) -> Result<Option<Item<'a>>> {
-        self.just_deleted = false;
+        self.settle();
         if !self.main.move_edge(s, rec, false)? {
             return Ok(None);
         }
@@ -140,7 +224,7 @@ impl Position {
         s: &'a S,
         rec: &DbRecord,
     ) -> Result<Option<Item<'a>>> {
-        self.just_deleted = false;
+        self.settle();
         if !self.main.move_edge(s, rec, true)? {
             return Ok(None);
         }
@@ -157,6 +241,7 @@ impl Position {
             return self.first(s, rec);
         }
         if std::mem::take(&mut self.just_deleted) {
+            self.dup_del = DupDel::No;
             return self.current(s);
         }
         if self.dcmp.is_none() {
@@ -166,10 +251,31 @@ impl Position {
             if let Some(item) = self.next_in_leaf(s)? {
                 return Ok(Some(item));
             }
-        } else if self.sub_step(s, true)? {
-            return self.current(s);
+        } else {
+            match std::mem::replace(&mut self.dup_del, DupDel::No) {
+                DupDel::Next => return self.current(s),
+                DupDel::End => return self.next_key(s, rec, DupDel::End),
+                DupDel::No if self.sub_step(s, true)? => return self.current(s),
+                DupDel::No => {}
+            }
         }
-        self.next_nodup(s, rec)
+        self.step_key(s, rec, true)
+    }
+
+    /// To the next key's first value, from a position whose delete state
+    /// was `was`; at the end the cursor stays, still past the values of a
+    /// key if it was ([`DupDel::End`]: LMDB keeps its sub-cursor there).
+    fn next_key<'a, S: PageRead>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+        was: DupDel,
+    ) -> Result<Option<Item<'a>>> {
+        let r = self.step_key(s, rec, true)?;
+        if r.is_none() && was == DupDel::End && !self.main.unset {
+            self.dup_del = DupDel::End;
+        }
+        Ok(r)
     }
 
     /// The scan step: the next item when it is a plain one on the same
@@ -220,26 +326,44 @@ impl Position {
             return self.last(s, rec);
         }
         self.just_deleted = false;
+        if std::mem::replace(&mut self.dup_del, DupDel::No) == DupDel::End {
+            // The key's last value now, which the cursor is past.
+            return self.current(s);
+        }
         if self.main.leaf_node(s)?.is_some() && self.sub_step(s, false)? {
             return self.current(s);
         }
-        self.prev_nodup(s, rec)
+        self.step_key(s, rec, false)
     }
 
+    /// `MDB_NEXT_NODUP`: the first value of the next key, or of the key a
+    /// delete left the cursor on.
     pub(crate) fn next_nodup<'a, S: PageRead>(
         &mut self,
         s: &'a S,
         rec: &DbRecord,
     ) -> Result<Option<Item<'a>>> {
-        self.step_key(s, rec, true)
+        if std::mem::take(&mut self.just_deleted) && !self.main.unset {
+            self.dup_del = DupDel::No;
+            return self.current(s);
+        }
+        self.next_key(s, rec, self.dup_del)
     }
 
+    /// `MDB_PREV_NODUP`: the last value of the previous key. At the start
+    /// the cursor stays, with a delete's state among the key's values.
     pub(crate) fn prev_nodup<'a, S: PageRead>(
         &mut self,
         s: &'a S,
         rec: &DbRecord,
     ) -> Result<Option<Item<'a>>> {
-        self.step_key(s, rec, false)
+        self.just_deleted = false;
+        let was = self.dup_del;
+        let r = self.step_key(s, rec, false)?;
+        if r.is_none() && !self.main.unset {
+            self.dup_del = was;
+        }
+        Ok(r)
     }
 
     /// Move to the next (or previous) key: its first (or last) value.
@@ -257,7 +381,7 @@ impl Position {
                 self.last(s, rec)
             };
         }
-        self.just_deleted = false;
+        self.settle();
         let moved = if fwd {
             self.main.move_next(s, rec)?
         } else {
@@ -270,10 +394,19 @@ impl Position {
         self.current(s)
     }
 
-    /// Next value of the same key.
+    /// Next value of the same key. After a delete that removed a key, none
+    /// (the cursor is on another key's values).
     pub(crate) fn next_dup<'a, S: PageRead>(&mut self, s: &'a S) -> Result<Option<Item<'a>>> {
         if self.main.unset || std::mem::take(&mut self.just_deleted) {
             return Ok(None);
+        }
+        match self.dup_del {
+            DupDel::End => return Ok(None),
+            DupDel::Next => {
+                self.dup_del = DupDel::No;
+                return self.current(s);
+            }
+            DupDel::No => {}
         }
         if self.sub_step(s, true)? {
             self.current(s)
@@ -288,6 +421,9 @@ impl Position {
         if self.main.unset {
             return Ok(None);
         }
+        if std::mem::replace(&mut self.dup_del, DupDel::No) == DupDel::End {
+            return self.current(s);
+        }
         if self.sub_step(s, false)? {
             self.current(s)
         } else {
@@ -301,7 +437,7 @@ impl Position {
         s: &'a S,
         last: bool,
     ) -> Result<Option<Item<'a>>> {
-        self.just_deleted = false;
+        self.settle();
         if self.main.leaf_node(s)?.is_none() {
             return Ok(None);
         }
@@ -311,7 +447,7 @@ impl Position {
 
     /// Position at the first key >= `key` (its first value); whether it matched.
     pub(crate) fn seek<S: PageRead>(&mut self, s: &S, rec: &DbRecord, key: &[u8]) -> Result<bool> {
-        self.just_deleted = false;
+        self.settle();
         let exact = self.main.seek(s, rec, self.kcmp, key)?;
         self.load(s, false)?;
         Ok(exact)
@@ -329,6 +465,17 @@ impl Position {
         if !self.seek(s, rec, key)? {
             return Ok(None);
         }
+        self.seek_value(s, val, exact)
+    }
+
+    /// Among the values of the key under the cursor, to the first >= `val`
+    /// (exactly `val` if `exact`).
+    fn seek_value<'a, S: PageRead>(
+        &mut self,
+        s: &'a S,
+        val: &[u8],
+        exact: bool,
+    ) -> Result<Option<Item<'a>>> {
         let dcmp = self.dcmp.ok_or(ErrorKind::Incompatible)?;
         let n = self.node(s)?.ok_or(ErrorKind::NotFound)?;
         let hit = match dups_of(s, n)? {
@@ -391,7 +538,7 @@ impl Position {
         s: &'a S,
         rec: &DbRecord,
     ) -> Result<Option<&'a [u8]>> {
-        self.just_deleted = false;
+        self.settle();
         if self.main.unset {
             if self.first(s, rec)?.is_none() {
                 return Ok(None);
@@ -412,7 +559,7 @@ impl Position {
         s: &'a S,
         rec: &DbRecord,
     ) -> Result<Option<&'a [u8]>> {
-        self.just_deleted = false;
+        self.settle();
         if self.main.unset && self.last(s, rec)?.is_none() {
             return Ok(None);
         }

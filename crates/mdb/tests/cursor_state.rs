@@ -189,17 +189,11 @@ fn cursor_deletes_and_steps_match_a_model() {
     let (dir, env) = env_256m();
     let m = Database::MAIN;
     let mut model = BTreeMap::new();
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut rnd = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rnd = xorshift(0x9E37_79B9_7F4A_7C15);
     let mut w = env.write_txn().unwrap();
     for _ in 0..5000 {
         let k = format!("{:08}", rnd() % 100_000).into_bytes();
-        let len = if rnd() % 50 == 0 {
+        let len = if rnd().is_multiple_of(50) {
             5000
         } else {
             (rnd() % 200) as usize
@@ -222,7 +216,7 @@ fn cursor_deletes_and_steps_match_a_model() {
             model.range(start.clone()..).next().map(|(k, _)| k)
         );
         while let Some(k) = at.clone() {
-            if rnd() % 4 != 0 {
+            if !rnd().is_multiple_of(4) {
                 w.cursor_del(&mut c, false).unwrap();
                 model.remove(&k);
             }
@@ -337,6 +331,205 @@ fn env_256m() -> (tempfile::TempDir, mdb::Env) {
     let dir = tempfile::tempdir().unwrap();
     let env = EnvOptions::new()
         .map_size(256 << 20)
+        .open(dir.path())
+        .unwrap();
+    (dir, env)
+}
+
+/// Where a cursor delete leaves a DUPSORT cursor, as LMDB 0.9.24 (probed):
+/// the key's next value; past the values of a key that lost its last one
+/// but kept others (OpenLDAP's back-mdb reads the key there); the next key
+/// after a whole key.
+#[test]
+fn dupsort_cursor_del_leaves_lmdb_positions() {
+    let (_dir, env) = env_256m_dbs();
+    let mut w = env.write_txn().unwrap();
+    let db = w.create_db("d", DbFlags::DUP_SORT).unwrap();
+    for (k, v) in [("a", "1"), ("a", "2"), ("a", "3"), ("b", "1"), ("b", "2")] {
+        w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)
+            .unwrap();
+    }
+    for i in 0..2000 {
+        w.put(db, b"c", format!("{i:06}").as_bytes(), WriteFlags::EMPTY)
+            .unwrap();
+    }
+    w.commit().unwrap();
+    let item = |r: mdb::Result<Option<(&[u8], &[u8])>>| {
+        r.unwrap().map(|(k, v)| {
+            let s = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+            (s(k), s(v))
+        })
+    };
+    let kv = |k: &str, v: &str| Some((k.to_string(), v.to_string()));
+    // Each case in a transaction of its own, aborted.
+    let case = |k: &[u8], v: Option<&[u8]>, check: &dyn Fn(&mut mdb::RwCursor<'_, '_>)| {
+        let mut w = env.write_txn().unwrap();
+        let mut c = w.write_cursor(db).unwrap();
+        match v {
+            Some(v) => assert!(c.get_both(k, v).unwrap().is_some()),
+            None => assert!(c.set_key(k).unwrap().is_some()),
+        }
+        c.del(v.is_none()).unwrap();
+        check(&mut c);
+    };
+    // a's last value: on a, past its values.
+    case(b"a", Some(b"3"), &|c| {
+        assert_eq!(c.current_key().unwrap(), Some(&b"a"[..]));
+        assert_eq!(c.get_current().unwrap(), None);
+        assert_eq!(c.count().unwrap(), 2);
+        assert_eq!(item(c.next_dup()), None);
+        assert_eq!(item(c.next()), kv("b", "1"));
+    });
+    case(b"a", Some(b"3"), &|c| {
+        assert_eq!(item(c.prev()), kv("a", "2"))
+    });
+    case(b"a", Some(b"3"), &|c| {
+        assert_eq!(item(c.op(CursorOp::PrevDup)), kv("a", "2"))
+    });
+    case(b"a", Some(b"3"), &|c| {
+        assert_eq!(item(c.next_nodup()), kv("b", "1"));
+    });
+    // The last key's last value: nothing after it, the key's last before.
+    case(b"c", Some(b"001999"), &|c| {
+        assert_eq!(c.current_key().unwrap(), Some(&b"c"[..]));
+        assert_eq!(item(c.next()), None);
+        assert_eq!(item(c.next()), None);
+        assert_eq!(item(c.prev()), kv("c", "001998"));
+    });
+    // A value with others after it: on the next one.
+    case(b"a", Some(b"2"), &|c| {
+        assert_eq!(c.current_key().unwrap(), Some(&b"a"[..]));
+        assert_eq!(item(c.next_dup()), kv("a", "3"));
+        assert_eq!(item(c.next()), kv("b", "1"));
+    });
+    case(b"a", Some(b"2"), &|c| {
+        assert_eq!(item(c.get_current()), kv("a", "3"));
+        assert_eq!(item(c.next()), kv("b", "1"));
+    });
+    case(b"a", Some(b"2"), &|c| {
+        assert_eq!(item(c.prev()), kv("a", "1"))
+    });
+    case(b"c", Some(b"001000"), &|c| {
+        assert_eq!(item(c.next_dup()), kv("c", "001001"));
+    });
+    // A whole key: on the next key's first value.
+    case(b"a", None, &|c| {
+        assert_eq!(item(c.next_dup()), None);
+        assert_eq!(item(c.next()), kv("b", "1"));
+    });
+    case(b"a", None, &|c| {
+        assert_eq!(c.current_key().unwrap(), Some(&b"b"[..]));
+        assert_eq!(item(c.next()), kv("b", "1"));
+    });
+    case(b"b", None, &|c| {
+        assert_eq!(item(c.next_nodup()), kv("c", "000000"))
+    });
+    case(b"b", None, &|c| assert_eq!(item(c.prev()), kv("a", "3")));
+}
+
+/// A walk deleting random values of a DUPSORT database (sub-pages and a
+/// sub-database), checking after each delete what NEXT, PREV and
+/// GET_CURRENT give against a model of (key, value) pairs.
+#[test]
+fn dupsort_cursor_deletes_and_steps_match_a_model() {
+    use std::collections::BTreeSet;
+    use std::ops::Bound::{Excluded, Unbounded};
+    let (_dir, env) = env_256m_dbs();
+    let mut model = BTreeSet::new();
+    let mut rnd = xorshift(0x2545_F491_4F6C_DD1D);
+    let mut w = env.write_txn().unwrap();
+    let db = w.create_db("d", DbFlags::DUP_SORT).unwrap();
+    for _ in 0..4000 {
+        // Key 0 gets a sub-database, the others a few values each.
+        let k = format!("{:03}", (rnd() % 400).saturating_sub(100)).into_bytes();
+        let v = format!("{:05}", rnd() % 10_000).into_bytes();
+        w.put(db, &k, &v, WriteFlags::EMPTY).unwrap();
+        model.insert((k, v));
+    }
+    w.commit().unwrap();
+    type Kv = (Vec<u8>, Vec<u8>);
+    let own = |r: mdb::Result<Option<(&[u8], &[u8])>>| -> Option<Kv> {
+        r.unwrap().map(|(k, v)| (k.to_vec(), v.to_vec()))
+    };
+    for round in 0..6 {
+        let mut w = env.write_txn().unwrap();
+        let mut c = CursorState::new(&w, db).unwrap();
+        let mut at = own(c.get(&w, CursorOp::First));
+        while let Some(kv) = at.clone() {
+            if rnd().is_multiple_of(3) {
+                at = own(c.get(&w, CursorOp::Next));
+                continue;
+            }
+            w.cursor_del(&mut c, false).unwrap();
+            model.remove(&kv);
+            let succ = |x: &Kv| {
+                model
+                    .range((Excluded(x.clone()), Unbounded))
+                    .next()
+                    .cloned()
+            };
+            let after = succ(&kv);
+            let before = model.range(..kv.clone()).next_back().cloned();
+            let same_key = |o: &Option<Kv>| o.as_ref().is_some_and(|n| n.0 == kv.0);
+            // The key lost its last value but kept others.
+            let left = !same_key(&after) && same_key(&before);
+            if left {
+                assert_eq!(c.current_key(&w).unwrap(), Some(&kv.0[..]));
+            }
+            // Where NEXT goes on from.
+            let mut from = kv.clone();
+            if rnd().is_multiple_of(2) {
+                let cur = own(c.get(&w, CursorOp::GetCurrent));
+                let want = if left { None } else { after.clone() };
+                assert_eq!(cur, want, "round {round}, GET_CURRENT after {kv:?}");
+                from = cur.unwrap_or(from);
+            }
+            if rnd().is_multiple_of(4) {
+                let prev = own(c.get(&w, CursorOp::Prev));
+                assert_eq!(prev, before, "round {round}, PREV after {kv:?}");
+                match prev {
+                    Some(p) => from = p,
+                    None => {
+                        at = own(c.get(&w, CursorOp::First));
+                        continue;
+                    }
+                }
+            }
+            at = own(c.get(&w, CursorOp::Next));
+            assert_eq!(at, succ(&from), "round {round}, NEXT after {kv:?}");
+        }
+        w.commit().unwrap();
+        let r = env.read_txn().unwrap();
+        let all: Vec<Kv> = r
+            .cursor(db)
+            .unwrap()
+            .iter()
+            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
+            .collect();
+        assert_eq!(
+            all,
+            model.iter().cloned().collect::<Vec<_>>(),
+            "round {round}"
+        );
+    }
+}
+
+/// A deterministic pseudo-random sequence from `x` (not 0).
+fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
+/// A fresh environment with a 256 MiB map and room for named databases.
+fn env_256m_dbs() -> (tempfile::TempDir, mdb::Env) {
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .map_size(256 << 20)
+        .max_dbs(2)
         .open(dir.path())
         .unwrap();
     (dir, env)

@@ -178,3 +178,53 @@ fn readers_see_their_own_snapshot_of_a_named_database() {
     assert_eq!(keys(&r, a2).len(), 3);
     assert_eq!(keys(&r, b), [b"only-b".to_vec()]);
 }
+
+/// Unlike LMDB's C handles (which the C library keeps private to the read
+/// transaction that opened them until it commits), a handle a Rust read
+/// transaction opens is the environment's at once: a read transaction has
+/// no commit, and dropping one must not close what it opened. Every use
+/// looks the database up in the user's own snapshot, so a snapshot without
+/// it gets `BadDbi`, never another database's pages.
+#[test]
+fn read_txn_handles_are_shared_at_once_and_looked_up_per_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    // NO_TLS: this thread holds several snapshots at once.
+    let env = EnvOptions::new()
+        .max_dbs(4)
+        .flags(mdb::EnvFlags::NO_TLS)
+        .open(dir.path())
+        .unwrap();
+    let mut w = env.write_txn().unwrap();
+    let x = w.create_db("x", DbFlags::EMPTY).unwrap();
+    w.put(x, b"k", b"old", WriteFlags::EMPTY).unwrap();
+    w.commit().unwrap();
+    env.close_db(x);
+    let r1 = env.read_txn().unwrap();
+    let x = r1.open_db("x").unwrap();
+    let r2 = env.read_txn().unwrap();
+    assert_eq!(r2.get(x, b"k").unwrap(), Some(&b"old"[..]));
+    drop(r2);
+    // The database goes, and another of the same name comes.
+    let mut w = env.write_txn().unwrap();
+    w.delete_db(x).unwrap();
+    w.commit().unwrap();
+    let r3 = env.read_txn().unwrap();
+    assert_eq!(
+        r3.get(x, b"k").map_err(|e| e.kind()),
+        Err(ErrorKind::BadDbi)
+    );
+    let mut w = env.write_txn().unwrap();
+    let y = w.create_db("x", DbFlags::EMPTY).unwrap();
+    w.put(y, b"k", b"new", WriteFlags::EMPTY).unwrap();
+    w.commit().unwrap();
+    // The older snapshot still reads its own.
+    assert_eq!(r1.get(x, b"k").unwrap(), Some(&b"old"[..]));
+    assert_eq!(
+        r3.get(x, b"k").map_err(|e| e.kind()),
+        Err(ErrorKind::BadDbi)
+    );
+    let r4 = env.read_txn().unwrap();
+    assert_eq!(r4.get(x, b"k").unwrap(), Some(&b"new"[..]));
+    drop(r1);
+    assert_eq!(r4.get(y, b"k").unwrap(), Some(&b"new"[..]));
+}

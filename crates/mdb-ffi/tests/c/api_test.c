@@ -682,6 +682,17 @@ static void test_put_get_del(void)
 		memcpy(d.mv_data, "hello", 5);
 	OK(mdb_get(txn, 1, &k, &d));
 	TRUE(eq(d, "hello"));
+	/* NOOVERWRITE|RESERVE on an existing key: the existing value comes
+	 * back, not space (OpenLDAP's slapadd reads it) */
+	d.mv_size = 472;
+	d.mv_data = NULL;
+	CHECK(mdb_put(txn, 1, &k, &d, MDB_NOOVERWRITE | MDB_RESERVE), MDB_KEYEXIST);
+	TRUE(eq(d, "hello"));
+	k = V("empty");
+	d.mv_size = 472;
+	d.mv_data = NULL;
+	CHECK(mdb_put(txn, 1, &k, &d, MDB_NOOVERWRITE | MDB_RESERVE), MDB_KEYEXIST);
+	TRUE(d.mv_size == 0 && d.mv_data != NULL);
 	/* APPEND */
 	k = V("zz");
 	d = V("1");
@@ -711,6 +722,10 @@ static void test_put_get_del(void)
 	CHECK(mdb_put(txn, dup, &k, &d, MDB_NODUPDATA), MDB_KEYEXIST);
 	d = V("zzz");
 	CHECK(mdb_put(txn, dup, &k, &d, MDB_NOOVERWRITE), MDB_KEYEXIST);
+	TRUE(eq(d, "a"));
+	d.mv_size = 472;
+	d.mv_data = NULL;
+	CHECK(mdb_put(txn, dup, &k, &d, MDB_NOOVERWRITE | MDB_RESERVE), MDB_KEYEXIST);
 	TRUE(eq(d, "a"));
 	d = V("b");
 	CHECK(mdb_put(txn, dup, &k, &d, MDB_APPENDDUP), MDB_KEYEXIST);
@@ -1287,6 +1302,12 @@ static void test_cursor_plain(void)
 	if (d.mv_data)
 		memcpy(d.mv_data, "res", 3);
 	OK(cget(c, "r", "res", MDB_GET_CURRENT));
+	OK(cget(c, NULL, NULL, MDB_FIRST));
+	d.mv_size = 472;
+	d.mv_data = NULL;
+	CHECK(mdb_cursor_put(c, &k, &d, MDB_NOOVERWRITE | MDB_RESERVE), MDB_KEYEXIST);
+	TRUE(eq(d, "res"));
+	OK(cget(c, "r", "res", MDB_GET_CURRENT));
 
 	/* cursor_del and the positions after it; a second cursor follows */
 	MUST(mdb_cursor_open(txn, db, &c2));
@@ -1586,6 +1607,205 @@ static void test_cursor_dup(void)
 	mdb_env_close(env);
 }
 
+/* MDB_GET_CURRENT without a data argument: the key alone. */
+static int ckey(MDB_cursor *c, const char *want_k)
+{
+	MDB_val k;
+	int rc = mdb_cursor_get(c, &k, NULL, MDB_GET_CURRENT);
+	if (rc)
+		return rc;
+	return want_k && !eq(k, want_k);
+}
+
+/* A write txn whose cursor has just deleted (k, d) (d NULL: k's first). */
+static MDB_cursor *deleted(MDB_env *env, MDB_dbi db, const char *k, const char *d,
+			   unsigned flags, MDB_txn **txn)
+{
+	MDB_cursor *c = NULL;
+	MDB_val key = V(k), data = V(d ? d : "");
+	if (mdb_txn_begin(env, NULL, 0, txn))
+		return NULL;
+	if (mdb_cursor_open(*txn, db, &c) ||
+	    mdb_cursor_get(c, &key, &data, d ? MDB_GET_BOTH : MDB_SET) ||
+	    mdb_cursor_del(c, flags)) {
+		mdb_txn_abort(*txn);
+		return NULL;
+	}
+	return c;
+}
+
+#define DELETED(k, d, flags)                                                   \
+	do {                                                                   \
+		if (txn)                                                       \
+			mdb_txn_abort(txn);                                    \
+		c = deleted(env, db, k, d, flags, &txn);                       \
+		if (!c) {                                                      \
+			fprintf(stderr, "%s:%d: cannot delete %s\n", __FILE__, \
+				__LINE__, k);                                  \
+			failures++;                                            \
+			return;                                                \
+		}                                                              \
+	} while (0)
+
+/* Where mdb_cursor_del leaves the cursor, and what each move does next
+ * (LMDB 0.9.24, probed op by op). OpenLDAP's back-mdb reads a parent's id
+ * with MDB_GET_CURRENT (no data) after deleting a child from its dn index. */
+static void test_cursor_del_positions(void)
+{
+	MDB_env *env = open_env("cursordel", 0, 0, 4);
+	MDB_txn *txn = NULL;
+	MDB_cursor *c;
+	MDB_val k, d;
+	MDB_dbi db, dup, big;
+	size_t n;
+	char v[16];
+	if (!env) {
+		failures++;
+		return;
+	}
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, "dup", MDB_CREATE | MDB_DUPSORT, &dup));
+	MUST(mdb_dbi_open(txn, "big", MDB_CREATE | MDB_DUPSORT, &big));
+	db = dup;
+	put(txn, db, "a", "1");
+	put(txn, db, "a", "2");
+	put(txn, db, "a", "3");
+	put(txn, db, "b", "1");
+	put(txn, db, "b", "2");
+	put(txn, db, "c", "1");
+	put(txn, db, "c", "2");
+	/* "bb": enough values for a sub-database of its own (after a whole
+	 * key deleted before it, LMDB 0.9.24 gets it wrong: not tested) */
+	put(txn, big, "a", "1");
+	put(txn, big, "c", "1");
+	for (int i = 0; i < 2000; i++) {
+		snprintf(v, sizeof v, "%06d", i);
+		put(txn, big, "bb", v);
+	}
+	OK(mdb_txn_commit(txn));
+	txn = NULL;
+
+	/* The last value of a key that keeps others: still on the key, past
+	 * its values. */
+	DELETED("a", "3", 0);
+	OK(ckey(c, "a"));
+	k = V("x");
+	CHECK(mdb_cursor_get(c, &k, &d, MDB_GET_CURRENT), MDB_NOTFOUND);
+	TRUE(eq(k, "a"));
+	OK(mdb_cursor_count(c, &n));
+	TRUE(n == 2);
+	OK(cget(c, "b", "1", MDB_NEXT));
+	DELETED("a", "3", 0);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT_DUP), MDB_NOTFOUND);
+	OK(cget(c, "b", "1", MDB_NEXT));
+	DELETED("a", "3", 0);
+	OK(cget(c, "a", "2", MDB_PREV));
+	DELETED("a", "3", 0);
+	OK(cget(c, "a", "2", MDB_PREV_DUP));
+	DELETED("a", "3", 0);
+	OK(cget(c, "b", "1", MDB_NEXT_NODUP));
+	DELETED("a", "3", 0);
+	CHECK(cget(c, NULL, NULL, MDB_PREV_NODUP), MDB_NOTFOUND);
+	OK(cget(c, "b", "1", MDB_NEXT));
+	/* ... of the last key */
+	DELETED("c", "2", 0);
+	OK(ckey(c, "c"));
+	CHECK(cget(c, NULL, NULL, MDB_GET_CURRENT), MDB_NOTFOUND);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT), MDB_NOTFOUND);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT), MDB_NOTFOUND);
+	OK(cget(c, "c", "1", MDB_PREV));
+	DELETED("c", "2", 0);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT_NODUP), MDB_NOTFOUND);
+	OK(cget(c, "c", "1", MDB_PREV));
+	/* ... in a sub-database */
+	db = big;
+	DELETED("bb", "001999", 0);
+	OK(ckey(c, "bb"));
+	CHECK(cget(c, NULL, NULL, MDB_GET_CURRENT), MDB_NOTFOUND);
+	OK(cget(c, "bb", "001998", MDB_PREV));
+	DELETED("bb", "001999", 0);
+	OK(cget(c, "c", "1", MDB_NEXT));
+	DELETED("bb", "001000", 0);
+	OK(cget(c, "bb", "001001", MDB_NEXT_DUP));
+	OK(cget(c, "bb", "001002", MDB_NEXT));
+	db = dup;
+	/* ... and then the whole key: on the next one */
+	DELETED("a", "3", 0);
+	OK(mdb_cursor_del(c, MDB_NODUPDATA));
+	OK(cget(c, "b", "1", MDB_GET_CURRENT));
+	OK(cget(c, "b", "2", MDB_NEXT));
+
+	/* A value followed by others of its key: on the next one, which
+	 * NEXT and NEXT_DUP return */
+	DELETED("a", "2", 0);
+	OK(ckey(c, "a"));
+	OK(cget(c, "a", "3", MDB_NEXT));
+	DELETED("a", "2", 0);
+	OK(cget(c, "a", "3", MDB_NEXT_DUP));
+	OK(cget(c, "b", "1", MDB_NEXT));
+	DELETED("a", "2", 0);
+	OK(cget(c, "a", "3", MDB_GET_CURRENT));
+	OK(cget(c, "b", "1", MDB_NEXT));
+	DELETED("a", "2", 0);
+	OK(cget(c, "a", "1", MDB_PREV));
+	DELETED("a", "2", 0);
+	OK(cget(c, "a", "1", MDB_PREV_DUP));
+
+	/* A whole key: on the next key, whose first value NEXT returns */
+	DELETED("b", NULL, MDB_NODUPDATA);
+	OK(ckey(c, "c"));
+	OK(cget(c, "c", "1", MDB_NEXT));
+	DELETED("b", NULL, MDB_NODUPDATA);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT_DUP), MDB_NOTFOUND);
+	OK(cget(c, "c", "1", MDB_NEXT));
+	DELETED("b", NULL, MDB_NODUPDATA);
+	OK(ckey(c, "c"));
+	OK(cget(c, "c", "1", MDB_NEXT));
+	DELETED("b", NULL, MDB_NODUPDATA);
+	OK(cget(c, "a", "3", MDB_PREV));
+	DELETED("b", NULL, MDB_NODUPDATA);
+	OK(cget(c, "c", "1", MDB_NEXT_NODUP));
+	mdb_txn_abort(txn);
+	txn = NULL;
+
+	/* Without DUPSORT */
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, "plain", MDB_CREATE, &db));
+	put(txn, db, "a", "1");
+	put(txn, db, "b", "2");
+	put(txn, db, "c", "3");
+	OK(mdb_txn_commit(txn));
+	txn = NULL;
+	DELETED("a", NULL, 0);
+	OK(cget(c, "b", "2", MDB_NEXT_NODUP));
+	DELETED("a", NULL, 0);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT_DUP), MDB_NOTFOUND);
+	OK(cget(c, "c", "3", MDB_NEXT));
+	DELETED("a", NULL, 0);
+	OK(ckey(c, "b"));
+	OK(cget(c, "c", "3", MDB_NEXT));
+	DELETED("b", NULL, 0);
+	OK(cget(c, "a", "1", MDB_PREV));
+	DELETED("c", NULL, 0);
+	CHECK(ckey(c, NULL), MDB_NOTFOUND);
+	CHECK(cget(c, NULL, NULL, MDB_GET_CURRENT), MDB_NOTFOUND);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT), MDB_NOTFOUND);
+	OK(cget(c, "b", "2", MDB_PREV));
+	mdb_txn_abort(txn);
+	txn = NULL;
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, "one", MDB_CREATE, &db));
+	put(txn, db, "a", "1");
+	OK(mdb_txn_commit(txn));
+	txn = NULL;
+	DELETED("a", NULL, 0);
+	CHECK(cget(c, NULL, NULL, MDB_GET_CURRENT), EINVAL);
+	CHECK(cget(c, NULL, NULL, MDB_NEXT), MDB_NOTFOUND);
+	CHECK(cget(c, NULL, NULL, MDB_PREV), MDB_NOTFOUND);
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+}
+
 static void test_cursor_dupfixed(void)
 {
 	MDB_env *env = open_env("dupfixed", 0, 0, 4);
@@ -1879,6 +2099,112 @@ static void test_uncommitted_handles(void)
 	mdb_env_close(env);
 }
 
+/* EINVAL from each call that takes a handle, in txn t. */
+#define REFUSED(t, dbi)                                                        \
+	do {                                                                   \
+		MDB_cursor *c_;                                                \
+		MDB_stat st_;                                                  \
+		unsigned fl_;                                                  \
+		MDB_val k_ = V("k"), v_ = V("v");                              \
+		CHECK(mdb_cursor_open(t, dbi, &c_), EINVAL);                   \
+		CHECK(mdb_get(t, dbi, &k_, &v_), EINVAL);                      \
+		CHECK(mdb_stat(t, dbi, &st_), EINVAL);                         \
+		CHECK(mdb_dbi_flags(t, dbi, &fl_), EINVAL);                    \
+		CHECK(mdb_put(t, dbi, &k_, &v_, 0), EINVAL);                   \
+		CHECK(mdb_del(t, dbi, &k_, NULL), EINVAL);                     \
+	} while (0)
+
+/* A handle opened in a read-only txn is that txn's until it commits
+ * (py-lmdb's crash_test BadCursorTest), and a txn only ever sees the
+ * handles shared before it began. */
+static void test_read_txn_handles(void)
+{
+	MDB_env *env = open_env("rohandles", MDB_NOTLS, 0, 4);
+	MDB_txn *w, *r1, *r2, *r3;
+	MDB_dbi x, y, z;
+	MDB_cursor *cur;
+	MDB_val k = V("k"), v = V("v");
+	if (!env) {
+		failures++;
+		return;
+	}
+	MUST(mdb_txn_begin(env, NULL, 0, &w));
+	MUST(mdb_dbi_open(w, "x", MDB_CREATE, &x));
+	OK(mdb_put(w, x, &k, &v, 0));
+	MUST(mdb_dbi_open(w, "y", MDB_CREATE, &y));
+	MUST(mdb_dbi_open(w, "z", MDB_CREATE, &z));
+	OK(mdb_txn_commit(w));
+	mdb_dbi_close(env, x);
+	mdb_dbi_close(env, y);
+	mdb_dbi_close(env, z);
+
+	/* open in r1, still live: r2 and w (begun after) may not use it */
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r2));
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r1));
+	MUST(mdb_dbi_open(r1, "x", 0, &x));
+	OK(mdb_get(r1, x, &k, &v));
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r3));
+	REFUSED(r3, x);
+	mdb_txn_abort(r3);
+	MUST(mdb_txn_begin(env, NULL, 0, &w));
+	REFUSED(w, x);
+	mdb_txn_abort(w);
+	/* committed (read-only): shared with the txns that begin after it */
+	OK(mdb_txn_commit(r1));
+	REFUSED(r2, x);
+	mdb_txn_abort(r2);
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r2));
+	OK(mdb_get(r2, x, &k, &v));
+	OK(mdb_cursor_open(r2, x, &cur));
+	mdb_cursor_close(cur);
+	mdb_txn_abort(r2);
+
+	/* aborted, or reset: closed */
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r1));
+	MUST(mdb_dbi_open(r1, "y", 0, &y));
+	mdb_txn_abort(r1);
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r2));
+	REFUSED(r2, y);
+	mdb_txn_abort(r2);
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r1));
+	MUST(mdb_dbi_open(r1, "y", 0, &y));
+	mdb_txn_reset(r1);
+	OK(mdb_txn_renew(r1));
+	REFUSED(r1, y);
+	mdb_txn_abort(r1);
+
+#ifdef MDB_FFI_OURS
+	/* opened in two read txns: each may use it, and the second keeps it
+	 * when the first aborts. (LMDB agrees on a fresh handle slot; on a
+	 * slot closed before, as here, the second open returns the handle but
+	 * its txn may not use it.) */
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r1));
+	MUST(mdb_dbi_open(r1, "y", 0, &y));
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r2));
+	MDB_dbi mine;
+	MUST(mdb_dbi_open(r2, "y", 0, &mine));
+	TRUE(mine == y);
+	OK(mdb_cursor_open(r2, y, &cur));
+	mdb_cursor_close(cur);
+	mdb_txn_abort(r1);
+	CHECK(mdb_get(r2, y, &k, &v), MDB_NOTFOUND);
+	mdb_txn_abort(r2);
+#endif
+
+	/* a write txn's handle, committed: not for a reader begun before */
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r2));
+	MUST(mdb_txn_begin(env, NULL, 0, &w));
+	MUST(mdb_dbi_open(w, "z", 0, &z));
+	REFUSED(r2, z);
+	OK(mdb_txn_commit(w));
+	REFUSED(r2, z);
+	mdb_txn_abort(r2);
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r2));
+	CHECK(mdb_get(r2, z, &k, &v), MDB_NOTFOUND);
+	mdb_txn_abort(r2);
+	mdb_env_close(env);
+}
+
 /* ---- §15: what LMDB crashes on, we refuse ---------------------------- */
 
 #ifdef MDB_FFI_OURS
@@ -2013,6 +2339,16 @@ static void test_hardening(void)
 	d.mv_size = 4;
 	d.mv_data = NULL;
 	CHECK(mdb_put(txn, db, &k, &d, MDB_RESERVE), EINVAL);
+	/* LMDB crashes on NODUPDATA|RESERVE with the pair present; NOOVERWRITE
+	 * is answered only when the key exists */
+	d = V("abcd");
+	OK(mdb_put(txn, db, &k, &d, 0));
+	CHECK(mdb_put(txn, db, &k, &d, MDB_NODUPDATA | MDB_RESERVE), EINVAL);
+	d = V("x");
+	CHECK(mdb_put(txn, db, &k, &d, MDB_NOOVERWRITE | MDB_RESERVE), MDB_KEYEXIST);
+	TRUE(eq(d, "abcd"));
+	OK(mdb_del(txn, db, &k, NULL));
+	CHECK(mdb_put(txn, db, &k, &d, MDB_NOOVERWRITE | MDB_RESERVE), EINVAL);
 	MUST(mdb_dbi_open(txn, "fixed", MDB_CREATE | MDB_DUPSORT | MDB_DUPFIXED, &db));
 	d = V("abcd");
 	OK(mdb_put(txn, db, &k, &d, 0));
@@ -2086,10 +2422,12 @@ int main(int argc, char **argv)
 	test_put_get_del();
 	test_dbi();
 	test_uncommitted_handles();
+	test_read_txn_handles();
 	test_nested();
 	test_cursor_plain();
 	test_cursor_scan();
 	test_cursor_dup();
+	test_cursor_del_positions();
 	test_cursor_dupfixed();
 	test_copy();
 	test_readers();

@@ -261,6 +261,20 @@ for t in txns:
     t.abort()
 env.close()
 
+# A handle opened in a read transaction is that transaction's until it ends
+# (py-lmdb's crash_test.py BadCursorTest): another may not use it.
+env = lmdb.open(path("env"), max_dbs=8)
+t1 = env.begin()
+d = env.open_db(b"dups", txn=t1, create=False)
+t2 = env.begin()
+raises(lmdb.InvalidParameterError, t2.cursor, d)
+raises(lmdb.InvalidParameterError, t2.get, b"j", db=d)
+raises(lmdb.InvalidParameterError, t2.stat, d)
+check(t1.get(b"j", db=d) == b"1", "the opener uses it")
+t2.abort()
+t1.abort()
+env.close()
+
 # NOTLS: an ended read transaction frees its reader slot, so another process
 # (the same binding and library) can take it. py-lmdb keeps one ended read
 # transaction reset, holding its slot, to renew on the next begin().

@@ -4,6 +4,7 @@
 use super::*;
 use crate::cursor::{CursorOp, CursorState};
 use crate::error::ErrorKind;
+use crate::position::DupDel;
 use crate::tree::{Item, WriteFlags};
 
 /// A cursor of the write transaction that can also put and delete
@@ -199,6 +200,30 @@ impl RwCursor<'_, '_> {
     pub fn get_current(&mut self) -> Result<Option<Item<'_>>> {
         self.op(CursorOp::GetCurrent)
     }
+    /// The key at the cursor (LMDB's `MDB_GET_CURRENT` without a value):
+    /// after [`del`](Self::del) removed a key's last value while the key
+    /// kept others, that key, where [`get_current`](Self::get_current)
+    /// finds no item.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # use mdb::{DbFlags, EnvOptions, Txn, WriteFlags};
+    /// # let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// # let mut w = env.write_txn()?;
+    /// let db = w.create_db("children", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("p1", "c1"), ("p1", "c2"), ("p2", "c3")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = w.write_cursor(db)?;
+    /// c.get_both(b"p1", b"c2")?;
+    /// c.del(false)?;
+    /// assert_eq!(c.current_key()?, Some(&b"p1"[..])); // still under p1
+    /// assert_eq!(c.get_current()?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn current_key(&mut self) -> Result<Option<&[u8]>> {
+        self.st.current_key(&*self.txn)
+    }
     /// Position at exactly `key`.
     ///
     /// ```
@@ -294,7 +319,19 @@ impl RwCursor<'_, '_> {
     }
     /// Delete the item at the cursor (with `all_dups`, every value of its
     /// key). The cursor then sits on the following item, which the next
-    /// [`RwCursor::next`] returns.
+    /// [`RwCursor::next`] returns, as LMDB's cursors do:
+    ///
+    /// - a value followed by others of its key: on the next one, which
+    ///   `next`, `next_dup` and `get_current` return;
+    /// - a key's last value, the key keeping others: still on the key
+    ///   ([`current_key`](Self::current_key)) but past its values:
+    ///   `get_current` and `next_dup` find nothing, `next` returns the next
+    ///   key's first value and `prev` the key's new last one;
+    /// - a whole key (or a plain database's item): on the next key, whose
+    ///   first value `next`, `next_nodup` and `get_current` return (and
+    ///   `next_dup` nothing), or past the end.
+    ///
+    /// `prev` returns the item before the deleted one.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -398,7 +435,8 @@ impl RwTxn<'_> {
 
     /// Delete the item at a detached cursor (`mdb_cursor_del`); with
     /// `all_dups` every value of its key. The cursor then sits on the
-    /// following item, which the next `Next` returns.
+    /// following item, which the next `Next` returns (see
+    /// [`RwCursor::del`] for where exactly).
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -442,10 +480,7 @@ impl RwTxn<'_> {
                 }
                 Ok(false) => {
                     let rec = self.db(db)?;
-                    st.pos.seek(&*self, &rec, &st.key)?;
-                    if !st.pos.unset() {
-                        st.pos.just_deleted = true;
-                    }
+                    st.pos.refind(&*self, &rec, &st.key, &[])?;
                     let cur = st.pos.current(&*self)?;
                     st.remember(cur, true);
                 }
@@ -459,24 +494,26 @@ impl RwTxn<'_> {
             st.gen = self.generation();
             return Ok(());
         }
-        let (key, val) = match st.pos.current(&*self)? {
-            Some((k, v)) => (k.to_vec(), if dups { v.to_vec() } else { Vec::new() }),
+        // Past a key's values (a delete's `DupDel::End`) there is no value
+        // to delete, but there is the key.
+        let cur = match (st.pos.dup_del, all_dups) {
+            (DupDel::End, false) => None,
+            (DupDel::End, true) => st.pos.main.current_key(&*self)?.map(|k| (k, &[][..])),
+            _ => st.pos.current(&*self)?,
+        };
+        let (key, val) = match cur {
+            Some((k, v)) => (k.to_vec(), v.to_vec()),
             None => return Err(ErrorKind::NotFound.into()),
         };
-        if dups && !all_dups {
-            self.del_dup(db, &key, &val)?;
-        } else {
+        if all_dups {
             self.del(db, &key)?;
+        } else {
+            self.del_dup(db, &key, &val)?;
         }
+        // Where LMDB leaves it: on the key's next value, past its values if
+        // that was the last, else on the next key.
         let rec = self.db(db)?;
-        let still =
-            dups && !all_dups && st.pos.seek_both(&*self, &rec, &key, &val, false)?.is_some();
-        if !still && st.pos.seek(&*self, &rec, &key)? && dups && !all_dups {
-            st.pos.next_nodup(&*self, &rec)?;
-        }
-        if !st.pos.unset() {
-            st.pos.just_deleted = true;
-        }
+        st.pos.refind(&*self, &rec, &key, &val)?;
         let cur = st.pos.current(&*self)?;
         st.remember(cur, true);
         st.gen = self.generation();
