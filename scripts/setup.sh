@@ -4,14 +4,17 @@ set -euo pipefail
 need=()
 # The benchmark matrix (mdb-bench --features matrix,rocksdb) links Debian's
 # RocksDB and SQLite (bindgen needs libclang) and draws text in DejaVu Sans.
+# OpenLDAP runs on our library in mdb-ffi's slapd test and in mdb-bench's
+# directory benchmark (slapd, ldap-utils, python3-ldap clients).
 for p in lmdb-utils liblmdb-dev python3-lmdb liblmdb-file-perl gcc make pkg-config valgrind \
-    librocksdb-dev libclang-dev libsqlite3-dev fonts-dejavu-core; do
+    librocksdb-dev libclang-dev libsqlite3-dev fonts-dejavu-core slapd ldap-utils python3-ldap; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq || true
-    $SUDO apt-get install -y -qq "${need[@]}"
+    # slapd's package asks questions unless told not to.
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi
 if ! command -v cargo >/dev/null 2>&1; then
     if [ -x "$HOME/.cargo/bin/cargo" ]; then
