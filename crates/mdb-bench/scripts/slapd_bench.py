@@ -186,11 +186,18 @@ def rate(url, kind, n, clients, seconds, seed):
     ps = [mp.Process(target=client, args=(url, kind, n, seed * 1000 + k, t0, t1, q)) for k in range(clients)]
     for p in ps:
         p.start()
-    total = sum(q.get(timeout=seconds + 600) for _ in ps)
+    total, got = 0, 0
+    while got < len(ps):
+        try:
+            total += q.get(timeout=1)
+            got += 1
+        except Exception:  # queue.Empty: see whether a client died
+            if any(p.exitcode not in (None, 0) for p in ps):
+                for p in ps:
+                    p.kill()
+                sys.exit(f"a {kind} client failed")
     for p in ps:
         p.join()
-        if p.exitcode != 0:
-            sys.exit(f"a {kind} client failed")
     return total / seconds
 
 
