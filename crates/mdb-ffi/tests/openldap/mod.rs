@@ -441,14 +441,18 @@ impl Modifier {
     }
 }
 
-/// Wait until the clients acknowledged `n` modifies in all (120 s at most).
-pub fn wait_acked(clients: &[Modifier], n: usize) {
+/// Wait until each client has `n` more modifies acknowledged than it had
+/// in `from` (120 s at most); returns the counts reached.
+pub fn wait_acked(clients: &[Modifier], from: &[usize], n: usize) -> Vec<usize> {
     let start = Instant::now();
-    while clients.iter().map(Modifier::acked).sum::<usize>() < n {
+    loop {
+        let now: Vec<usize> = clients.iter().map(Modifier::acked).collect();
+        if now.iter().zip(from).all(|(a, b)| *a >= b + n) {
+            return now;
+        }
         assert!(
             start.elapsed() < Duration::from_secs(120),
-            "clients acknowledged only {} of {n} modifies in 120 s",
-            clients.iter().map(Modifier::acked).sum::<usize>()
+            "clients acknowledged {now:?} modifies in 120 s, {n} more than {from:?} wanted"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
