@@ -6,15 +6,18 @@ need=()
 # RocksDB and SQLite (bindgen needs libclang) and draws text in DejaVu Sans.
 # py-lmdb's sdist suite (crates/mdb-ffi/tests/pylmdb_suite.rs) is built and
 # run by Debian's python3 (its -dev headers, pip, setuptools and pytest).
+# OpenLDAP runs on our library in mdb-ffi's slapd test and in mdb-bench's
+# directory benchmark (slapd, ldap-utils, python3-ldap clients).
 for p in lmdb-utils liblmdb-dev python3-lmdb python3-dev python3-pytest python3-pip \
     python3-setuptools liblmdb-file-perl gcc make pkg-config valgrind \
-    librocksdb-dev libclang-dev libsqlite3-dev fonts-dejavu-core; do
+    librocksdb-dev libclang-dev libsqlite3-dev fonts-dejavu-core slapd ldap-utils python3-ldap; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq || true
-    $SUDO apt-get install -y -qq "${need[@]}"
+    # slapd's package asks questions unless told not to.
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi
 if ! command -v cargo >/dev/null 2>&1; then
     if [ -x "$HOME/.cargo/bin/cargo" ]; then

@@ -6,8 +6,9 @@ source scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p mdb-bench --all-targets --features matrix,rocksdb -- -D warnings
-# The C, Python and Perl suites load the cdylib (target/debug/liblmdb.so).
-cargo build -p mdb-ffi
+# The C, Python and Perl suites load the cdylib (target/debug/liblmdb.so);
+# the slapd test also runs the mdb CLI (target/debug/mdb).
+cargo build -p mdb-ffi -p mdb-cli
 cargo test --workspace
 # The benchmark matrix against redb, RocksDB, SQLite, fjall and sled, at a
 # tiny size: every engine runs every workload and the charts are drawn.

@@ -420,16 +420,27 @@ unsafe fn get_general(
             // SAFETY: output pointers are NULL or the caller's MDB_vals.
             return unsafe { get_current(st, &view, key, data) };
         }
-        let r = match view {
+        // FIRST_DUP and LAST_DUP move among a key's duplicates and leave the
+        // caller's key alone, as LMDB (slapd's index code keeps using a key
+        // pointer across a LAST_DUP and a delete); on a single value they
+        // return it.
+        let dup_op = matches!(op, FIRST_DUP | LAST_DUP);
+        let (r, among_dups) = match view {
             View::Ro(r) => {
                 let item = st.get(r, cop);
+                let among = dup_op && matches!(item, Ok(Some(_))) && st.on_dups(r).unwrap_or(false);
                 cur.keep_leaf(r);
-                item
+                (item, among)
             }
-            View::Rw(w) => st.get(&*w, cop),
+            View::Rw(w) => {
+                let item = st.get(&*w, cop);
+                let among =
+                    dup_op && matches!(item, Ok(Some(_))) && st.on_dups(&*w).unwrap_or(false);
+                (item, among)
+            }
         };
         let (rk, rv) = r.map_err(|e| e.code())?.ok_or(MDB_NOTFOUND)?;
-        let key_out = !matches!(op, SET | GET_BOTH | GET_BOTH_RANGE | GET_MULTIPLE);
+        let key_out = !among_dups && !matches!(op, SET | GET_BOTH | GET_BOTH_RANGE | GET_MULTIPLE);
         // SAFETY: output pointers are NULL or the caller's MDB_vals.
         unsafe {
             if key_out {

@@ -1281,6 +1281,32 @@ impl CursorState {
         count(&self.pos, txn)
     }
 
+    /// Whether the cursor's key holds duplicates (a sub-page or a
+    /// sub-database) rather than one plain value: LMDB's `MDB_FIRST_DUP`
+    /// and `MDB_LAST_DUP` leave the caller's key alone in that case only.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, DbFlags, EnvOptions, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let db = w.create_db("d", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = CursorState::new(&w, db)?;
+    /// c.get(&w, CursorOp::First)?;
+    /// assert!(c.on_dups(&w)?);
+    /// c.get(&w, CursorOp::NextNodup)?;
+    /// assert!(!c.on_dups(&w)?);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn on_dups<T: Snapshot>(&mut self, txn: &T) -> Result<bool> {
+        let rec = txn.db(self.db)?;
+        self.resync(txn, &rec)?;
+        self.pos.on_dups(txn)
+    }
+
     /// Whether the cursor has been positioned.
     ///
     /// ```

@@ -580,6 +580,13 @@ impl Position {
         packed(&p).map(Some)
     }
 
+    /// Whether the current key holds duplicates (a sub-page or a
+    /// sub-database, LMDB's F_DUPDATA) rather than one plain value.
+    pub(crate) fn on_dups<S: PageRead>(&self, s: &S) -> Result<bool> {
+        let n = self.node(s)?.ok_or(ErrorKind::NotFound)?;
+        Ok(!matches!(dups_of(s, n)?, Dups::Single(_)))
+    }
+
     /// Number of values of the current key.
     pub(crate) fn count<S: PageRead>(&self, s: &S) -> Result<u64> {
         let n = self.node(s)?.ok_or(ErrorKind::NotFound)?;

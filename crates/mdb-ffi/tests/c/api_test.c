@@ -1541,9 +1541,22 @@ static void test_cursor_dup(void)
 	OK(cget(c, "b", "3", MDB_NEXT));
 	CHECK(cget(c, NULL, NULL, MDB_NEXT_DUP), MDB_NOTFOUND);
 	OK(cget(c, "b", "2", MDB_PREV_DUP));
-	OK(cget(c, "b", "3", MDB_LAST_DUP));
-	OK(cget(c, "b", "1", MDB_FIRST_DUP));
+	OK(cget(c, NULL, "3", MDB_LAST_DUP));
+	OK(cget(c, NULL, "1", MDB_FIRST_DUP));
 	CHECK(cget(c, NULL, NULL, MDB_PREV_DUP), MDB_NOTFOUND);
+	/* Among a key's duplicates FIRST_DUP and LAST_DUP leave the caller's
+	 * key alone (slapd's index code reuses a key pointer after LAST_DUP
+	 * and a delete of the key); on a single value they return the key. */
+	k = V("untouched");
+	OK(mdb_cursor_get(c, &k, &d, MDB_LAST_DUP));
+	TRUE(eq(k, "untouched") && eq(d, "3"));
+	OK(mdb_cursor_get(c, &k, &d, MDB_FIRST_DUP));
+	TRUE(eq(k, "untouched") && eq(d, "1"));
+	OK(cget(c, "a", "1", MDB_FIRST));
+	k = V("untouched");
+	OK(mdb_cursor_get(c, &k, &d, MDB_LAST_DUP));
+	TRUE(eq(k, "a") && eq(d, "1"));
+	OK(cget(c, "b", "1", MDB_NEXT));
 	OK(cget(c, "c", "1", MDB_NEXT_NODUP));
 	OK(cget(c, "b", "3", MDB_PREV_NODUP));
 	OK(cget(c, "a", "1", MDB_PREV_NODUP));

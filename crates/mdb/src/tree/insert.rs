@@ -636,7 +636,13 @@ pub(crate) fn split_at(
     hint: Hint,
 ) -> Option<usize> {
     let last = nodes.len() - 1;
-    // Pages of a few large nodes (sub-pages that grow in place) split evenly.
+    // Past the last key of the whole tree (an ascending load of large
+    // values, as slapadd's entries), the old page stays full, as in LMDB.
+    if !branch && hint.rightmost && i == last {
+        return Some(last);
+    }
+    // Other pages of a few large nodes (sub-pages that grow in place) split
+    // evenly.
     if !branch && nodes.len() >= 8 {
         if i == last {
             return Some(last);
