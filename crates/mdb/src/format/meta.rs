@@ -237,7 +237,7 @@ impl Meta {
             Some("the free database's record has flags or a depth LMDB never writes")
         } else if !self.main.plausible() {
             Some("the main database's record has flags or a depth LMDB never writes")
-        } else if self.main.pad > self.psize() - HDR as u32 {
+        } else if self.main.pad > self.psize().saturating_sub(HDR as u32) {
             // A DUPFIXED value size (LMDB writes 0 here) past a page.
             Some("the main database's record has a value size (md_pad) larger than a page")
         } else {
@@ -349,6 +349,18 @@ mod tests {
             (h.pgno, h.flags, h.magic, h.version),
             (1, P_META, MAGIC, VERSION)
         );
+    }
+
+    #[test]
+    fn implausible_judges_a_page_size_below_the_header() {
+        // Found by the fuzz smoke run: a meta whose page size (the free
+        // record's pad) is under 16 made the value-size check underflow.
+        for ps in [0u32, 1, 15] {
+            let mut m = Meta::new_env(4096, 1 << 20, 0);
+            m.free.pad = ps;
+            m.main.pad = 8;
+            assert!(m.implausible().is_some(), "{ps}");
+        }
     }
 
     #[test]
