@@ -37,7 +37,6 @@ mod cursor;
 mod db;
 mod entries;
 mod env;
-mod env_wal;
 pub mod error;
 /// The on-disk format: page, node and meta views, flags, key orders
 /// (internals: with the `unstable` feature only).

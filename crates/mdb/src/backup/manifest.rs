@@ -15,10 +15,7 @@ use std::path::{Path, PathBuf};
 pub(super) const FORMAT: u32 = 2;
 /// The format before the manifest carried a checksum: read, never written.
 const FORMAT_UNCHECKED: u32 = 1;
-/// The manifest's file name in a backup directory.
-pub(super) const MANIFEST: &str = "manifest.json";
-/// Page hashes of the newest backup's state (little-endian u64 per page).
-pub(super) const HASHES: &str = "hashes.bin";
+pub(super) use super::out::{HASHES, MANIFEST};
 
 /// What a backup directory holds (its `manifest.json`;
 /// [`verify`](crate::verify) reads and checks it).

@@ -13,6 +13,11 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The manifest's file name in a backup directory.
+pub(super) const MANIFEST: &str = "manifest.json";
+/// Page hashes of the newest backup's state (little-endian u64 per page).
+pub(super) const HASHES: &str = "hashes.bin";
+
 /// The injector of a backup or restore, if any.
 pub(super) type Fault = Option<Arc<dyn FaultInjector>>;
 
@@ -149,7 +154,7 @@ fn is_leftover(name: &str) -> bool {
     let numbered = inner.len() > 7
         && inner.as_bytes()[..6].iter().all(u8::is_ascii_digit)
         && inner.as_bytes()[6] == b'-';
-    numbered || inner == super::manifest::MANIFEST || inner == super::manifest::HASHES
+    numbered || inner == MANIFEST || inner == HASHES
 }
 
 /// The file a restore writes before renaming it to `data.mdb`.

@@ -13,7 +13,7 @@
 //! when the data file has one) is not this data file's: the data file was
 //! deleted and made again (`rm data.mdb lock.mdb`, as OpenLDAP's scripts
 //! clear a database), or swapped. Replaying it would write another file's
-//! pages into this one. What becomes of it is decided in `env.rs`
+//! pages into this one. What becomes of it is decided in `env/wal_open.rs`
 //! (`open_wal`): set aside ([`set_aside`]) when the data file does not
 //! wait for a log, refused when it does.
 

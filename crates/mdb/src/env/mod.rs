@@ -1,8 +1,9 @@
 //! The environment: data file, map, lock file, and the database registry.
 
+mod wal_open;
+
 use crate::checkpointer::{WalEnv, Worker};
 use crate::db::{Database, Stat};
-use crate::env_wal::open_wal;
 use crate::error::{DbLabel, Error, ErrorKind, Misuse, Result};
 pub(crate) use crate::format::meta::pick_meta;
 use crate::format::meta::{Meta, META_LEN};
@@ -16,6 +17,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use wal_open::open_wal;
 
 /// Environment flags (LMDB's `MDB_*` open flags), combined with `|`.
 ///
