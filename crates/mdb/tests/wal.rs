@@ -1398,34 +1398,105 @@ fn logged(env: &Env, puts: &[(Vec<u8>, Vec<u8>)]) -> (u64, bool) {
     (bytes, env.stat().unwrap().leaf_pages != before.1)
 }
 
-/// A commit's record tells what changed, not whole pages: two puts of
-/// 16-byte keys and 100-byte values into a database of 100,000 keys took
-/// about 4 whole pages and more of log (16.7 KB a commit measured through
-/// python3-lmdb); as patches, the tree's pages take a few hundred bytes.
-/// What is left is the free list's: a leftover record filed back at the
-/// front of a full leaf of the free database splits it (`split_at` splits
-/// after the first node), and the new page has no base. The bound asserted
-/// is therefore 1.5 pages for the median commit and 3 for the worst (the
-/// first after a checkpoint refiles larger free records), not the
-/// 2 x (keys + values) + 256 bytes aimed at.
-/// A split logs its new page; an overflow value its pages.
-#[test]
-fn a_commit_logs_what_changed_not_whole_pages() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut o = wal_opts();
-    o.segment_size = 16 << 20;
-    o.checkpoint_bytes = 1 << 40;
-    let env = EnvOptions::new()
-        .map_size(1 << 30)
-        .wal(o)
-        .open(dir.path())
-        .unwrap();
-    let mut next = xorshift(0x5eed_1234_abcd_0001);
-    let mut item = || {
+/// Keys of 16 bytes and values of 100, from a seeded sequence.
+fn small_items(seed: u64) -> impl FnMut() -> (Vec<u8>, Vec<u8>) {
+    let mut next = xorshift(seed);
+    move || {
         let k = format!("{:016x}", next()).into_bytes();
         let v: Vec<u8> = (0..100).map(|i| k[i % 16] ^ i as u8).collect();
         (k, v)
-    };
+    }
+}
+
+/// A WAL environment for measuring records: no background checkpoints
+/// (the test takes them), segments that hold the whole run.
+fn open_measured(dir: &Path) -> Env {
+    let mut o = wal_opts();
+    o.segment_size = 16 << 20;
+    o.checkpoint_bytes = 1 << 40;
+    EnvOptions::new()
+        .map_size(1 << 30)
+        .wal(o)
+        .open(dir)
+        .unwrap()
+}
+
+/// `n` commits of two small puts, a checkpoint after every `every`:
+/// the log bytes of those that split no leaf of the main tree, sorted,
+/// and of those that did.
+fn two_put_commits(
+    env: &Env,
+    item: &mut impl FnMut() -> (Vec<u8>, Vec<u8>),
+    n: usize,
+    every: usize,
+) -> (Vec<u64>, Vec<u64>) {
+    let (mut plain, mut split) = (Vec::new(), Vec::new());
+    for i in 1..=n {
+        let (bytes, splits) = logged(env, &[item(), item()]);
+        if splits {
+            split.push(bytes);
+        } else {
+            plain.push(bytes);
+        }
+        if i % every == 0 {
+            env.checkpoint().unwrap();
+        }
+    }
+    plain.sort_unstable();
+    (plain, split)
+}
+
+/// Checks the log bytes of commits of two small puts (16-byte keys,
+/// 100-byte values) that split no leaf, over 600 commits with a
+/// checkpoint every 100 (so that pages are reused: the free list's own
+/// records are consumed and filed again, as in steady state): the median
+/// and nine in ten at most the bounds given. The aim, twice the keys and
+/// values plus 256 bytes (720), is not reached: a record spends 192
+/// bytes on its header, meta and commit time and 20 per page, and a leaf
+/// that loses a node shifts every node stored below it, which a patch
+/// tells byte for byte (docs/spec/wal-records.md, "Sizes").
+fn assert_two_put_bound(what: &str, plain: &[u64], median_max: u64, p90_max: u64) {
+    let median = plain[plain.len() / 2];
+    let p90 = plain[plain.len() * 9 / 10];
+    eprintln!(
+        "{what}: two puts, {} commits: median {median}, 90th percentile {p90}, max {}",
+        plain.len(),
+        plain[plain.len() - 1]
+    );
+    assert!(
+        median <= median_max && p90 <= p90_max,
+        "{what}: median {median}, 90th percentile {p90}: {plain:?}"
+    );
+}
+
+/// Small commits into a new database log small records, across
+/// checkpoints. Measured: a median of 1,408 bytes, 2,432 for nine in
+/// ten; most of it the free database's leaf losing its oldest record
+/// (consumed) at every commit, which shifts the records stored below it.
+#[test]
+fn small_commits_into_a_new_database_log_small_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open_measured(dir.path());
+    let mut item = small_items(0x5eed_0000_0000_0002);
+    // Warm-up: the tree's first levels and the free list's first records.
+    two_put_commits(&env, &mut item, 200, 100);
+    let (plain, _) = two_put_commits(&env, &mut item, 600, 100);
+    assert_two_put_bound("new database", &plain, 1536, 2560);
+}
+
+/// A commit's record tells what changed, not whole pages: two puts of
+/// 16-byte keys and 100-byte values into a database of 100,000 keys took
+/// about 4 whole pages and more of log (16.7 KB a commit measured through
+/// python3-lmdb), and 4.9 KB a commit as patches before pages made anew
+/// were compared with the pages their commit freed. Named figures
+/// (docs/spec/wal-records.md): a commit that splits a leaf logs about
+/// 5.1 KB (the split's two halves, each about half a page, no longer
+/// like the page they came from), an overflow value its pages whole.
+#[test]
+fn a_commit_logs_what_changed_not_whole_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open_measured(dir.path());
+    let mut item = small_items(0x5eed_1234_abcd_0001);
     for _ in 0..10 {
         let mut w = env.write_txn().unwrap();
         for _ in 0..10_000 {
@@ -1436,37 +1507,66 @@ fn a_commit_logs_what_changed_not_whole_pages() {
     }
     env.checkpoint().unwrap();
     let psize = env.page_size() as u64;
-    let (mut plain, mut split) = (Vec::new(), Vec::new());
-    while plain.len() < 40 || split.is_empty() {
-        let (bytes, splits) = logged(&env, &[item(), item()]);
-        if splits {
-            split.push(bytes);
-        } else {
-            plain.push(bytes);
-        }
-    }
-    let worst = plain.iter().max().unwrap();
-    let mut sorted = plain.clone();
-    sorted.sort_unstable();
-    let median = sorted[sorted.len() / 2];
-    assert!(
-        median <= 3 * psize / 2 && *worst <= 3 * psize,
-        "two small puts logged {plain:?} bytes"
-    );
-    // A split: its new page, about half full, is logged whole (but for its
-    // free gap), the rest as differences.
-    assert!(
-        split.iter().all(|&b| b <= 3 * psize),
-        "splits logged {split:?}"
-    );
-    // An overflow value of 10,000 bytes: its three pages, and the free
-    // list's churn (above).
+    let (plain, split) = two_put_commits(&env, &mut item, 600, 100);
+    // Measured: a median of 888 bytes, 936 for nine in ten (5,040 and
+    // 6,608 before).
+    assert_two_put_bound("100,000 keys", &plain, 1024, 1024);
+    // A split: its halves, each about half full, are logged whole (but
+    // for their free gaps), the rest as differences.
+    assert!(split.len() >= 3, "{} splits", split.len());
+    let mut s = split.clone();
+    s.sort_unstable();
+    assert!(s[s.len() / 2] <= 5632, "splits logged {split:?}");
+    assert!(s.iter().all(|&b| b <= 3 * psize), "splits logged {split:?}");
+    // An overflow value of 10,000 bytes: its three pages, and the rest as
+    // for small puts.
     let (k, _) = item();
     let (ov, _) = logged(&env, &[(k, vec![7u8; 10_000])]);
-    assert!(ov <= 5 * psize, "an overflow value logged {ov}");
-    eprintln!(
-        "log bytes per commit: two puts {}..={worst} (median {median}), with a split \
-         {split:?}, a 10,000-byte value {ov}",
-        sorted[0]
-    );
+    assert!(ov <= 3 * psize + 1024, "an overflow value logged {ov}");
+    eprintln!("log bytes per commit: with a split {split:?}, a 10,000-byte value {ov}");
+}
+
+/// Pages freed since the last checkpoint are held (records' patches may
+/// need them) and, once they reach a quarter of the file (at least 1024),
+/// ask the checkpointer for a checkpoint, which frees them for reuse: a
+/// stream of small overwrites does not grow the file. Before, the count
+/// of held pages read the list of freed pages after the commit had filed
+/// (and emptied) it: it stayed 0, and the file grew by the pages each
+/// commit freed until 64 MB of log asked for a checkpoint.
+#[test]
+fn pages_held_for_the_log_ask_for_a_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = wal_opts();
+    o.checkpointer = true;
+    o.segment_size = 4 << 20;
+    o.checkpoint_bytes = 1 << 40;
+    o.checkpoint_interval = std::time::Duration::from_secs(3600);
+    let env = EnvOptions::new()
+        .map_size(1 << 30)
+        .wal(o)
+        .open(dir.path())
+        .unwrap();
+    let key = |i: u64| format!("key{i:05}").into_bytes();
+    let mut w = env.write_txn().unwrap();
+    for i in 0..100 {
+        w.put(Database::MAIN, &key(i), &[1; 100], WriteFlags::EMPTY)
+            .unwrap();
+    }
+    w.commit().unwrap();
+    for n in 0..3000u64 {
+        let mut w = env.write_txn().unwrap();
+        w.put(
+            Database::MAIN,
+            &key(n % 100),
+            &n.to_le_bytes(),
+            WriteFlags::EMPTY,
+        )
+        .unwrap();
+        w.commit().unwrap();
+    }
+    // Without checkpoints each commit's freed pages (three or more) stay
+    // held: 9,000 pages and more.
+    let last = env.info().unwrap().last_pgno;
+    assert!(last < 4000, "the file grew to {last} pages");
+    assert!(env.wal_info().unwrap().checkpoint_txnid > 1);
 }

@@ -16,6 +16,11 @@ pub(crate) struct FreeState {
     pub(crate) freed: Vec<u64>,
     /// Pages allocated and freed again in this transaction.
     pub(crate) loose: Vec<u64>,
+    /// Loose pages the commit files in its own record, beside `freed`
+    /// (when it consumed no record to file them under). Kept apart: they
+    /// are not pages of the snapshot the transaction started from, so
+    /// never a base of a patched page.
+    pub(crate) loose_filed: Vec<u64>,
     /// Reusable pages taken from free records, sorted descending.
     pub(crate) reclaimed: Vec<u64>,
     /// Largest free-record key consumed so far.
@@ -36,6 +41,7 @@ impl FreeState {
         FreeState {
             freed: Vec::new(),
             loose: Vec::new(),
+            loose_filed: Vec::new(),
             reclaimed: Vec::new(),
             consumed: 0,
             oldest,

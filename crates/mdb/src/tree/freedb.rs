@@ -191,7 +191,14 @@ fn leftover_plan(pager: &Pager<'_>, n: usize) -> Result<Vec<(u64, usize)>> {
     // pages, runs as short as the keys allow.
     let each = total.div_ceil(keys.len().max(1));
     let ps = pager.psize();
-    if 8 * (each + 1) + 16 <= crate::format::page::node_max(ps) {
+    // In WAL mode a record that fits a node still takes an overflow page:
+    // the next commit takes the lowest pages of it and files the rest
+    // again, and in a page of its own that is a change of its count and
+    // its tail (a patch of a few dozen bytes against the page it freed),
+    // where the node, shorter, would move in its leaf: a patch of all of
+    // it (up to half a page) at every commit.
+    let inline = pager.bases.is_none();
+    if inline && 8 * (each + 1) + 16 <= crate::format::page::node_max(ps) {
         return Ok(keys.into_iter().map(|key| (key, each)).collect());
     }
     let pages = crate::format::page::ov_pages(ps, 8 * (each + 1));
@@ -252,9 +259,9 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
         if consumed == 0 && !pager.free.loose.is_empty() {
             // No consumed key to re-file under: loose pages join this txn's record.
             let l = std::mem::take(&mut pager.free.loose);
-            pager.free.freed.extend(l);
+            pager.free.loose_filed.extend(l);
         }
-        let nf = pager.free.freed.len();
+        let nf = pager.free.freed.len() + pager.free.loose_filed.len();
         if nf > 0 && record_cap(pager, txnid)?.is_none_or(|c| c < nf) {
             reserve_record(pager, txnid, reserved_ids(nf))?;
             continue;
@@ -296,11 +303,13 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
             continue;
         }
         // Stable: fill in place (no allocation from here on).
-        let mut freed = std::mem::take(&mut pager.free.freed);
-        if !freed.is_empty() {
-            sort_pgnos(&mut freed, true);
-            freed.dedup();
-            fill_record(pager, txnid, &freed)?;
+        // `freed` stays for the commit (`RwTxn::diffs`, the count of
+        // pages held until the next checkpoint in WAL mode).
+        let mut own = [&pager.free.freed[..], &pager.free.loose_filed[..]].concat();
+        if !own.is_empty() {
+            sort_pgnos(&mut own, true);
+            own.dedup();
+            fill_record(pager, txnid, &own)?;
         }
         let mut left = std::mem::take(&mut pager.free.reclaimed);
         left.append(&mut pager.free.loose);

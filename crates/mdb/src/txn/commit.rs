@@ -232,9 +232,10 @@ impl RwTxn<'_> {
         if let Some(w) = &env.wal {
             let relaxed = w.relaxed(no_sync).is_some();
             w.group.appended(meta, c.meta_off, upd, relaxed);
-            if w.wal
-                .wants_checkpoint(self.pg.free.freed.len(), meta.last_pgno)
-            {
+            if w.wal.wants_checkpoint(
+                self.pg.free.freed.len() + self.pg.free.loose_filed.len(),
+                meta.last_pgno,
+            ) {
                 w.kick();
             }
             if w.wal.wants_spare() {
