@@ -110,6 +110,9 @@ pub struct WalInfo {
     /// Syncs of the log this handle made since then: `records / syncs` is
     /// how many commits shared a sync (group commit).
     pub syncs: u64,
+    /// Pages those records told by their differences from a page of an
+    /// earlier snapshot (patches), not whole.
+    pub patched_pages: u64,
 }
 
 /// Where the log of the environment at `data` (its data file) lives:
@@ -139,6 +142,8 @@ struct Inner {
     seen: (u64, u64),
     /// Log bytes appended since the last checkpoint.
     since_ckpt: u64,
+    /// Pages appended as patches since the log was opened.
+    patched: u64,
     /// Pages this handle's commits freed since the last checkpoint.
     held: u64,
     /// This handle saw the data file carry [`VERSION_WAL`] since it last
@@ -279,6 +284,7 @@ impl Wal {
             ckpt,
             seen,
             since_ckpt: 0,
+            patched: 0,
             held: 0,
             marked: false,
         };
@@ -495,6 +501,7 @@ impl Wal {
         };
         let pos = inner.log.append(&parts).map_err(CommitFailure::Clean)?;
         inner.since_ckpt += pos.len;
+        inner.patched += c.patches.len() as u64;
         Ok(())
     }
 
@@ -563,6 +570,7 @@ impl Wal {
         WalInfo {
             checkpoint_txnid: g.seen.1,
             bytes_since_checkpoint: g.since_ckpt,
+            patched_pages: g.patched,
             segments: g.log.done.len() + 1,
             spare_segments: g.log.pool.spares.len() + usize::from(g.log.next.is_some()),
             records: g.log.appends,
