@@ -128,6 +128,13 @@ fn backups_taken_while_writing_restore_every_point() {
         let mut entries = Vec::new();
         for i in 0..6 {
             std::thread::sleep(Duration::from_millis(40));
+            // At least three commits since the last backup, however slow
+            // the machine: each log archive then holds records before its
+            // backup's own transaction (restored from below).
+            let want = models.lock().unwrap().len() + 3;
+            while models.lock().unwrap().len() < want {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             if wal {
                 env.checkpoint().unwrap();
             }
@@ -251,6 +258,9 @@ fn backups_taken_while_writing_restore_every_point() {
             let err = mdb::verify(dest.path()).unwrap_err();
             assert_eq!(err.path.as_deref(), Some(f.as_path()), "{err}");
             let out = tempfile::tempdir().unwrap();
+            // A transaction before the backup's own: restored through the
+            // archive (the writer made three commits or more meanwhile).
+            assert!(l.first_txnid + 1 < entries[2].txnid, "{entries:?}");
             let p = RestorePoint::Txn(l.first_txnid + 1);
             let err = mdb::restore(dest.path(), out.path(), p, None).unwrap_err();
             assert_eq!(err.path.as_deref(), Some(f.as_path()), "{err}");

@@ -1571,3 +1571,53 @@ fn pages_held_for_the_log_ask_for_a_checkpoint() {
     assert!(last < 4000, "the file grew to {last} pages");
     assert!(env.wal_info().unwrap().checkpoint_txnid > 1);
 }
+
+/// Without the background checkpointer, a writer whose commits hold more
+/// pages for the log than the bound takes the checkpoint itself: the file
+/// stays bounded however far the checkpointer is behind (or absent).
+#[test]
+fn a_writer_past_the_held_bound_checkpoints_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = wal_opts();
+    o.checkpointer = false;
+    o.segment_size = 4 << 20;
+    o.checkpoint_bytes = 1 << 40;
+    o.checkpoint_interval = std::time::Duration::from_secs(3600);
+    let env = EnvOptions::new()
+        .map_size(1 << 30)
+        .wal(o)
+        .open(dir.path())
+        .unwrap();
+    let key = |i: u64| format!("key{i:05}").into_bytes();
+    let mut w = env.write_txn().unwrap();
+    for i in 0..100 {
+        w.put(Database::MAIN, &key(i), &[1; 100], WriteFlags::EMPTY)
+            .unwrap();
+    }
+    w.commit().unwrap();
+    for n in 0..4000u64 {
+        let mut w = env.write_txn().unwrap();
+        w.put(
+            Database::MAIN,
+            &key(n % 100),
+            &n.to_le_bytes(),
+            WriteFlags::EMPTY,
+        )
+        .unwrap();
+        w.commit().unwrap();
+    }
+    // Each commit frees three pages or more, held until a checkpoint:
+    // 12,000 pages and more without one; the bound is 4,096 held pages.
+    let last = env.info().unwrap().last_pgno;
+    assert!(last < 6000, "the file grew to {last} pages");
+    let ck = env.wal_info().unwrap().checkpoint_txnid;
+    assert!(ck > 1000, "checkpoint at txn {ck}");
+    let r = env.read_txn().unwrap();
+    for i in 0..100u64 {
+        let n = 3900 + i;
+        assert_eq!(
+            r.get(Database::MAIN, &key(n % 100)).unwrap(),
+            Some(&n.to_le_bytes()[..])
+        );
+    }
+}

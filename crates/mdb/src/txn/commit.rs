@@ -9,6 +9,7 @@ use crate::format::page::NodeData;
 use crate::io::{Commit, CommitFailure};
 use crate::tree;
 use crate::txn::RwTxn;
+use crate::wal::mode::Due;
 use crate::wal::patch::{self, Patch};
 use crate::WriteFlags;
 
@@ -44,19 +45,25 @@ impl RwTxn<'_> {
         // WAL mode: appended; the next writer may begin while this one
         // waits for its record to be durable and published.
         let r = match (r, &self.env.wal) {
-            (Ok(Some(t)), Some(w)) => {
-                w.group
-                    .wait_durable(t, &w.wal, &self.env.file)
-                    .inspect_err(|_| {
-                        // Only a reopen can tell what the files hold now.
-                        self.env
-                            .panicked
-                            .store(true, std::sync::atomic::Ordering::Relaxed);
-                    })
-            }
-            (r, _) => r.map(|_| ()),
+            (Ok((Some(t), due)), Some(w)) => w
+                .group
+                .wait_durable(t, &w.wal, &self.env.file)
+                .inspect_err(|_| {
+                    // Only a reopen can tell what the files hold now.
+                    self.env
+                        .panicked
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                })
+                .map(|()| due),
+            (r, _) => r.map(|(_, due)| due),
         };
-        r.map_err(during)
+        if let (Ok(Due::Now), Some(w)) = (&r, &self.env.wal) {
+            // The pages held for the log would make the file grow much
+            // further: checkpoint now (the commit is durable already; a
+            // failure is the background checkpointer's to retry).
+            let _ = w.checkpoint(false);
+        }
+        r.map(|_| ()).map_err(during)
     }
 
     /// [`tree::place::place`] of `db`'s tree, whose record `rec` follows
@@ -135,8 +142,9 @@ impl RwTxn<'_> {
         Ok(out)
     }
 
-    /// Returns the txnid to wait for in WAL mode.
-    fn commit_inner(&mut self) -> Result<Option<u64>> {
+    /// Returns the txnid to wait for in WAL mode, and whether the commit
+    /// calls for a checkpoint.
+    fn commit_inner(&mut self) -> Result<(Option<u64>, Due)> {
         let mut named: Vec<(Database, DbRecord)> = self
             .dbs
             .borrow()
@@ -152,7 +160,7 @@ impl RwTxn<'_> {
         let trimmed = self.pg.next_pgno <= self.pg.base.last_pgno;
         let forced = trimmed || self.force_commit;
         if self.pg.dirty.is_empty() && !any_db && self.pg.free.freed.is_empty() && !forced {
-            return Ok(None);
+            return Ok((None, Due::No));
         }
         // Trees mostly rewritten get their leaves in key order in the file
         // (`tree::place`); named trees before their records are written.
@@ -232,10 +240,11 @@ impl RwTxn<'_> {
         if let Some(w) = &env.wal {
             let relaxed = w.relaxed(no_sync).is_some();
             w.group.appended(meta, c.meta_off, upd, relaxed);
-            if w.wal.wants_checkpoint(
+            let due = w.wal.wants_checkpoint(
                 self.pg.free.freed.len() + self.pg.free.loose_filed.len(),
                 meta.last_pgno,
-            ) {
+            );
+            if due == Due::Soon {
                 w.kick();
             }
             if w.wal.wants_spare() {
@@ -243,11 +252,11 @@ impl RwTxn<'_> {
             }
             if relaxed {
                 w.flush_soon();
-                return Ok(None);
+                return Ok((None, due));
             }
-            return Ok(Some(self.pg.txnid));
+            return Ok((Some(self.pg.txnid), due));
         }
         env.lock.set_txnid(self.pg.txnid);
-        Ok(None)
+        Ok((None, Due::No))
     }
 }

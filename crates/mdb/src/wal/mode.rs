@@ -155,6 +155,19 @@ struct Inner {
 /// in a small data file (see [`Wal::wants_checkpoint`]).
 const HELD_MIN: u64 = 1024;
 
+/// ... and that make the committing thread take one itself.
+const HELD_NOW_MIN: u64 = 4 * HELD_MIN;
+
+/// Whether a commit calls for a checkpoint ([`Wal::wants_checkpoint`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Due {
+    No,
+    /// The background checkpointer should take one.
+    Soon,
+    /// The committing thread takes one before it returns.
+    Now,
+}
+
 /// A meta page of the data file, as read back (none when invalid).
 fn read_meta(df: &DataFile, psize: usize, slot: u64) -> Result<Meta> {
     let mut b = [0u8; META_LEN];
@@ -550,13 +563,24 @@ impl Wal {
 
     /// After a commit that freed `freed` pages, of a data file of
     /// `last_pgno + 1` pages: whether to take a checkpoint, because enough
-    /// log was written since the last one, or because the pages freed
+    /// log was written since the last one, or because of the pages freed
     /// since, which no writer reuses before the next one (their records'
-    /// patches may need them), would make the file grow by a quarter.
-    pub(crate) fn wants_checkpoint(&self, freed: usize, last_pgno: u64) -> bool {
+    /// patches may need them). Past a sixteenth of the file the background
+    /// checkpointer is asked; past a tenth, when it has not kept up, the
+    /// committing thread takes one itself before it returns, so that the
+    /// file grows by about a tenth at most for the log's sake.
+    pub(crate) fn wants_checkpoint(&self, freed: usize, last_pgno: u64) -> Due {
         let mut g = self.inner();
         g.held += freed as u64;
-        g.since_ckpt >= self.opts.checkpoint_bytes || g.held >= (last_pgno / 4).max(HELD_MIN)
+        if g.held >= (last_pgno / 10).max(HELD_NOW_MIN) {
+            Due::Now
+        } else if g.since_ckpt >= self.opts.checkpoint_bytes
+            || g.held >= (last_pgno / 16).max(HELD_MIN)
+        {
+            Due::Soon
+        } else {
+            Due::No
+        }
     }
 
     /// The txnid the last checkpoint covers.
