@@ -1527,7 +1527,7 @@ fn a_commit_logs_what_changed_not_whole_pages() {
 }
 
 /// Pages freed since the last checkpoint are held (records' patches may
-/// need them) and, once they reach a quarter of the file (at least 1024),
+/// need them) and, once they reach a sixteenth of the file (at least 1024),
 /// ask the checkpointer for a checkpoint, which frees them for reuse: a
 /// stream of small overwrites does not grow the file. Before, the count
 /// of held pages read the list of freed pages after the commit had filed
@@ -1535,35 +1535,7 @@ fn a_commit_logs_what_changed_not_whole_pages() {
 /// commit freed until 64 MB of log asked for a checkpoint.
 #[test]
 fn pages_held_for_the_log_ask_for_a_checkpoint() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut o = wal_opts();
-    o.checkpointer = true;
-    o.segment_size = 4 << 20;
-    o.checkpoint_bytes = 1 << 40;
-    o.checkpoint_interval = std::time::Duration::from_secs(3600);
-    let env = EnvOptions::new()
-        .map_size(1 << 30)
-        .wal(o)
-        .open(dir.path())
-        .unwrap();
-    let key = |i: u64| format!("key{i:05}").into_bytes();
-    let mut w = env.write_txn().unwrap();
-    for i in 0..100 {
-        w.put(Database::MAIN, &key(i), &[1; 100], WriteFlags::EMPTY)
-            .unwrap();
-    }
-    w.commit().unwrap();
-    for n in 0..3000u64 {
-        let mut w = env.write_txn().unwrap();
-        w.put(
-            Database::MAIN,
-            &key(n % 100),
-            &n.to_le_bytes(),
-            WriteFlags::EMPTY,
-        )
-        .unwrap();
-        w.commit().unwrap();
-    }
+    let (env, _dir) = overwrite_one_of_100(true, 3000);
     // Without checkpoints each commit's freed pages (three or more) stay
     // held: 9,000 pages and more.
     let last = env.info().unwrap().last_pgno;
@@ -1577,9 +1549,29 @@ fn pages_held_for_the_log_ask_for_a_checkpoint() {
 /// stays bounded however far the checkpointer is behind (or absent).
 #[test]
 fn a_writer_past_the_held_bound_checkpoints_itself() {
+    let (env, _dir) = overwrite_one_of_100(false, 4000);
+    // Each commit frees three pages or more, held until a checkpoint:
+    // 12,000 pages and more without one; the bound is 4,096 held pages.
+    let last = env.info().unwrap().last_pgno;
+    assert!(last < 6000, "the file grew to {last} pages");
+    let ck = env.wal_info().unwrap().checkpoint_txnid;
+    assert!(ck > 1000, "checkpoint at txn {ck}");
+    let r = env.read_txn().unwrap();
+    for n in 3900..4000u64 {
+        assert_eq!(
+            r.get(Database::MAIN, format!("key{:05}", n % 100).as_bytes())
+                .unwrap(),
+            Some(&n.to_le_bytes()[..])
+        );
+    }
+}
+
+/// A WAL environment (checkpoints only by held pages) of 100 keys, then
+/// `commits` commits that each overwrite one of them.
+fn overwrite_one_of_100(checkpointer: bool, commits: u64) -> (mdb::Env, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let mut o = wal_opts();
-    o.checkpointer = false;
+    o.checkpointer = checkpointer;
     o.segment_size = 4 << 20;
     o.checkpoint_bytes = 1 << 40;
     o.checkpoint_interval = std::time::Duration::from_secs(3600);
@@ -1595,7 +1587,7 @@ fn a_writer_past_the_held_bound_checkpoints_itself() {
             .unwrap();
     }
     w.commit().unwrap();
-    for n in 0..4000u64 {
+    for n in 0..commits {
         let mut w = env.write_txn().unwrap();
         w.put(
             Database::MAIN,
@@ -1606,18 +1598,5 @@ fn a_writer_past_the_held_bound_checkpoints_itself() {
         .unwrap();
         w.commit().unwrap();
     }
-    // Each commit frees three pages or more, held until a checkpoint:
-    // 12,000 pages and more without one; the bound is 4,096 held pages.
-    let last = env.info().unwrap().last_pgno;
-    assert!(last < 6000, "the file grew to {last} pages");
-    let ck = env.wal_info().unwrap().checkpoint_txnid;
-    assert!(ck > 1000, "checkpoint at txn {ck}");
-    let r = env.read_txn().unwrap();
-    for i in 0..100u64 {
-        let n = 3900 + i;
-        assert_eq!(
-            r.get(Database::MAIN, &key(n % 100)).unwrap(),
-            Some(&n.to_le_bytes()[..])
-        );
-    }
+    (env, dir)
 }
