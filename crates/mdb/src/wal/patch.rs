@@ -52,34 +52,35 @@ pub(crate) fn zero_gap(page: &mut [u8]) {
 /// Append to `out` the ranges that make `base` (as [`prepare_base`] left
 /// it) into `new` (its gap zeroed); `false`, with `out` as it was, when
 /// they would take more than `limit` bytes.
+///
+/// A range runs from a differing byte until more equal bytes follow it
+/// than a range header would cost (or its length limit). Every page a
+/// WAL commit writes goes through here, so the scan skips where the two
+/// free gaps overlap (zeros in both) and compares blocks and words where
+/// it can (a commit of 1,000 random puts diffs about a thousand pages).
 pub(crate) fn diff(new: &[u8], base: &[u8], out: &mut Vec<u8>, limit: usize) -> bool {
     let start = out.len();
     let n = new.len().min(base.len());
-    let mut i = 0;
-    while i < n {
-        // Skip equal bytes, 8 at a time where they are.
-        while i + 8 <= n && new[i..i + 8] == base[i..i + 8] {
-            i += 8;
-        }
-        while i < n && new[i] == base[i] {
-            i += 1;
-        }
-        if i == n {
-            break;
-        }
-        // A range runs until more equal bytes than a range header would
-        // cost, or its length limit.
-        let from = i;
-        let mut end = i + 1;
-        let mut j = end;
-        while j < n && j - from < RANGE_MAX {
-            if new[j] != base[j] {
-                end = j + 1;
-            } else if j - end >= RANGE_HDR {
-                break;
+    let (new, base) = (&new[..n], &base[..n]);
+    let (gn, ln) = free_gap(new);
+    let (gb, lb) = free_gap(base);
+    let skip = (gn.max(gb), (gn + ln).min(gb + lb));
+    // The first difference at or past `i`, over the overlap of the gaps.
+    let next = |i: usize| {
+        if skip.0 < skip.1 && i < skip.1 {
+            if i < skip.0 {
+                let d = first_difference(new, base, i, skip.0);
+                if d < skip.0 {
+                    return d;
+                }
             }
-            j += 1;
+            return first_difference(new, base, skip.1, n);
         }
+        first_difference(new, base, i, n)
+    };
+    let mut i = next(0);
+    while i < n {
+        let (from, end) = (i, range_end(new, base, i));
         if out.len() - start + RANGE_HDR + (end - from) > limit {
             out.truncate(start);
             return false;
@@ -87,9 +88,76 @@ pub(crate) fn diff(new: &[u8], base: &[u8], out: &mut Vec<u8>, limit: usize) -> 
         out.extend_from_slice(&(from as u16).to_le_bytes());
         out.extend_from_slice(&((end - from) as u16).to_le_bytes());
         out.extend_from_slice(&new[from..end]);
-        i = end;
+        i = next(end);
     }
     true
+}
+
+/// 8 bytes at `i`, the first the lowest.
+fn word(b: &[u8], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[i..i + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// 64 bytes at `i`, compared as a whole (vector instructions, no call).
+fn block(b: &[u8], i: usize) -> &[u8; 64] {
+    b[i..i + 64].try_into().expect("64 bytes")
+}
+
+/// The first index in `i..end` where `a` and `b` differ; `end` if none.
+fn first_difference(a: &[u8], b: &[u8], mut i: usize, end: usize) -> usize {
+    while i + 512 <= end && a[i..i + 512] == b[i..i + 512] {
+        i += 512;
+    }
+    while i + 64 <= end && block(a, i) == block(b, i) {
+        i += 64;
+    }
+    while i + 8 <= end {
+        let x = word(a, i) ^ word(b, i);
+        if x != 0 {
+            return i + (x.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < end && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// The end of the range that starts at `from`, a differing byte: past its
+/// last differing byte before a run of more than [`RANGE_HDR`] equal
+/// bytes, the end of the page, or [`RANGE_MAX`] bytes.
+fn range_end(a: &[u8], b: &[u8], from: usize) -> usize {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let n = a.len().min(from + RANGE_MAX);
+    let mut end = from + 1;
+    let mut j = end;
+    while j < n {
+        if j + 8 <= n {
+            let x = word(a, j) ^ word(b, j);
+            if x == 0 {
+                // Eight equal bytes: the run of equal bytes from `end`
+                // passes a header's length within them.
+                return end;
+            }
+            if x.wrapping_sub(LOW) & !x & HIGH == 0 {
+                // No equal byte among the eight.
+                j += 8;
+                end = j;
+                continue;
+            }
+        }
+        if a[j] != b[j] {
+            end = j + 1;
+        } else if j - end >= RANGE_HDR {
+            return end;
+        }
+        j += 1;
+    }
+    end
 }
 
 /// Whether `ranges` are well formed for a page of `psize` bytes.
@@ -130,7 +198,71 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The byte-at-a-time form [`diff`] must agree with, range for range.
+    fn diff_bytewise(new: &[u8], base: &[u8], out: &mut Vec<u8>) {
+        let n = new.len().min(base.len());
+        let mut i = 0;
+        while i < n {
+            while i < n && new[i] == base[i] {
+                i += 1;
+            }
+            if i == n {
+                break;
+            }
+            let from = i;
+            let mut end = i + 1;
+            let mut j = end;
+            while j < n && j - from < RANGE_MAX {
+                if new[j] != base[j] {
+                    end = j + 1;
+                } else if j - end >= RANGE_HDR {
+                    break;
+                }
+                j += 1;
+            }
+            out.extend_from_slice(&(from as u16).to_le_bytes());
+            out.extend_from_slice(&((end - from) as u16).to_le_bytes());
+            out.extend_from_slice(&new[from..end]);
+            i = end;
+        }
+    }
+
     proptest! {
+        #[test]
+        fn diff_agrees_with_the_bytewise_form(
+            base in prop::collection::vec(0u8..3, 16..1200),
+            flips in prop::collection::vec((0usize..1200, 1u8..3), 0..60),
+            gaps in prop::collection::vec((16usize..1200, 0usize..1200), 2),
+            leaf in any::<bool>(),
+        ) {
+            // Few distinct byte values: equal and differing bytes interleave.
+            let mut new = base.clone();
+            for (at, x) in flips {
+                if let Some(b) = new.get_mut(at) {
+                    *b ^= x;
+                }
+            }
+            // Leaf pages with free gaps somewhere in each (or not pages).
+            let mut base = base;
+            if leaf {
+                for (p, &(lower, len)) in [&mut new, &mut base].into_iter().zip(&gaps) {
+                    let lower = lower.min(p.len());
+                    let upper = (lower + len).min(p.len());
+                    p[10..12].copy_from_slice(&2u16.to_le_bytes());
+                    p[12..14].copy_from_slice(&(lower as u16).to_le_bytes());
+                    p[14..16].copy_from_slice(&(upper as u16).to_le_bytes());
+                }
+            }
+            // (As commits and replay do: both gaps zeroed.)
+            let (mut new, mut base) = (new, base);
+            zero_gap(&mut new);
+            zero_gap(&mut base);
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            prop_assert!(diff(&new, &base, &mut fast, usize::MAX));
+            diff_bytewise(&new, &base, &mut slow);
+            prop_assert_eq!(fast, slow);
+        }
+
         #[test]
         fn diff_then_apply_gives_the_new_page(
             base in prop::collection::vec(any::<u8>(), 256),
@@ -141,6 +273,9 @@ mod tests {
                 let end = (off + len).min(256);
                 new[off..end].iter_mut().for_each(|b| *b ^= x | 1);
             }
+            let (mut new, mut base) = (new, base);
+            zero_gap(&mut new);
+            zero_gap(&mut base);
             let mut out = vec![9u8; 3];
             prop_assert!(diff(&new, &base, &mut out, usize::MAX));
             let ranges = &out[3..];
