@@ -55,18 +55,9 @@ enum Source {
 /// Run the tool; returns the exit status.
 pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
     let prog = &inv.prog[..];
-    let mut json = false;
-    let mut rest = Vec::with_capacity(args.len());
-    let mut after_dd = false;
-    for a in args {
-        if !after_dd && a.as_bytes() == b"--json" {
-            json = true;
-            continue;
-        }
-        after_dd |= a.as_bytes() == b"--";
-        rest.push(a);
-    }
-    let (nosubdir, dbpath) = match crate::nosubdir_and_path(prog, rest, SYNOPSIS, HELP, 2) {
+    let mut args = args;
+    let [json] = crate::take_long(&mut args, ["--json"]);
+    let (nosubdir, dbpath) = match crate::nosubdir_and_path(prog, args, SYNOPSIS, HELP, 2) {
         Ok(v) => v,
         Err(code) => return code,
     };
