@@ -157,24 +157,27 @@ fn disk_workloads_yield_every_contender() {
     }
 }
 
-/// `py_sync` runs the python3-lmdb script on each library, when both
-/// python3-lmdb and our release library are there (`cargo build --release
-/// -p mdb-ffi`); mdb-ffi's own tests cover the binding itself.
+/// `py_sync` runs the python3-lmdb script on each library: it needs our
+/// library beside the benchmark (`cargo build -p mdb-ffi`, as
+/// scripts/test.sh does) and Debian's python3-lmdb, and fails without
+/// them; mdb-ffi's own tests cover the binding itself.
 #[test]
 fn py_sync_runs_the_script_on_each_library() {
     let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_mdb-bench"));
     let lib = exe.with_file_name("liblmdb.so");
+    assert!(
+        lib.exists(),
+        "{} is missing: build it with `cargo build -p mdb-ffi`",
+        lib.display()
+    );
     let has_py = Command::new("/usr/bin/python3")
         .args(["-c", "import lmdb"])
         .status()
         .is_ok_and(|s| s.success());
-    if !lib.exists() || !has_py {
-        eprintln!(
-            "skipped: needs {} and /usr/bin/python3 with lmdb",
-            lib.display()
-        );
-        return;
-    }
+    assert!(
+        has_py,
+        "/usr/bin/python3 cannot import lmdb: this test needs Debian's python3-lmdb"
+    );
     let out = bench_in(
         &std::env::temp_dir(),
         "mdb-bench-py",

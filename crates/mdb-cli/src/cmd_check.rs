@@ -2,14 +2,12 @@
 
 use crate::progress::{Progress, Unit};
 use crate::{errln, Invocation};
-use mdb::check::Report;
+use mdb::check::{CheckProgress, Report};
 use mdb::{EnvFlags, EnvOptions};
 use std::ffi::OsString;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 const SYNOPSIS: &str = "[-V] [-n] [--json] dbpath";
 
@@ -57,18 +55,9 @@ enum Source {
 /// Run the tool; returns the exit status.
 pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
     let prog = &inv.prog[..];
-    let mut json = false;
-    let mut rest = Vec::with_capacity(args.len());
-    let mut after_dd = false;
-    for a in args {
-        if !after_dd && a.as_bytes() == b"--json" {
-            json = true;
-            continue;
-        }
-        after_dd |= a.as_bytes() == b"--";
-        rest.push(a);
-    }
-    let (nosubdir, dbpath) = match crate::nosubdir_and_path(prog, rest, SYNOPSIS, HELP, 2) {
+    let mut args = args;
+    let [json] = crate::take_long(&mut args, ["--json"]);
+    let (nosubdir, dbpath) = match crate::nosubdir_and_path(prog, args, SYNOPSIS, HELP, 2) {
         Ok(v) => v,
         Err(code) => return code,
     };
@@ -83,29 +72,31 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         path.join("data.mdb")
     };
 
-    let (bytes, source) = match snapshot(path, is_file) {
-        Some(b) => (b, Source::Snapshot),
-        None => match read_file(&data_path) {
-            Ok(b) => (b, Source::File),
-            Err(e) => {
-                let text = crate::os_strerror(&e);
-                errln(&[
-                    prog,
-                    b": ",
-                    data_path.as_os_str().as_bytes(),
-                    b": ",
-                    text.as_bytes(),
-                ]);
-                return 2;
-            }
-        },
+    let mut bar = Progress::new("checking", 0, Unit::Items("pages"));
+    let mut progress = |p: CheckProgress| {
+        bar.set_total(p.pages_total);
+        bar.update(p.pages_done);
     };
-    let report = check_with_spinner(&bytes);
-    let file_pages = if report.page_size > 0 {
-        bytes.len() as u64 / u64::from(report.page_size)
-    } else {
-        0
+    let checked = match check_snapshot(path, is_file, &mut progress) {
+        Some(r) => Ok((r, Source::Snapshot)),
+        None => mdb::check::check_file_with(&data_path, &mut progress).map(|r| (r, Source::File)),
     };
+    bar.finish();
+    let (report, source) = match checked {
+        Ok(v) => v,
+        Err(e) => {
+            let text = mdb::error::strerror(e.code());
+            errln(&[
+                prog,
+                b": ",
+                data_path.as_os_str().as_bytes(),
+                b": ",
+                text.as_bytes(),
+            ]);
+            return 2;
+        }
+    };
+    let file_pages = report.file_pages;
     let text = if json {
         to_json(&data_path, source, file_pages, &report)
     } else {
@@ -121,9 +112,13 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
     }
 }
 
-/// The newest snapshot of the environment at `path`, copied through a read
-/// transaction, or `None` if the environment does not open.
-fn snapshot(path: &Path, is_file: bool) -> Option<Vec<u8>> {
+/// The check of the newest snapshot of the environment at `path`, read
+/// through a read transaction, or `None` if the environment does not open.
+fn check_snapshot(
+    path: &Path,
+    is_file: bool,
+    progress: &mut dyn FnMut(CheckProgress),
+) -> Option<Report> {
     let data = if is_file {
         path.to_path_buf()
     } else {
@@ -142,20 +137,7 @@ fn snapshot(path: &Path, is_file: bool) -> Option<Vec<u8>> {
         .mode(0o664)
         .open(path)
         .ok()?;
-    let mut bar = Progress::new("reading", 0, Unit::Bytes);
-    // Room for the snapshot as it is now (a few more pages may come).
-    let size = env
-        .info()
-        .map(|i| (i.last_pgno + 1).saturating_mul(env.page_size() as u64))
-        .unwrap_or(0);
-    let mut buf = Vec::with_capacity(size.min(1 << 40) as usize + (64 << 10));
-    let r = env.copy_to_writer_with(&mut buf, false, &mut |p| {
-        bar.set_total(p.pages_total * p.page_size as u64);
-        bar.update(p.pages_done * p.page_size as u64);
-        true
-    });
-    bar.finish();
-    r.ok().map(|_| buf)
+    mdb::check::check_env(&env, progress).ok()
 }
 
 /// Whether both meta pages decode and their sizes are ones the engine can
@@ -183,49 +165,6 @@ fn metas_plausible(data: &Path) -> bool {
             .and_then(|n| n.checked_mul(u64::from(m.psize())))
             .is_some_and(|n| n <= 1 << 46)
     })
-}
-
-/// Read the whole data file, with a progress bar for big files.
-fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
-    let mut bar = Progress::new("reading", len, Unit::Bytes);
-    let mut buf = Vec::with_capacity(len.min(1 << 34) as usize);
-    let mut chunk = vec![0u8; 1 << 20];
-    loop {
-        let n = match f.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        bar.update(buf.len() as u64);
-    }
-    bar.finish();
-    Ok(buf)
-}
-
-/// Run the checker; on a terminal, show that it is working.
-fn check_with_spinner(bytes: &[u8]) -> Report {
-    if !crate::progress::isatty(2) {
-        return mdb::check::check_bytes(bytes);
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let s2 = Arc::clone(&stop);
-    let size = bytes.len() as u64;
-    let t = std::thread::spawn(move || {
-        let mut bar = Progress::new("checking", 0, Unit::Bytes).stride(1);
-        while !s2.load(Ordering::SeqCst) {
-            bar.update(size);
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        bar.finish();
-    });
-    let r = mdb::check::check_bytes(bytes);
-    stop.store(true, Ordering::SeqCst);
-    let _ = t.join();
-    r
 }
 
 fn to_text(path: &Path, source: Source, file_pages: u64, r: &Report) -> String {

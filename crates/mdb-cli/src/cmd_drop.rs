@@ -1,7 +1,7 @@
 //! `mdb drop` / `mdb_drop`: empty or delete a database.
 
 use crate::getopt::{Getopt, Opt};
-use crate::{errln, lib_err, usage, Invocation};
+use crate::{lib_err, usage, Invocation};
 use mdb::{Database, EnvFlags, EnvOptions, ErrorKind, Txn};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -36,27 +36,18 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
     let mut delete = false;
     let mut nosubdir = false;
     let mut sub: Option<OsString> = None;
-    let mut g = Getopt::new(args, "dns:V").with_long_help(inv.long_help);
-    while let Some(r) = g.next_opt() {
-        match r {
-            Err(e) => {
-                errln(&[&e.message(prog)]);
-                usage(prog, SYNOPSIS);
-                return 1;
-            }
-            Ok(Opt::Help) => {
-                crate::print_help(HELP);
-                return 0;
-            }
-            Ok(Opt::Flag(b'V')) => {
-                crate::print_version();
-                return 0;
-            }
-            Ok(Opt::Flag(b'd')) => delete = true,
-            Ok(Opt::Flag(b'n')) => nosubdir = true,
-            Ok(Opt::Arg(b's', v)) => sub = Some(v),
-            Ok(_) => unreachable!("option string and match disagree"),
+    let g = Getopt::new(args, "dns:V").with_long_help(inv.long_help);
+    let mut g = crate::ToolOpts::new(g, prog, (SYNOPSIS, HELP), 1, true);
+    for opt in &mut g {
+        match opt {
+            Opt::Flag(b'd') => delete = true,
+            Opt::Flag(b'n') => nosubdir = true,
+            Opt::Arg(b's', v) => sub = Some(v),
+            _ => unreachable!("option string and match disagree"),
         }
+    }
+    if let Some(code) = g.exit {
+        return code;
     }
     let ops = g.operands();
     if ops.len() != 1 {

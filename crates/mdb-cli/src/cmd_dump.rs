@@ -162,25 +162,17 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
         ..Opts::default()
     };
     let mut out = Out::stdout();
-    let mut g = Getopt::new(args, "af:lnps:V").with_long_help(inv.long_help);
-    while let Some(r) = g.next_opt() {
-        match r {
-            Err(e) => {
-                errln(&[&e.message(prog)]);
-                usage(prog, SYNOPSIS);
-                return 1;
-            }
-            Ok(Opt::Help) => {
-                crate::print_help(HELP);
-                return 0;
-            }
-            Ok(Opt::Flag(b'V')) => {
+    let g = Getopt::new(args, "af:lnps:V").with_long_help(inv.long_help);
+    let mut g = crate::ToolOpts::new(g, prog, (SYNOPSIS, HELP), 1, false);
+    for opt in &mut g {
+        match opt {
+            Opt::Flag(b'V') => {
                 // Like LMDB, this goes to the current output (a -f file if one came first).
                 out.put(mdb::VERSION_STRING.as_bytes());
                 out.put(b"\n");
                 return 0;
             }
-            Ok(Opt::Flag(c @ (b'a' | b'l'))) => {
+            Opt::Flag(c @ (b'a' | b'l')) => {
                 if o.sub.is_some() {
                     usage(prog, SYNOPSIS);
                     return 1;
@@ -188,7 +180,7 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
                 o.all = true;
                 o.list |= c == b'l';
             }
-            Ok(Opt::Arg(b'f', file)) => {
+            Opt::Arg(b'f', file) => {
                 // Opened at once, as LMDB's freopen does: the file is created
                 // even if a later error stops the tool.
                 match File::create(&file) {
@@ -203,17 +195,20 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
                     }
                 }
             }
-            Ok(Opt::Flag(b'n')) => o.no_subdir = true,
-            Ok(Opt::Flag(b'p')) => o.print = true,
-            Ok(Opt::Arg(b's', v)) => {
+            Opt::Flag(b'n') => o.no_subdir = true,
+            Opt::Flag(b'p') => o.print = true,
+            Opt::Arg(b's', v) => {
                 if o.all {
                     usage(prog, SYNOPSIS);
                     return 1;
                 }
                 o.sub = Some(v);
             }
-            Ok(_) => unreachable!("option string and match disagree"),
+            _ => unreachable!("option string and match disagree"),
         }
+    }
+    if let Some(code) = g.exit {
+        return code;
     }
     let ops = g.operands();
     if ops.len() != 1 {

@@ -408,24 +408,12 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
     let prog = &inv.prog[..];
     let mut o = Opts::default();
     let mut input: Option<File> = None;
-    let mut g = Getopt::new(args, "af:ns:NTV").with_long_help(inv.long_help);
-    while let Some(r) = g.next_opt() {
-        match r {
-            Err(e) => {
-                errln(&[&e.message(prog)]);
-                usage(prog, SYNOPSIS);
-                return 1;
-            }
-            Ok(Opt::Help) => {
-                crate::print_help(HELP);
-                return 0;
-            }
-            Ok(Opt::Flag(b'V')) => {
-                crate::print_version();
-                return 0;
-            }
-            Ok(Opt::Flag(b'a')) => o.append = true,
-            Ok(Opt::Arg(b'f', file)) => match File::open(&file) {
+    let g = Getopt::new(args, "af:ns:NTV").with_long_help(inv.long_help);
+    let mut g = crate::ToolOpts::new(g, prog, (SYNOPSIS, HELP), 1, true);
+    for opt in &mut g {
+        match opt {
+            Opt::Flag(b'a') => o.append = true,
+            Opt::Arg(b'f', file) => match File::open(&file) {
                 Ok(f) => input = Some(f),
                 Err(e) => {
                     let text = crate::os_strerror(&e);
@@ -433,12 +421,15 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
                     return 1;
                 }
             },
-            Ok(Opt::Flag(b'n')) => o.no_subdir = true,
-            Ok(Opt::Arg(b's', v)) => o.sub = Some(v.as_bytes().to_vec()),
-            Ok(Opt::Flag(b'N')) => o.no_overwrite = true,
-            Ok(Opt::Flag(b'T')) => o.text = true,
-            Ok(_) => unreachable!("option string and match disagree"),
+            Opt::Flag(b'n') => o.no_subdir = true,
+            Opt::Arg(b's', v) => o.sub = Some(v.as_bytes().to_vec()),
+            Opt::Flag(b'N') => o.no_overwrite = true,
+            Opt::Flag(b'T') => o.text = true,
+            _ => unreachable!("option string and match disagree"),
         }
+    }
+    if let Some(code) = g.exit {
+        return code;
     }
     let ops = g.operands();
     if ops.len() != 1 {

@@ -6,7 +6,6 @@ use crate::{lib_err, Invocation};
 use mdb::{EnvFlags, EnvOptions, ReaderInfo};
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -95,28 +94,9 @@ impl Liveness {
 /// Run the tool; returns the exit status.
 pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
     let prog = &inv.prog[..];
-    let mut json = false;
-    let mut check = false;
-    let mut rest = Vec::with_capacity(args.len());
-    let mut after_dd = false;
-    for a in args {
-        if !after_dd {
-            match a.as_bytes() {
-                b"--json" => {
-                    json = true;
-                    continue;
-                }
-                b"--check" => {
-                    check = true;
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        after_dd |= a.as_bytes() == b"--";
-        rest.push(a);
-    }
-    let (nosubdir, dbpath) = match crate::nosubdir_and_path(prog, rest, SYNOPSIS, HELP, 1) {
+    let mut args = args;
+    let [json, check] = crate::take_long(&mut args, ["--json", "--check"]);
+    let (nosubdir, dbpath) = match crate::nosubdir_and_path(prog, args, SYNOPSIS, HELP, 1) {
         Ok(v) => v,
         Err(code) => return code,
     };

@@ -1,7 +1,7 @@
 //! `mdb stat` / `mdb_stat`: environment, reader, free-list and database statistics.
 
 use crate::getopt::{Getopt, Opt};
-use crate::{errln, lib_err, usage, Invocation};
+use crate::{lib_err, usage, Invocation};
 use mdb::{Database, Env, EnvFlags, EnvOptions, RoTxn, Stat, Txn};
 use std::ffi::OsString;
 use std::io::Write;
@@ -51,54 +51,35 @@ pub(crate) fn run(inv: &Invocation, args: Vec<OsString>) -> i32 {
     // `mdb stat --json` (not in the LMDB-named form).
     let mut args = args;
     if inv.long_help {
-        let dd = args
-            .iter()
-            .position(|a| a.as_bytes() == b"--")
-            .unwrap_or(args.len());
-        let before = args.len();
-        let mut i = 0;
-        args.retain(|a| {
-            i += 1;
-            !(i <= dd && a.as_bytes() == b"--json")
-        });
-        o.json = args.len() != before;
+        [o.json] = crate::take_long(&mut args, ["--json"]);
     }
-    let mut g = Getopt::new(args, "Vaefnrs:").with_long_help(inv.long_help);
-    while let Some(r) = g.next_opt() {
-        match r {
-            Err(e) => {
-                errln(&[&e.message(prog)]);
-                usage(prog, SYNOPSIS);
-                return 1;
-            }
-            Ok(Opt::Help) => {
-                crate::print_help(HELP);
-                return 0;
-            }
-            Ok(Opt::Flag(b'V')) => {
-                crate::print_version();
-                return 0;
-            }
-            Ok(Opt::Flag(b'a')) => {
+    let g = Getopt::new(args, "Vaefnrs:").with_long_help(inv.long_help);
+    let mut g = crate::ToolOpts::new(g, prog, (SYNOPSIS, HELP), 1, true);
+    for opt in &mut g {
+        match opt {
+            Opt::Flag(b'a') => {
                 if o.sub.is_some() {
                     usage(prog, SYNOPSIS);
                     return 1;
                 }
                 o.all = true;
             }
-            Ok(Opt::Flag(b'e')) => o.env_info = true,
-            Ok(Opt::Flag(b'f')) => o.free += 1,
-            Ok(Opt::Flag(b'n')) => o.no_subdir = true,
-            Ok(Opt::Flag(b'r')) => o.readers += 1,
-            Ok(Opt::Arg(b's', v)) => {
+            Opt::Flag(b'e') => o.env_info = true,
+            Opt::Flag(b'f') => o.free += 1,
+            Opt::Flag(b'n') => o.no_subdir = true,
+            Opt::Flag(b'r') => o.readers += 1,
+            Opt::Arg(b's', v) => {
                 if o.all {
                     usage(prog, SYNOPSIS);
                     return 1;
                 }
                 o.sub = Some(v);
             }
-            Ok(_) => unreachable!("option string and match disagree"),
+            _ => unreachable!("option string and match disagree"),
         }
+    }
+    if let Some(code) = g.exit {
+        return code;
     }
     let ops = g.operands();
     if ops.len() != 1 {

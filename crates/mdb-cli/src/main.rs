@@ -31,7 +31,7 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 
-/// The tools: LMDB's five, and three of our own.
+/// The tools: LMDB's five, and six of our own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tool {
     Stat,
@@ -124,6 +124,93 @@ pub(crate) struct Invocation {
 /// dbpath (`mdb check`, `mdb readers`, `mdb checkpoint`): whether `-n` was
 /// given, and the path; or the exit status (0 after `-V` or `--help`,
 /// `bad` after a usage message).
+/// A tool's options, as it reads them: `--help` and, if `version`, `-V`
+/// are answered here (help text, version), as is a bad option (its message
+/// and the usage line); the iteration then ends with `exit` set to the
+/// status to exit with.
+pub(crate) struct ToolOpts<'a> {
+    g: getopt::Getopt,
+    prog: &'a [u8],
+    synopsis: &'a str,
+    help: &'a str,
+    /// Exit status of bad usage.
+    bad: i32,
+    version: bool,
+    /// Set when the tool is to exit with this status.
+    pub(crate) exit: Option<i32>,
+}
+
+impl<'a> ToolOpts<'a> {
+    pub(crate) fn new(
+        g: getopt::Getopt,
+        prog: &'a [u8],
+        (synopsis, help): (&'a str, &'a str),
+        bad: i32,
+        version: bool,
+    ) -> ToolOpts<'a> {
+        ToolOpts {
+            g,
+            prog,
+            synopsis,
+            help,
+            bad,
+            version,
+            exit: None,
+        }
+    }
+
+    /// The operands after the options.
+    pub(crate) fn operands(self) -> Vec<OsString> {
+        self.g.operands()
+    }
+}
+
+impl Iterator for ToolOpts<'_> {
+    type Item = getopt::Opt;
+
+    fn next(&mut self) -> Option<getopt::Opt> {
+        if self.exit.is_some() {
+            return None;
+        }
+        let status = match self.g.next_opt()? {
+            Err(e) => {
+                errln(&[&e.message(self.prog)]);
+                usage(self.prog, self.synopsis);
+                self.bad
+            }
+            Ok(getopt::Opt::Help) => {
+                print_help(self.help);
+                0
+            }
+            Ok(getopt::Opt::Flag(b'V')) if self.version => {
+                print_version();
+                0
+            }
+            Ok(o) => return Some(o),
+        };
+        self.exit = Some(status);
+        None
+    }
+}
+
+/// Take the long options `names` out of `args` (those before a `--`);
+/// which of them were given.
+pub(crate) fn take_long<const N: usize>(args: &mut Vec<OsString>, names: [&str; N]) -> [bool; N] {
+    let mut given = [false; N];
+    let mut after_dd = false;
+    args.retain(|a| {
+        if !after_dd {
+            if let Some(i) = names.iter().position(|n| a.as_bytes() == n.as_bytes()) {
+                given[i] = true;
+                return false;
+            }
+        }
+        after_dd |= a.as_bytes() == b"--";
+        true
+    });
+    given
+}
+
 pub(crate) fn nosubdir_and_path(
     prog: &[u8],
     args: Vec<OsString>,
@@ -132,25 +219,16 @@ pub(crate) fn nosubdir_and_path(
     bad: i32,
 ) -> Result<(bool, OsString), i32> {
     let mut nosubdir = false;
-    let mut g = getopt::Getopt::new(args, "nV").with_long_help(true);
-    while let Some(r) = g.next_opt() {
-        match r {
-            Err(e) => {
-                errln(&[&e.message(prog)]);
-                usage(prog, synopsis);
-                return Err(bad);
-            }
-            Ok(getopt::Opt::Help) => {
-                print_help(help);
-                return Err(0);
-            }
-            Ok(getopt::Opt::Flag(b'V')) => {
-                print_version();
-                return Err(0);
-            }
-            Ok(getopt::Opt::Flag(b'n')) => nosubdir = true,
-            Ok(_) => unreachable!("option string and match disagree"),
+    let g = getopt::Getopt::new(args, "nV").with_long_help(true);
+    let mut g = ToolOpts::new(g, prog, (synopsis, help), bad, true);
+    for opt in &mut g {
+        match opt {
+            getopt::Opt::Flag(b'n') => nosubdir = true,
+            _ => unreachable!("option string and match disagree"),
         }
+    }
+    if let Some(code) = g.exit {
+        return Err(code);
     }
     let mut ops = g.operands();
     if ops.len() != 1 {

@@ -5,111 +5,12 @@
 //! read transactions are the caller's to close; when their transaction ends
 //! they are only unbound, and `mdb_cursor_renew` binds them again.
 
-use crate::data::{answer_existing, check_sizes, db_flags, stash};
-use crate::env::MDB_env;
 use crate::guard::{code, failed_with, guard, guard_inline, guard_or};
-use crate::txn::{txn_ref, Kind, MDB_txn, View};
+use crate::handles::{cursor_ref, detach, txn_ref, Kind, MDB_cursor, MDB_txn, View};
+use crate::put::{answer_existing, check_sizes, db_flags, stash};
 use crate::types::*;
 use mdb::{CursorOp, CursorState, WriteFlags};
 use std::os::raw::{c_int, c_uint};
-
-/// `MDB_cursor`.
-pub struct MDB_cursor {
-    live: bool,
-    /// Opened in a write transaction: pooled, freed with it.
-    write: bool,
-    /// NULL once the transaction ended (read cursors).
-    txn: *mut MDB_txn,
-    env: *mut MDB_env,
-    dbi: MDB_dbi,
-    st: Option<CursorState>,
-    /// The leaf `st` stands on, for `MDB_NEXT` in a read transaction (see
-    /// [`Leaf`]). Set only by `mdb_cursor_get` while the transaction is a
-    /// live read snapshot; cleared when it ends or is reset ([`detach`],
-    /// [`forget_leaf`]), by `mdb_cursor_renew` and by every other move. So
-    /// it is `None` in write transactions, and puts and deletes (which need
-    /// one) never meet it.
-    leaf: Option<Leaf>,
-}
-
-/// A read cursor's leaf page, kept across calls so that `MDB_NEXT` along
-/// it needs no page lookup: the page's bytes in the map (from the engine,
-/// bounds-checked when taken), the leaf's level in the cursor's stack and
-/// the cursor's index in it (mirrored into the engine's position at each
-/// step). The bytes are a committed page of the cursor's read snapshot: the
-/// map stays put until the environment closes, and no writer changes a page
-/// while a snapshot that sees it lives.
-#[derive(Clone, Copy)]
-struct Leaf {
-    ptr: *const u8,
-    len: usize,
-    level: usize,
-    ix: usize,
-}
-
-impl MDB_cursor {
-    /// Keep the leaf the engine's position now stands on (read snapshots
-    /// only; `None` when the next step needs the general path).
-    fn keep_leaf(&mut self, r: &mdb::RoTxn<'static>) {
-        self.leaf = self
-            .st
-            .as_ref()
-            .and_then(|st| st.leaf_of(r))
-            .map(|(b, level, ix)| Leaf {
-                ptr: b.as_ptr(),
-                len: b.len(),
-                level,
-                ix,
-            });
-    }
-}
-
-/// Drop cursor `c`'s kept leaf: its read snapshot is ending.
-///
-/// # Safety
-/// `c` is a live cursor.
-pub(crate) unsafe fn forget_leaf(c: *mut MDB_cursor) {
-    // SAFETY: per the caller's contract.
-    unsafe { (*c).leaf = None };
-}
-
-/// Unbind cursor `c` from its ending transaction.
-///
-/// # Safety
-/// `c` is a live cursor.
-pub(crate) unsafe fn detach(c: *mut MDB_cursor) {
-    // SAFETY: per the caller's contract.
-    let cur = unsafe { &mut *c };
-    cur.txn = std::ptr::null_mut();
-    cur.leaf = None;
-    if cur.write {
-        cur.live = false;
-        cur.st = None;
-        // SAFETY: the env outlives its cursors' transactions.
-        unsafe { &*cur.env }
-            .cursors
-            .lock()
-            .unwrap_or_else(|x| x.into_inner())
-            .give_back(c);
-    }
-}
-
-/// A live cursor, or `EINVAL`.
-///
-/// # Safety
-/// `c` is NULL or a cursor from `mdb_cursor_open` (pooled structs stay
-/// allocated until their environment closes).
-unsafe fn cursor_ref<'a>(c: *mut MDB_cursor) -> Result<&'a mut MDB_cursor, c_int> {
-    if c.is_null() {
-        return Err(EINVAL);
-    }
-    // SAFETY: per the caller's contract.
-    let cur = unsafe { &mut *c };
-    if !cur.live {
-        return Err(EINVAL);
-    }
-    Ok(cur)
-}
 
 /// The cursor and its (usable) transaction.
 ///

@@ -11,291 +11,18 @@
 //! not; it is closed if they all abort. A transaction may use only the
 //! handles shared before it began, and its own: others get `EINVAL`.
 
-use crate::env::MDB_env;
 use crate::guard::{code, guard, is_fatal};
-use crate::txn::{txn_ref, View};
+use crate::handles::{env_ref, txn_ref, DbiEntry, MDB_env, MDB_txn, View, UNSHARED};
 use crate::types::*;
 use mdb::{Database, DbFlags, Txn};
 use std::cmp::Ordering;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 
-/// Handles below this number are looked up without a lock.
-pub(crate) const FAST_DBIS: usize = 64;
-
-/// One open handle.
-#[derive(Clone)]
-pub(crate) struct DbiEntry {
-    pub(crate) db: Database,
-    pub(crate) name: Option<Vec<u8>>,
-    pub(crate) cmp: Option<MDB_cmp_func>,
-    pub(crate) dcmp: Option<MDB_cmp_func>,
-    /// Opened in the live write transaction, not committed yet: read
-    /// transactions do not see it (the engine refuses them with `EINVAL`).
-    pub(crate) pending: bool,
-    /// The `MDB_env::dbi_epoch` at which a commit shared the handle with
-    /// the transactions begun since; [`UNSHARED`] before.
-    pub(crate) born: u32,
-    /// The live transactions (addresses) that opened the handle and may
-    /// use it whatever `born` says.
-    pub(crate) owners: Vec<usize>,
-}
-
-/// `DbiEntry::born` of a handle only its openers may use.
-pub(crate) const UNSHARED: u32 = u32::MAX;
-
-/// The environment's handles, by C number.
-pub(crate) struct DbiTable {
-    slots: Vec<Option<DbiEntry>>,
-}
-
-impl DbiTable {
-    pub(crate) fn new() -> DbiTable {
-        let e = |db| {
-            Some(DbiEntry {
-                db,
-                name: None,
-                cmp: None,
-                dcmp: None,
-                pending: false,
-                born: 0,
-                owners: Vec::new(),
-            })
-        };
-        DbiTable {
-            slots: vec![e(Database::FREE), e(Database::MAIN)],
-        }
-    }
-
-    pub(crate) fn get(&self, dbi: MDB_dbi) -> Option<&DbiEntry> {
-        self.slots.get(dbi as usize).and_then(|s| s.as_ref())
-    }
-
-    /// The open handle named `name`; for a reader, not one still pending.
-    pub(crate) fn find(&self, name: &[u8], reader: bool) -> Option<MDB_dbi> {
-        self.slots
-            .iter()
-            .position(|s| {
-                s.as_ref()
-                    .is_some_and(|e| e.name.as_deref() == Some(name) && !(reader && e.pending))
-            })
-            .map(|i| i as MDB_dbi)
-    }
-
-    /// Take `owner` off the open handles of `dbis` it opened, and apply
-    /// `f` to each.
-    fn disown(&mut self, dbis: &[MDB_dbi], owner: usize, mut f: impl FnMut(&mut DbiEntry)) {
-        for &d in dbis {
-            if let Some(Some(e)) = self.slots.get_mut(d as usize) {
-                if let Some(i) = e.owners.iter().position(|&o| o == owner) {
-                    e.owners.swap_remove(i);
-                    f(e);
-                }
-            }
-        }
-    }
-
-    /// Top-level transaction `owner`, which opened `dbis`, committed:
-    /// those still private are shared from epoch `epoch` on. Whether any was.
-    fn share(&mut self, dbis: &[MDB_dbi], owner: usize, epoch: u32) -> bool {
-        let mut any = false;
-        self.disown(dbis, owner, |e| {
-            e.pending = false;
-            if e.born == UNSHARED {
-                e.born = epoch;
-                any = true;
-            }
-        });
-        any
-    }
-
-    /// Child `from`, which opened `dbis`, committed: they are its parent's.
-    fn hand_over(&mut self, dbis: &[MDB_dbi], from: usize, to: usize) {
-        self.disown(dbis, from, |e| {
-            if !e.owners.contains(&to) {
-                e.owners.push(to);
-            }
-        });
-    }
-
-    /// `owner`, which opened `dbis`, aborted: those nobody else holds and
-    /// that were never shared are closed (their databases returned).
-    fn abandon(&mut self, dbis: &[MDB_dbi], owner: usize) -> Vec<Database> {
-        self.disown(dbis, owner, |_| {});
-        let orphan = |e: &DbiEntry| e.owners.is_empty() && e.born == UNSHARED;
-        dbis.iter()
-            .filter(|&&d| self.get(d).is_some_and(orphan))
-            .copied()
-            .collect::<Vec<_>>()
-            .into_iter()
-            .filter_map(|d| self.remove(d).map(|e| e.db))
-            .collect()
-    }
-
-    fn named(&self) -> usize {
-        self.slots.iter().skip(2).filter(|s| s.is_some()).count()
-    }
-
-    fn insert(&mut self, e: DbiEntry) -> MDB_dbi {
-        match self.slots.iter().skip(2).position(|s| s.is_none()) {
-            Some(i) => {
-                self.slots[i + 2] = Some(e);
-                (i + 2) as MDB_dbi
-            }
-            None => {
-                self.slots.push(Some(e));
-                (self.slots.len() - 1) as MDB_dbi
-            }
-        }
-    }
-
-    fn remove(&mut self, dbi: MDB_dbi) -> Option<DbiEntry> {
-        if dbi < 2 {
-            return None;
-        }
-        self.slots.get_mut(dbi as usize).and_then(|s| s.take())
-    }
-}
-
-impl crate::txn::MDB_txn {
-    /// The engine database of handle `dbi` if this transaction may use it:
-    /// shared before it began, or opened by it or an ancestor (else
-    /// `EINVAL`, as LMDB).
-    #[inline]
-    pub(crate) fn db(&self, dbi: MDB_dbi) -> Result<Database, c_int> {
-        // SAFETY: a live transaction's env outlives it.
-        let env = unsafe { &*self.env };
-        if let Some(f) = env.dbi_fast.get(dbi as usize) {
-            let v = f.load(std::sync::atomic::Ordering::Acquire);
-            // Open (not 0) and born by this transaction's epoch, in one
-            // compare (see `MDB_env::dbi_limit`); the rest is for the slow
-            // path, which also refuses a closed handle.
-            if v.wrapping_sub(1) < self.dbi_limit {
-                return Ok(Database::from_dbi(v as u32 - 1));
-            }
-        }
-        self.db_slow(dbi)
-    }
-
-    #[cold]
-    fn db_slow(&self, dbi: MDB_dbi) -> Result<Database, c_int> {
-        // SAFETY: as in `db`.
-        let env = unsafe { &*self.env };
-        let t = env.dbis.read().unwrap_or_else(|x| x.into_inner());
-        match t.get(dbi) {
-            Some(e) if self.may_use(e) => Ok(e.db),
-            _ => Err(EINVAL),
-        }
-    }
-
-    /// Whether this transaction may use handle `e`.
-    fn may_use(&self, e: &DbiEntry) -> bool {
-        if u64::from(e.born) <= self.dbi_limit >> 32 {
-            return true;
-        }
-        let mut t: *const crate::txn::MDB_txn = self;
-        while !t.is_null() {
-            if e.owners.contains(&(t as usize)) {
-                return true;
-            }
-            // SAFETY: a live transaction's ancestors are live.
-            t = unsafe { (*t).parent };
-        }
-        false
-    }
-
-    /// The engine database of a handle that user data may be read or
-    /// written through: not the free DB.
-    #[inline]
-    pub(crate) fn data_db(&self, dbi: MDB_dbi) -> Result<Database, c_int> {
-        if dbi == 0 {
-            return Err(EINVAL);
-        }
-        self.db(dbi)
-    }
-}
-
-impl MDB_env {
-    /// What a transaction beginning now may use of `dbi_fast`: an entry
-    /// `v` with `v - 1 < limit` (wrapping: not 0) was born by the current
-    /// epoch `e`, as `limit` is `(e + 1) << 32` less one.
-    pub(crate) fn dbi_limit(&self) -> u64 {
-        let e = self.dbi_epoch.load(std::sync::atomic::Ordering::Acquire);
-        ((u64::from(e) + 1) << 32) - 1
-    }
-
-    /// Mirror the table's first handles into `dbi_fast` (called with the
-    /// write lock held, after a handle is opened, shared or closed).
-    fn sync_dbi_fast(&self, t: &DbiTable) {
-        for (i, f) in self.dbi_fast.iter().enumerate() {
-            let v = t
-                .get(i as MDB_dbi)
-                .map_or(0, |e| (u64::from(e.born) << 32) | u64::from(e.db.dbi() + 1));
-            f.store(v, std::sync::atomic::Ordering::Release);
-        }
-    }
-
-    /// Transaction `txn` ended having opened `dbis`. Committed: a child's
-    /// pass to its parent; a top-level one's are shared with the
-    /// transactions that begin from now on. Aborted (or reset): closed
-    /// unless another live transaction opened them too, or one shared them.
-    #[inline(never)]
-    pub(crate) fn end_dbis(
-        &self,
-        dbis: &[MDB_dbi],
-        txn: *const crate::txn::MDB_txn,
-        commit: bool,
-        parent: *const crate::txn::MDB_txn,
-    ) {
-        let closed = {
-            let mut t = self.dbis.write().unwrap_or_else(|x| x.into_inner());
-            let closed = if !commit {
-                t.abandon(dbis, txn as usize)
-            } else if !parent.is_null() {
-                t.hand_over(dbis, txn as usize, parent as usize);
-                Vec::new()
-            } else {
-                let epoch = self.dbi_epoch.load(std::sync::atomic::Ordering::Relaxed);
-                let next = epoch.saturating_add(1).min(UNSHARED - 1);
-                if t.share(dbis, txn as usize, next) {
-                    self.sync_dbi_fast(&t);
-                    // After the entries: a transaction that reads `next`
-                    // sees them shared.
-                    self.dbi_epoch
-                        .store(next, std::sync::atomic::Ordering::Release);
-                }
-                Vec::new()
-            };
-            if !closed.is_empty() {
-                self.sync_dbi_fast(&t);
-            }
-            closed
-        };
-        if let Ok(en) = self.engine() {
-            for db in closed {
-                en.close_db(db);
-            }
-        }
-    }
-
-    /// Close handle `dbi` (no-op for 0, 1 and unknown handles).
-    pub(crate) fn close_dbi(&self, dbi: MDB_dbi) {
-        let e = {
-            let mut t = self.dbis.write().unwrap_or_else(|x| x.into_inner());
-            let e = t.remove(dbi);
-            self.sync_dbi_fast(&t);
-            e
-        };
-        if let (Some(e), Ok(en)) = (e, self.engine()) {
-            en.close_db(e.db);
-        }
-    }
-}
-
 /// `mdb_dbi_open`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_dbi_open(
-    txn: *mut crate::txn::MDB_txn,
+    txn: *mut MDB_txn,
     name: *const c_char,
     flags: c_uint,
     dbi: *mut MDB_dbi,
@@ -331,7 +58,7 @@ pub unsafe extern "C" fn mdb_dbi_open(
             {
                 let mut tab = env.dbis.write().unwrap_or_else(|x| x.into_inner());
                 if let Some(h) = tab.find(name, rdonly) {
-                    if let Some(e) = tab.slots[h as usize].as_mut() {
+                    if let Some(e) = tab.get_mut(h) {
                         // Private to another transaction, or shared after
                         // this one began: it becomes this one's too.
                         if !t.may_use(e) {
@@ -411,7 +138,7 @@ pub unsafe extern "C" fn mdb_dbi_open(
 /// `mdb_dbi_flags`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_dbi_flags(
-    txn: *mut crate::txn::MDB_txn,
+    txn: *mut MDB_txn,
     dbi: MDB_dbi,
     flags: *mut c_uint,
 ) -> c_int {
@@ -440,7 +167,7 @@ pub unsafe extern "C" fn mdb_dbi_flags(
 pub unsafe extern "C" fn mdb_dbi_close(env: *mut MDB_env, dbi: MDB_dbi) {
     guard(move || {
         // SAFETY: env per the lmdb.h contract.
-        if let Ok(e) = unsafe { crate::env::env_ref(env) } {
+        if let Ok(e) = unsafe { env_ref(env) } {
             e.close_dbi(dbi);
         }
         0
@@ -449,11 +176,7 @@ pub unsafe extern "C" fn mdb_dbi_close(env: *mut MDB_env, dbi: MDB_dbi) {
 
 /// `mdb_stat`.
 #[no_mangle]
-pub unsafe extern "C" fn mdb_stat(
-    txn: *mut crate::txn::MDB_txn,
-    dbi: MDB_dbi,
-    stat: *mut MDB_stat,
-) -> c_int {
+pub unsafe extern "C" fn mdb_stat(txn: *mut MDB_txn, dbi: MDB_dbi, stat: *mut MDB_stat) -> c_int {
     guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
@@ -468,7 +191,7 @@ pub unsafe extern "C" fn mdb_stat(
                 View::Rw(w) => w.stat(db),
             }
             .map_err(|e| e.code())?;
-            crate::env::fill_stat(stat, &s);
+            fill_stat(stat, &s);
             Ok(())
         })())
     })
@@ -476,11 +199,7 @@ pub unsafe extern "C" fn mdb_stat(
 
 /// `mdb_drop`: empty a database (`del == 0`) or delete it (`del == 1`).
 #[no_mangle]
-pub unsafe extern "C" fn mdb_drop(
-    txn: *mut crate::txn::MDB_txn,
-    dbi: MDB_dbi,
-    del: c_int,
-) -> c_int {
+pub unsafe extern "C" fn mdb_drop(txn: *mut MDB_txn, dbi: MDB_dbi, del: c_int) -> c_int {
     guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
@@ -518,12 +237,7 @@ pub unsafe extern "C" fn mdb_drop(
     })
 }
 
-fn set_cmp(
-    txn: *mut crate::txn::MDB_txn,
-    dbi: MDB_dbi,
-    f: Option<MDB_cmp_func>,
-    dup: bool,
-) -> c_int {
+fn set_cmp(txn: *mut MDB_txn, dbi: MDB_dbi, f: Option<MDB_cmp_func>, dup: bool) -> c_int {
     guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
@@ -536,7 +250,7 @@ fn set_cmp(
                 .set_comparator(db, crate::cmp::c_comparator(f), dup)
                 .map_err(|e| e.code())?;
             let mut tab = env.dbis.write().unwrap_or_else(|x| x.into_inner());
-            if let Some(Some(e)) = tab.slots.get_mut(dbi as usize) {
+            if let Some(e) = tab.get_mut(dbi) {
                 if dup {
                     e.dcmp = Some(f);
                 } else {
@@ -551,7 +265,7 @@ fn set_cmp(
 /// `mdb_set_compare`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_set_compare(
-    txn: *mut crate::txn::MDB_txn,
+    txn: *mut MDB_txn,
     dbi: MDB_dbi,
     cmp: Option<MDB_cmp_func>,
 ) -> c_int {
@@ -561,14 +275,14 @@ pub unsafe extern "C" fn mdb_set_compare(
 /// `mdb_set_dupsort`.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_set_dupsort(
-    txn: *mut crate::txn::MDB_txn,
+    txn: *mut MDB_txn,
     dbi: MDB_dbi,
     cmp: Option<MDB_cmp_func>,
 ) -> c_int {
     set_cmp(txn, dbi, cmp, true)
 }
 
-fn check_handle(txn: *mut crate::txn::MDB_txn, dbi: MDB_dbi) -> c_int {
+fn check_handle(txn: *mut MDB_txn, dbi: MDB_dbi) -> c_int {
     guard(move || {
         code((|| {
             // SAFETY: txn per the lmdb.h contract.
@@ -581,7 +295,7 @@ fn check_handle(txn: *mut crate::txn::MDB_txn, dbi: MDB_dbi) -> c_int {
 /// `mdb_set_relfunc`: accepted and ignored, as in LMDB 0.9.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_set_relfunc(
-    txn: *mut crate::txn::MDB_txn,
+    txn: *mut MDB_txn,
     dbi: MDB_dbi,
     _rel: Option<MDB_rel_func>,
 ) -> c_int {
@@ -591,7 +305,7 @@ pub unsafe extern "C" fn mdb_set_relfunc(
 /// `mdb_set_relctx`: accepted and ignored, as in LMDB 0.9.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_set_relctx(
-    txn: *mut crate::txn::MDB_txn,
+    txn: *mut MDB_txn,
     dbi: MDB_dbi,
     _ctx: *mut c_void,
 ) -> c_int {
@@ -599,7 +313,7 @@ pub unsafe extern "C" fn mdb_set_relctx(
 }
 
 fn compare(
-    txn: *mut crate::txn::MDB_txn,
+    txn: *mut MDB_txn,
     dbi: MDB_dbi,
     a: *const MDB_val,
     b: *const MDB_val,
@@ -655,7 +369,7 @@ fn compare(
 /// `mdb_cmp`: compare with the database's key order.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_cmp(
-    txn: *mut crate::txn::MDB_txn,
+    txn: *mut MDB_txn,
     dbi: MDB_dbi,
     a: *const MDB_val,
     b: *const MDB_val,
@@ -666,7 +380,7 @@ pub unsafe extern "C" fn mdb_cmp(
 /// `mdb_dcmp`: compare with the database's duplicate order.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_dcmp(
-    txn: *mut crate::txn::MDB_txn,
+    txn: *mut MDB_txn,
     dbi: MDB_dbi,
     a: *const MDB_val,
     b: *const MDB_val,

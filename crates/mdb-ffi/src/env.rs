@@ -1,135 +1,15 @@
 //! Environment functions (c-api.md §6) and the reader table (§10).
 
-use crate::dbi::DbiTable;
 use crate::guard::{code, guard, guard_or};
+use crate::handles::{close, configure, env_ref, Config, MDB_assert_func, MDB_env};
 use crate::types::*;
 use mdb::{EnvFlags, EnvOptions};
 use std::ffi::{CStr, CString, OsStr};
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-
-const ENV_MAGIC: u32 = 0xBEEF_E4F1;
-
-/// Settings recorded before `mdb_env_open`.
-#[derive(Clone, Copy)]
-pub(crate) struct Config {
-    pub(crate) map_size: usize,
-    pub(crate) max_readers: u32,
-    pub(crate) max_dbs: u32,
-    pub(crate) flags: u32,
-    pub(crate) mode: u32,
-    /// Write-ahead-log mode (`mdb_env_set_wal`, or `MDB_WAL=1` at open).
-    pub(crate) wal: bool,
-    /// Relaxed durability's period in milliseconds (`mdb_env_set_wal_sync`;
-    /// 0: every commit durable).
-    pub(crate) wal_sync_ms: u32,
-    /// Auto-grow's ceiling in bytes (`mdb_env_set_autogrow`, or
-    /// `MDB_AUTOGROW` at open); 0: LMDB's fixed map.
-    pub(crate) autogrow: usize,
-}
-
-/// What `mdb_env_open` establishes.
-pub(crate) struct EnvState {
-    pub(crate) cfg: Config,
-    pub(crate) engine: Option<Arc<mdb::Env>>,
-    pub(crate) path: Option<CString>,
-    /// `mdb_env_open` was called (successfully or not): no second open.
-    pub(crate) tried: bool,
-}
-
-/// Structs handed out as raw pointers and freed together at `mdb_env_close`,
-/// so that a pointer kept past its object's end still points at a (dead) struct.
-pub(crate) struct Slab<T> {
-    pub(crate) all: Vec<*mut T>,
-    pub(crate) free: Vec<*mut T>,
-}
-
-impl<T> Slab<T> {
-    const fn new() -> Self {
-        Slab {
-            all: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-    /// Store `v` in a free struct, or in a new one.
-    pub(crate) fn take(&mut self, v: T) -> *mut T {
-        match self.free.pop() {
-            Some(p) => {
-                // SAFETY: p came from Box::into_raw below and is not in use (it is on the free list).
-                unsafe { *p = v };
-                p
-            }
-            None => {
-                let p = Box::into_raw(Box::new(v));
-                self.all.push(p);
-                p
-            }
-        }
-    }
-    pub(crate) fn give_back(&mut self, p: *mut T) {
-        self.free.push(p);
-    }
-}
-
-/// `MDB_env`.
-pub struct MDB_env {
-    magic: AtomicU32,
-    pub(crate) st: RwLock<EnvState>,
-    pub(crate) dbis: RwLock<DbiTable>,
-    /// The first handles, readable without the table's lock on every call:
-    /// 0 closed, else `Database::dbi() + 1` in the low half and the handle's
-    /// `born` epoch in the high half (see `DbiEntry`). Written under the
-    /// table's write lock ([`MDB_env::sync_dbi_fast`]).
-    pub(crate) dbi_fast: [AtomicU64; crate::dbi::FAST_DBIS],
-    /// Bumped by each commit that shares the handles it opened: a
-    /// transaction may use the handles shared up to its begin.
-    pub(crate) dbi_epoch: AtomicU32,
-    pub(crate) txns: Mutex<Slab<crate::txn::MDB_txn>>,
-    pub(crate) cursors: Mutex<Slab<crate::cursor::MDB_cursor>>,
-    userctx: AtomicPtr<c_void>,
-    assert_fn: Mutex<Option<MDB_assert_func>>,
-}
-
-impl MDB_env {
-    /// The opened engine (`EINVAL` before a successful open).
-    pub(crate) fn engine(&self) -> Result<Arc<mdb::Env>, c_int> {
-        let st = self.st.read().unwrap_or_else(|e| e.into_inner());
-        st.engine.clone().ok_or(EINVAL)
-    }
-    pub(crate) fn max_dbs(&self) -> u32 {
-        self.st
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .cfg
-            .max_dbs
-    }
-    pub(crate) fn flags(&self) -> u32 {
-        let st = self.st.read().unwrap_or_else(|e| e.into_inner());
-        match &st.engine {
-            Some(e) => e.flags().bits(),
-            None => st.cfg.flags,
-        }
-    }
-}
-
-/// A live environment handle, or `EINVAL`.
-///
-/// # Safety
-/// `env` is NULL or a pointer returned by `mdb_env_create` and not yet closed.
-pub(crate) unsafe fn env_ref<'a>(env: *mut MDB_env) -> Result<&'a MDB_env, c_int> {
-    if env.is_null() {
-        return Err(EINVAL);
-    }
-    // SAFETY: per the caller's contract env points at a live MDB_env.
-    let e = unsafe { &*env };
-    if e.magic.load(Ordering::Relaxed) != ENV_MAGIC {
-        return Err(EINVAL);
-    }
-    Ok(e)
-}
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// `mdb_env_create`.
 #[no_mangle]
@@ -138,31 +18,7 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
         if env.is_null() {
             return EINVAL;
         }
-        let e = Box::new(MDB_env {
-            magic: AtomicU32::new(ENV_MAGIC),
-            st: RwLock::new(EnvState {
-                cfg: Config {
-                    map_size: 0,
-                    autogrow: 0,
-                    max_readers: 126,
-                    max_dbs: 0,
-                    flags: 0,
-                    mode: 0o644,
-                    wal: false,
-                    wal_sync_ms: 0,
-                },
-                engine: None,
-                path: None,
-                tried: false,
-            }),
-            dbis: RwLock::new(DbiTable::new()),
-            dbi_fast: std::array::from_fn(|i| AtomicU64::new(if i < 2 { i as u64 + 1 } else { 0 })),
-            dbi_epoch: AtomicU32::new(0),
-            txns: Mutex::new(Slab::new()),
-            cursors: Mutex::new(Slab::new()),
-            userctx: AtomicPtr::new(std::ptr::null_mut()),
-            assert_fn: Mutex::new(None),
-        });
+        let e = Box::new(MDB_env::new());
         // SAFETY: env is a valid out-pointer (checked non-NULL).
         unsafe { *env = Box::into_raw(e) };
         0
@@ -261,39 +117,16 @@ pub unsafe extern "C" fn mdb_env_open(
         })())
     })
 }
-
 /// `mdb_env_close`: aborts what the caller left open, then frees everything.
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_close(env: *mut MDB_env) {
     guard(move || {
         // SAFETY: env per the lmdb.h contract.
-        let Ok(e) = (unsafe { env_ref(env) }) else {
+        if unsafe { env_ref(env) }.is_err() {
             return 0;
-        };
-        let txns: Vec<_> = e.txns.lock().unwrap_or_else(|x| x.into_inner()).all.clone();
-        for t in txns {
-            // SAFETY: every slab pointer is a valid MDB_txn until the slab is freed below.
-            unsafe {
-                if (*t).live && (*t).parent.is_null() {
-                    crate::txn::finish(t, false);
-                }
-            }
         }
-        {
-            let mut st = e.st.write().unwrap_or_else(|x| x.into_inner());
-            st.engine = None;
-        }
-        e.magic.store(0, Ordering::Relaxed);
-        // SAFETY: all slab pointers came from Box::into_raw and are freed once, here.
-        unsafe {
-            for t in std::mem::take(&mut e.txns.lock().unwrap_or_else(|x| x.into_inner()).all) {
-                drop(Box::from_raw(t));
-            }
-            for c in std::mem::take(&mut e.cursors.lock().unwrap_or_else(|x| x.into_inner()).all) {
-                drop(Box::from_raw(c));
-            }
-            drop(Box::from_raw(env));
-        }
+        // SAFETY: a live environment handle, the caller's to close.
+        unsafe { close(env) };
         0
     });
 }
@@ -358,20 +191,6 @@ pub unsafe extern "C" fn mdb_env_copyfd(env: *mut MDB_env, fd: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_copyfd2(env: *mut MDB_env, fd: c_int, flags: c_uint) -> c_int {
     copy(env, Target::Fd(fd), flags)
-}
-
-pub(crate) fn fill_stat(out: *mut MDB_stat, s: &mdb::Stat) {
-    // SAFETY: callers pass a checked non-NULL MDB_stat pointer.
-    unsafe {
-        *out = MDB_stat {
-            ms_psize: s.page_size,
-            ms_depth: s.depth,
-            ms_branch_pages: s.branch_pages as usize,
-            ms_leaf_pages: s.leaf_pages as usize,
-            ms_overflow_pages: s.overflow_pages as usize,
-            ms_entries: s.entries as usize,
-        }
-    };
 }
 
 /// `mdb_env_stat`.
@@ -585,25 +404,6 @@ pub unsafe extern "C" fn mdb_env_get_maxreaders(env: *mut MDB_env, readers: *mut
 pub unsafe extern "C" fn mdb_env_set_maxdbs(env: *mut MDB_env, dbs: MDB_dbi) -> c_int {
     // SAFETY: env per the lmdb.h contract.
     unsafe { configure(env, |c| c.max_dbs = dbs) }
-}
-
-/// Change a setting that only `mdb_env_open` reads: `EINVAL` once it ran.
-///
-/// # Safety
-/// `env` is NULL or a pointer returned by `mdb_env_create` and not yet closed.
-pub(crate) unsafe fn configure(env: *mut MDB_env, set: impl FnOnce(&mut Config)) -> c_int {
-    guard(move || {
-        code((|| {
-            // SAFETY: per the caller's contract.
-            let e = unsafe { env_ref(env)? };
-            let mut st = e.st.write().unwrap_or_else(|x| x.into_inner());
-            if st.tried {
-                return Err(EINVAL);
-            }
-            set(&mut st.cfg);
-            Ok(())
-        })())
-    })
 }
 
 /// `mdb_env_get_maxkeysize`: 511, opened or not.

@@ -1,8 +1,8 @@
 //! Extensions beyond LMDB's API, declared in `include/lmdb_ext.h` (so that
 //! `lmdb.h` stays LMDB's): write-ahead-log mode.
 
-use crate::env::{configure, env_ref, MDB_env};
 use crate::guard::{code, guard};
+use crate::handles::{configure, env_ref, MDB_env};
 use std::os::raw::{c_int, c_uint};
 
 /// `mdb_env_set_wal`: choose write-ahead-log mode (`on` non-zero) before

@@ -5,17 +5,25 @@
 //! The layer is thin: each `mdb_*` function checks its arguments the way
 //! LMDB does, calls the engine's safe API, and turns the result into LMDB's
 //! return code. What the engine's types tie together with lifetimes, C ties
-//! together with pointers; the handle structs here bridge the two:
+//! together with pointers; the handle structs ([`handles`]) bridge the two:
 //!
-//! * [`env::MDB_env`] holds the options until `mdb_env_open`, then the
+//! * [`handles::MDB_env`] holds the options until `mdb_env_open`, then the
 //!   engine's `Env` in an `Arc`, the table of database handles, and pools of
-//!   transaction and write-cursor structs (freed at `mdb_env_close`, so a
-//!   stale pointer to one reads a dead struct and gets `EINVAL`).
-//! * [`txn::MDB_txn`] owns an engine transaction together with a clone of the
-//!   `Arc<Env>` it borrows from; nested C transactions are savepoints
-//!   (`NestedTxn`) stacked on the top-level write transaction.
-//! * [`cursor::MDB_cursor`] owns a detached `CursorState`, so cursors, puts
+//!   transaction and write-cursor structs, all freed at `mdb_env_close`. A
+//!   pooled struct is reused: a pointer kept past its transaction's or
+//!   cursor's end gets `EINVAL` only while its struct waits in the pool,
+//!   and once the struct serves a new transaction or cursor, it reaches
+//!   that one (LMDB frees it: a use after free).
+//! * [`handles::MDB_txn`] owns an engine transaction together with a clone
+//!   of the `Arc<Env>` it borrows from; nested C transactions are
+//!   savepoints (`NestedTxn`) stacked on the top-level write transaction.
+//! * [`handles::MDB_cursor`] owns a detached `CursorState`, so cursors, puts
 //!   and deletes can interleave freely in one write transaction.
+//!
+//! The entry points (`extern "C"` functions) are grouped as lmdb.h groups
+//! them: [`mod@env`], [`txn`], [`dbi`], [`data`], [`cursor`], [`ext`] (our
+//! additions) and [`version`]; they use [`handles`], [`put`], [`guard`],
+//! [`cmp`] and [`types`], never one another.
 //!
 //! No Rust panic crosses the boundary: every function runs under
 //! [`guard::guard`] and reports a panic as `MDB_PANIC`.
@@ -30,6 +38,8 @@ pub mod dbi;
 pub mod env;
 pub mod ext;
 pub mod guard;
+pub mod handles;
+pub mod put;
 pub mod txn;
 pub mod types;
 pub mod version;

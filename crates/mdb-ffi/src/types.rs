@@ -58,8 +58,6 @@ pub type MDB_rel_func =
     unsafe extern "C" fn(item: *mut MDB_val, old: *mut c_void, new: *mut c_void, ctx: *mut c_void);
 /// `MDB_msg_func`.
 pub type MDB_msg_func = unsafe extern "C" fn(msg: *const c_char, ctx: *mut c_void) -> c_int;
-/// `MDB_assert_func`.
-pub type MDB_assert_func = unsafe extern "C" fn(env: *mut crate::env::MDB_env, msg: *const c_char);
 
 /// Return codes used by the layer itself.
 pub const MDB_SUCCESS: c_int = 0;
@@ -175,4 +173,19 @@ pub(crate) unsafe fn set_val(out: *mut MDB_val, b: &[u8]) {
             (*out).mv_data = b.as_ptr() as *mut c_void;
         }
     }
+}
+
+/// Fill `*out` with the engine's figures `s`.
+pub(crate) fn fill_stat(out: *mut MDB_stat, s: &mdb::Stat) {
+    // SAFETY: callers pass a checked non-NULL MDB_stat pointer.
+    unsafe {
+        *out = MDB_stat {
+            ms_psize: s.page_size,
+            ms_depth: s.depth,
+            ms_branch_pages: s.branch_pages as usize,
+            ms_leaf_pages: s.leaf_pages as usize,
+            ms_overflow_pages: s.overflow_pages as usize,
+            ms_entries: s.entries as usize,
+        }
+    };
 }

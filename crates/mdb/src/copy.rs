@@ -357,12 +357,7 @@ impl Env {
         progress: ProgressFn<'_>,
     ) -> Result<CopyStats> {
         let ps = self.psize as u64;
-        let end = snap
-            .meta
-            .last_pgno
-            .saturating_add(1)
-            .saturating_mul(ps)
-            .min(snap.file_len.max(2 * ps));
+        let end = snap.end(ps);
         let total = end.div_ceil(ps);
         let mut report = |done: u64| {
             let p = CopyProgress {
@@ -559,6 +554,17 @@ pub(crate) struct CopySnapshot<'e> {
 }
 
 impl CopySnapshot<'_> {
+    /// Where the snapshot ends in the file, in bytes: its pages
+    /// (`last_pgno + 1` of `ps` bytes), clamped to the file's length, and
+    /// at least the two meta pages.
+    pub(crate) fn end(&self, ps: u64) -> u64 {
+        self.meta
+            .last_pgno
+            .saturating_add(1)
+            .saturating_mul(ps)
+            .min(self.file_len.max(2 * ps))
+    }
+
     /// The fixed-map address recorded in meta page 0.
     fn metas_address(&self) -> u64 {
         self.metas

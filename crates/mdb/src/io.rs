@@ -5,8 +5,9 @@
 //! map and `msync`ing it; growing the file and `Env::sync` go through it
 //! too. Nothing else writes to the data file. A test can install a
 //! `FaultInjector` to fail or tear any of these steps (ENOSPC, EIO, torn
-//! writes), whichever way they reach the file, and a write-ahead log can
-//! later take this seam over.
+//! writes), whichever way they reach the file. The write-ahead log's files
+//! go through the same seam (`wal/seam.rs`, `IoOp::Log*`), as do backups'
+//! syncs (`IoOp::BackupSync`).
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::mmap::Map;
@@ -105,6 +106,32 @@ pub enum IoAction {
     Fail(i32),
     /// Write only the first `n` bytes, then fail with EIO (a torn write).
     Tear(usize),
+}
+
+impl IoAction {
+    /// Go ahead with a step that cannot be torn (a sync, a resize): `Ok`,
+    /// or the failure's errno; a tear fails it with EIO.
+    pub(crate) fn untorn(self) -> Result<()> {
+        match self {
+            IoAction::Proceed => Ok(()),
+            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
+            IoAction::Tear(_) => Err(ErrorKind::Os(libc::EIO).into()),
+        }
+    }
+
+    /// Carry out a write of `len` bytes as decided: `write(n)` writes the
+    /// first `n` of them, all of them to proceed; a failure writes nothing
+    /// and returns its errno; a tear writes a prefix and fails with EIO.
+    pub(crate) fn write(self, len: usize, write: impl FnOnce(usize) -> Result<()>) -> Result<()> {
+        match self {
+            IoAction::Proceed => write(len),
+            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
+            IoAction::Tear(n) => {
+                write(n.min(len))?;
+                Err(ErrorKind::Os(libc::EIO).into())
+            }
+        }
+    }
 }
 
 /// Hook through which tests inject I/O failures, and a clock.
@@ -209,11 +236,11 @@ impl DataFile {
 
     fn write_group(&self, offset: u64, group: &[(u64, &[u8])]) -> Result<()> {
         let total: usize = group.iter().map(|r| r.1.len()).sum();
-        match self.ask(IoOp::WritePages { offset, len: total }) {
-            IoAction::Proceed => {}
-            IoAction::Fail(e) => return Err(ErrorKind::Os(e).into()),
-            IoAction::Tear(n) => {
-                let mut left = n.min(total);
+        let act = self.ask(IoOp::WritePages { offset, len: total });
+        if act != IoAction::Proceed {
+            // Failed, or torn: the first bytes of the group, piece by piece.
+            return act.write(total, |n| {
+                let mut left = n;
                 let mut off = offset;
                 for (_, b) in group {
                     let k = left.min(b.len());
@@ -221,8 +248,8 @@ impl DataFile {
                     off += k as u64;
                     left -= k;
                 }
-                return Err(ErrorKind::Os(libc::EIO).into());
-            }
+                Ok(())
+            });
         }
         if group.len() == 1 {
             return Ok(self.file.write_all_at(group[0].1, offset)?);
@@ -265,11 +292,8 @@ impl DataFile {
 
     /// fdatasync the data file.
     pub(crate) fn sync_data(&self) -> Result<()> {
-        match self.ask(IoOp::SyncData) {
-            IoAction::Proceed => Ok(self.file.sync_data()?),
-            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
-            IoAction::Tear(_) => Err(ErrorKind::Os(libc::EIO).into()),
-        }
+        self.ask(IoOp::SyncData).untorn()?;
+        Ok(self.file.sync_data()?)
     }
 
     /// Write the meta update; durable (O_DSYNC descriptor) when `durable`.
@@ -278,17 +302,9 @@ impl DataFile {
             (Some(f), true) => f,
             _ => &self.file,
         };
-        match self.ask(IoOp::WriteMeta {
-            offset,
-            len: bytes.len(),
-        }) {
-            IoAction::Proceed => Ok(f.write_all_at(bytes, offset)?),
-            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
-            IoAction::Tear(n) => {
-                f.write_all_at(&bytes[..n.min(bytes.len())], offset)?;
-                Err(ErrorKind::Os(libc::EIO).into())
-            }
-        }
+        let len = bytes.len();
+        self.ask(IoOp::WriteMeta { offset, len })
+            .write(len, |n| Ok(f.write_all_at(&bytes[..n], offset)?))
     }
 
     /// Cut the file to `len` bytes (nothing if it is not longer).
@@ -296,11 +312,8 @@ impl DataFile {
         if self.len()? <= len {
             return Ok(());
         }
-        match self.ask(IoOp::Truncate { len }) {
-            IoAction::Proceed => Ok(self.file.set_len(len)?),
-            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
-            IoAction::Tear(_) => Err(ErrorKind::Os(libc::EIO).into()),
-        }
+        self.ask(IoOp::Truncate { len }).untorn()?;
+        Ok(self.file.set_len(len)?)
     }
 
     /// Extend the file to `len` bytes (WRITEMAP).
@@ -308,11 +321,8 @@ impl DataFile {
         if self.len()? >= len {
             return Ok(());
         }
-        match self.ask(IoOp::Extend { len }) {
-            IoAction::Proceed => Ok(self.file.set_len(len)?),
-            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
-            IoAction::Tear(_) => Err(ErrorKind::Os(libc::EIO).into()),
-        }
+        self.ask(IoOp::Extend { len }).untorn()?;
+        Ok(self.file.set_len(len)?)
     }
 
     /// WRITEMAP: copy whole pages into the writable map (the same seam and
@@ -339,25 +349,15 @@ impl DataFile {
 
     /// WRITEMAP: `msync` a byte range of the map (`sync`: wait for it).
     pub(crate) fn sync_mapped(&self, map: &Map, off: usize, len: usize, sync: bool) -> Result<()> {
-        match self.ask(IoOp::SyncData) {
-            IoAction::Proceed => map.sync(off, len, sync),
-            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
-            IoAction::Tear(_) => Err(ErrorKind::Os(libc::EIO).into()),
-        }
+        self.ask(IoOp::SyncData).untorn()?;
+        map.sync(off, len, sync)
     }
 }
 
 /// Carry out a map write as the fault injector decided.
 fn map_write(act: IoAction, map: &Map, offset: u64, b: &[u8]) -> Result<()> {
     let off = usize::try_from(offset).map_err(|_| ErrorKind::Os(libc::EINVAL))?;
-    match act {
-        IoAction::Proceed => map.write(off, b),
-        IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
-        IoAction::Tear(n) => {
-            map.write(off, &b[..n.min(b.len())])?;
-            Err(ErrorKind::Os(libc::EIO).into())
-        }
-    }
+    act.write(b.len(), |n| map.write(off, &b[..n]))
 }
 
 /// Where the bytes of a commit go. Every write and sync of a commit goes
@@ -454,4 +454,10 @@ impl CommitSink for MapSink<'_> {
         }
         Ok(())
     }
+}
+
+/// fsync a directory, so that the names created, renamed or removed in it
+/// survive a crash.
+pub(crate) fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
 }

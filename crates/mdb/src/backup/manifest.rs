@@ -277,7 +277,5 @@ struct StoredRef<'a> {
 
 /// Make a rename or a new file in `dir` durable.
 pub(super) fn sync_dir(dir: &Path) -> Result<(), BackupError> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| BackupError::io(dir, e))
+    crate::io::sync_dir(dir).map_err(|e| BackupError::io(dir, e))
 }

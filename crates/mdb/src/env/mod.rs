@@ -582,6 +582,10 @@ pub struct Env {
     /// Dirty pages of the last write transaction: the next one sizes its
     /// table for as many (no rehashing as it grows).
     pub(crate) dirty_hint: AtomicUsize,
+    /// A commit failed after it may have changed the files (its meta write,
+    /// or in WAL mode the sync or publication of its record): only a reopen
+    /// can tell what they hold, so every transaction begun from now on gets
+    /// `MDB_PANIC`, and the close neither shrinks the file nor checkpoints.
     pub(crate) panicked: AtomicBool,
     /// A write transaction of this handle is live.
     pub(crate) writing: AtomicBool,
@@ -1543,7 +1547,6 @@ impl Env {
         Ok(())
     }
 
-    /// Flags of an open database handle (from the registry).
     /// `e`, saying that `op` on `db`, given a key and a value of these
     /// sizes, is what failed.
     #[cold]

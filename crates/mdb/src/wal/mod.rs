@@ -15,8 +15,11 @@
 //!   WAL mode do with the log and the data file (`WalSink`, `Wal`).
 //!
 //! Every write and sync goes through the I/O seam (`IoOp::Log*`,
-//! `IoOp::Checkpoint*`). This layer sits beside `io`, below the engine:
-//! it knows bytes and files, not pages or transactions.
+//! `IoOp::Checkpoint*`). This layer sits beside `io`, below the engine.
+//! The log itself (records, segments, the checkpoint file, the tie) knows
+//! bytes and files; `patch.rs` knows pages (a page told by the byte ranges
+//! that differ from its base), and `mode.rs` the environment's commits,
+//! opens and checkpoints.
 
 pub(crate) mod archive;
 pub(crate) mod checkpoint;

@@ -1,11 +1,10 @@
 //! The log's writes and syncs, each announced to the [`FaultInjector`]
 //! first, so tests can fail or tear them as they do the data file's.
 
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::io::{FaultInjector, IoAction, IoOp};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
 use std::sync::Arc;
 
 /// The fault injector of a log directory, if any.
@@ -23,24 +22,14 @@ impl Seam {
 
     /// Ask about a step that cannot be torn: a tear fails it as EIO.
     pub(crate) fn check(&self, op: IoOp) -> Result<()> {
-        match self.ask(op) {
-            IoAction::Proceed => Ok(()),
-            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
-            IoAction::Tear(_) => Err(ErrorKind::Os(libc::EIO).into()),
-        }
+        self.ask(op).untorn()
     }
 
     /// Write `bytes` at `offset` as `op` decides (a tear writes a prefix
     /// and fails with EIO).
     pub(crate) fn write_at(&self, op: IoOp, file: &File, bytes: &[u8], offset: u64) -> Result<()> {
-        match self.ask(op) {
-            IoAction::Proceed => Ok(file.write_all_at(bytes, offset)?),
-            IoAction::Fail(e) => Err(ErrorKind::Os(e).into()),
-            IoAction::Tear(n) => {
-                file.write_all_at(&bytes[..n.min(bytes.len())], offset)?;
-                Err(ErrorKind::Os(libc::EIO).into())
-            }
-        }
+        self.ask(op)
+            .write(bytes.len(), |n| Ok(file.write_all_at(&bytes[..n], offset)?))
     }
 
     /// fdatasync `file` unless `op` is failed.
@@ -50,8 +39,5 @@ impl Seam {
     }
 }
 
-/// fsync a directory, so that the names created, renamed or removed in it
-/// survive a crash.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    Ok(File::open(dir)?.sync_all()?)
-}
+/// The log's directory syncs are the engine's one `sync_dir`.
+pub(crate) use crate::io::sync_dir;
