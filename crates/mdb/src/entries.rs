@@ -55,6 +55,7 @@ pub struct Entries<'t, T: Snapshot> {
 }
 
 impl<'t, T: Snapshot> Entries<'t, T> {
+    #[inline]
     pub(crate) fn new<'r, R: RangeBounds<&'r [u8]>>(
         txn: &'t T,
         db: Database,
@@ -66,6 +67,7 @@ impl<'t, T: Snapshot> Entries<'t, T> {
 
     /// A range from `start` to `end`. A lower bound is sought at once, so
     /// that the bound itself need not be kept.
+    #[inline]
     fn with_bounds(
         txn: &'t T,
         db: Database,
@@ -135,6 +137,7 @@ impl<'t, T: Snapshot> Entries<'t, T> {
         })
     }
 
+    #[inline]
     fn below_end(&self, k: &[u8]) -> bool {
         match &self.end {
             Bound::Unbounded => true,
@@ -230,7 +233,21 @@ impl<'t, T: Snapshot> Entries<'t, T> {
 
 impl<'t, T: Snapshot> Iterator for Entries<'t, T> {
     type Item = Result<Item<'t>>;
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
+        // The usual step: along the front's leaf, the back end not started
+        // (what `step` does then, without its general dispatch: 50 Ir
+        // less a step).
+        if self.front_at.is_some() && self.back_at.is_none() && !self.done {
+            if let Some(item) = self.front.step_in_leaf() {
+                if !self.below_end(item.0) {
+                    self.done = true;
+                    return None;
+                }
+                self.front_at = Some(item);
+                return Some(Ok(item));
+            }
+        }
         self.step(true)
     }
 }

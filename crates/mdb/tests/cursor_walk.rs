@@ -1,5 +1,5 @@
 //! Random walks of the Rust `Cursor` (first, last, next, prev, set_range,
-//! get_current) over a plain database of several leaves, with inline and
+//! set, get_current) over a plain database of several leaves, with inline and
 //! overflow values, against a sorted model: the steps along a kept leaf and
 //! across leaves, both ways, in read and write transactions.
 
@@ -23,6 +23,7 @@ enum Move<'k> {
     First,
     Last,
     SetRange(&'k [u8]),
+    Set(&'k [u8]),
     Current,
     Next,
     Prev,
@@ -55,6 +56,21 @@ fn walk<'t>(
             1 => {
                 at = keys.len().checked_sub(1);
                 (c(Move::Last).unwrap(), at.and_then(item))
+            }
+            2 if next().is_multiple_of(3) => {
+                // An exact seek, to a key that is there or not.
+                let k = format!("k{:05}", next() % 2200).into_bytes();
+                let got = c(Move::Set(&k)).unwrap();
+                match keys.binary_search(&&k) {
+                    Ok(i) => {
+                        at = Some(i);
+                        (got, item(i))
+                    }
+                    Err(_) => {
+                        at = None;
+                        (got, None)
+                    }
+                }
             }
             2 => {
                 let k = format!("k{:05}", next() % 2200).into_bytes();
@@ -105,6 +121,7 @@ macro_rules! drive {
             Move::First => $c.first(),
             Move::Last => $c.last(),
             Move::SetRange(k) => $c.set_range(k),
+            Move::Set(k) => $c.set_key(k),
             Move::Current => $c.get_current(),
             Move::Next => $c.next(),
             Move::Prev => $c.prev(),

@@ -23,9 +23,9 @@ impl Store for Mdb {
     }
 
     /// A compacted copy (`mdb copy -c`), as LMDB's row does, so the two
-    /// rows time the same work; ours also syncs the copy before returning,
-    /// which `mdb_env_copy2` does not. (In place, [`Env::shrink`] gives back
-    /// only the free pages that end the file.)
+    /// rows time the same work: ours syncs the copy before returning, and
+    /// LMDB's row syncs its copy after `mdb_env_copy2`. (In place,
+    /// [`Env::shrink`] gives back only the free pages that end the file.)
     fn compact(&mut self, scratch: &Path) -> Res<Option<PathBuf>> {
         self.0.copy_to_path(scratch, true)?;
         Ok(Some(scratch.to_path_buf()))

@@ -114,6 +114,7 @@ pub trait Txn: Snapshot + Sized {
     /// assert_eq!(keys, [b"d", b"c", b"b"]);
     /// # Ok::<(), mdb::Error>(())
     /// ```
+    #[inline]
     fn range<'r, R: std::ops::RangeBounds<&'r [u8]>>(
         &self,
         db: Database,
