@@ -2,7 +2,6 @@
 
 mod wal_open;
 
-use crate::checkpointer::{WalEnv, Worker};
 use crate::db::{Database, Stat};
 use crate::error::{DbLabel, Error, ErrorKind, Misuse, Result};
 pub(crate) use crate::format::meta::pick_meta;
@@ -11,6 +10,7 @@ use crate::io::{CommitSink, DataFile, FaultInjector, FileSink, MapSink};
 use crate::lock::ThreadSlots;
 use crate::lock::{LockFile, ReaderInfo};
 use crate::mmap::{Map, Maps};
+use crate::wal::checkpointer::{WalEnv, Worker};
 use crate::wal::mode::{dir_for as wal_dir, WalOptions, WalSink};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;

@@ -131,7 +131,7 @@ impl Env {
                 .reconcile(&self.file, self.psize, false)
                 .map_err(unlock)?
             {
-                crate::group::publish_replayed(&self.file, l, &r).map_err(unlock)?;
+                crate::wal::group::publish_replayed(&self.file, l, &r).map_err(unlock)?;
             }
         }
         let (slot, base) = match head {

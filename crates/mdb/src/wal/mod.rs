@@ -20,6 +20,8 @@
 
 pub(crate) mod archive;
 pub(crate) mod checkpoint;
+pub(crate) mod checkpointer;
+pub(crate) mod group;
 pub(crate) mod log;
 pub(crate) mod mode;
 mod open;

@@ -320,7 +320,7 @@ impl Wal {
     /// every record past the checkpoint is written again. When records were
     /// replayed, their pages are in the data file and the metas to publish
     /// are returned, not written: readers may be copying the published
-    /// one (`crate::group::publish_metas` writes them in a safe order).
+    /// one (`crate::wal::group::publish_metas` writes them in a safe order).
     pub(crate) fn reconcile(
         &self,
         df: &DataFile,

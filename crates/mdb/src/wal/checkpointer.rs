@@ -11,9 +11,9 @@
 
 use crate::error::{ErrorKind, Result};
 use crate::format::meta::Meta;
-use crate::group::Group;
 use crate::io::DataFile;
 use crate::lock::LockFile;
+use crate::wal::group::Group;
 use crate::wal::mode::{newest_meta, Wal};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -124,7 +124,7 @@ impl WalEnv {
                 // again, and replay what a writer that died after its log
                 // sync left.
                 if let Some(r) = self.wal.reconcile(&self.file, self.psize, false)? {
-                    crate::group::publish_replayed(&self.file, &self.lock, &r)?;
+                    crate::wal::group::publish_replayed(&self.file, &self.lock, &r)?;
                 }
             }
             f()
