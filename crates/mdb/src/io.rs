@@ -5,10 +5,12 @@
 //! map and `msync`ing it; growing the file and `Env::sync` go through it
 //! too. Nothing else writes to the data file. A test can install a
 //! `FaultInjector` to fail or tear any of these steps (ENOSPC, EIO, torn
-//! writes), whichever way they reach the file, and a write-ahead log can
-//! later take this seam over.
+//! writes), whichever way they reach the file. Pages come as page numbers;
+//! this is the one place they become file offsets. The commit sinks
+//! (`sink.rs`, `wal/sink.rs`) decide what is written when.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::meta::{pick_meta, Meta, META_LEN};
 use crate::mmap::Map;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -189,19 +191,33 @@ impl DataFile {
         Ok(self.file.metadata()?.len())
     }
 
-    /// Write whole pages: `runs` are (file offset, bytes), sorted by offset.
-    /// Adjacent runs are merged into vectored writes.
-    pub(crate) fn write_pages(&self, runs: &[(u64, &[u8])]) -> Result<()> {
+    /// Meta page `slot` as read back from the file (an error when invalid).
+    pub(crate) fn read_meta(&self, psize: usize, slot: u64) -> Result<Meta> {
+        let mut b = [0u8; META_LEN];
+        self.read_exact_at(&mut b, slot * psize as u64)?;
+        Meta::decode(&b)
+    }
+
+    /// The newest meta of the file as it is now, as a reader would pick it.
+    pub(crate) fn newest_meta(&self, psize: usize) -> Result<Meta> {
+        pick_meta(self.read_meta(psize, 0), self.read_meta(psize, 1)).map(|(_, m)| m)
+    }
+
+    /// Write whole pages: `pages` are (page number, bytes), sorted by page
+    /// number, of pages of `psize` bytes (a run of several pages is one
+    /// entry). Adjacent ones are merged into vectored writes. A page
+    /// number past any file offset is `Corrupted` (it came from a record).
+    pub(crate) fn write_pages(&self, psize: usize, pages: &[(u64, &[u8])]) -> Result<()> {
         let mut i = 0;
-        while i < runs.len() {
-            let start = runs[i].0;
-            let mut end = start + runs[i].1.len() as u64;
+        while i < pages.len() {
+            let start = offset_of(pages[i].0, psize)?;
+            let mut end = start + pages[i].1.len() as u64;
             let mut j = i + 1;
-            while j < runs.len() && j - i < IOV_MAX && runs[j].0 == end {
-                end += runs[j].1.len() as u64;
+            while j < pages.len() && j - i < IOV_MAX && offset_of(pages[j].0, psize)? == end {
+                end += pages[j].1.len() as u64;
                 j += 1;
             }
-            self.write_group(start, &runs[i..j])?;
+            self.write_group(start, &pages[i..j])?;
             i = j;
         }
         Ok(())
@@ -317,8 +333,14 @@ impl DataFile {
 
     /// WRITEMAP: copy whole pages into the writable map (the same seam and
     /// faults as [`DataFile::write_pages`]).
-    pub(crate) fn write_pages_mapped(&self, map: &Map, runs: &[(u64, &[u8])]) -> Result<()> {
-        for &(offset, b) in runs {
+    pub(crate) fn write_pages_mapped(
+        &self,
+        map: &Map,
+        psize: usize,
+        pages: &[(u64, &[u8])],
+    ) -> Result<()> {
+        for &(pgno, b) in pages {
+            let offset = offset_of(pgno, psize)?;
             let op = IoOp::WritePages {
                 offset,
                 len: b.len(),
@@ -347,6 +369,11 @@ impl DataFile {
     }
 }
 
+/// The file offset of page `pgno`.
+fn offset_of(pgno: u64, psize: usize) -> Result<u64> {
+    Ok(pgno.checked_mul(psize as u64).ok_or(ErrorKind::Corrupted)?)
+}
+
 /// Carry out a map write as the fault injector decided.
 fn map_write(act: IoAction, map: &Map, offset: u64, b: &[u8]) -> Result<()> {
     let off = usize::try_from(offset).map_err(|_| ErrorKind::Os(libc::EINVAL))?;
@@ -357,101 +384,5 @@ fn map_write(act: IoAction, map: &Map, offset: u64, b: &[u8]) -> Result<()> {
             map.write(off, &b[..n.min(b.len())])?;
             Err(ErrorKind::Os(libc::EIO).into())
         }
-    }
-}
-
-/// Where the bytes of a commit go. Every write and sync of a commit goes
-/// through one (and `Env::sync` too), in this order: the dirty pages, a sync
-/// of them, then the meta update. The data file and the writable map are
-/// the sinks today; a write-ahead log is another.
-pub(crate) trait CommitSink {
-    /// Write page runs `(file offset, bytes)`, sorted by offset.
-    fn write_pages(&self, runs: &[(u64, &[u8])]) -> Result<()>;
-    /// Make the pages written so far durable; `force` overrides an
-    /// asynchronous mode.
-    fn sync_pages(&self, force: bool) -> Result<()>;
-    /// Write the meta update at file offset `offset`, durable before it
-    /// returns when `durable`. An error here leaves the meta page unknown.
-    fn write_meta(&self, offset: u64, bytes: &[u8], durable: bool) -> Result<()>;
-    /// One whole commit: by default the pages, their sync (unless
-    /// `c.sync_pages` is off), then the meta update.
-    fn commit(&self, c: &Commit<'_>) -> std::result::Result<(), CommitFailure> {
-        self.write_pages(c.runs).map_err(CommitFailure::Clean)?;
-        if c.sync_pages {
-            self.sync_pages(false).map_err(CommitFailure::Clean)?;
-        }
-        self.write_meta(c.meta_off, c.meta, c.durable_meta)
-            .map_err(CommitFailure::Fatal)
-    }
-}
-
-/// The bytes of one commit and how durable they must be.
-pub(crate) struct Commit<'a> {
-    /// The transaction committing.
-    pub(crate) txnid: u64,
-    /// Dirty page runs `(file offset, bytes)`, sorted by offset.
-    pub(crate) runs: &'a [(u64, &'a [u8])],
-    /// WAL mode: pages of `runs` the log tells by their differences from
-    /// the committed pages they were copied from, sorted by page number.
-    pub(crate) patches: &'a [crate::wal::patch::Patch<'a>],
-    /// Where the meta update goes, and its bytes.
-    pub(crate) meta_off: u64,
-    pub(crate) meta: &'a [u8],
-    /// Sync the pages before the meta (not under NO_SYNC).
-    pub(crate) sync_pages: bool,
-    /// Write the meta durably (not under NO_SYNC or NO_META_SYNC).
-    pub(crate) durable_meta: bool,
-}
-
-/// How a failed commit left the environment.
-#[derive(Debug)]
-pub(crate) enum CommitFailure {
-    /// Nothing of it is visible, and the file is as before.
-    Clean(Error),
-    /// The meta page, or what the data file holds, is unknown: the
-    /// environment must stop writing (a reopen settles it).
-    Fatal(Error),
-}
-
-/// Commits written with `pwrite` to the data file.
-pub(crate) struct FileSink<'a>(pub(crate) &'a DataFile);
-
-impl CommitSink for FileSink<'_> {
-    fn write_pages(&self, runs: &[(u64, &[u8])]) -> Result<()> {
-        self.0.write_pages(runs)
-    }
-    fn sync_pages(&self, _force: bool) -> Result<()> {
-        self.0.sync_data()
-    }
-    fn write_meta(&self, offset: u64, bytes: &[u8], durable: bool) -> Result<()> {
-        self.0.write_meta(offset, bytes, durable)
-    }
-}
-
-/// Commits copied into the writable map (WRITEMAP) and `msync`ed.
-pub(crate) struct MapSink<'a> {
-    pub(crate) file: &'a DataFile,
-    pub(crate) map: &'a Map,
-    /// MAPASYNC: start the write-back without waiting for it.
-    pub(crate) map_async: bool,
-    pub(crate) psize: usize,
-}
-
-impl CommitSink for MapSink<'_> {
-    fn write_pages(&self, runs: &[(u64, &[u8])]) -> Result<()> {
-        self.file.write_pages_mapped(self.map, runs)
-    }
-    fn sync_pages(&self, force: bool) -> Result<()> {
-        let wait = force || !self.map_async;
-        self.file.sync_mapped(self.map, 0, self.map.len(), wait)
-    }
-    fn write_meta(&self, offset: u64, bytes: &[u8], durable: bool) -> Result<()> {
-        self.file.write_meta_mapped(self.map, offset, bytes)?;
-        if durable {
-            let page = offset as usize / self.psize * self.psize;
-            self.file
-                .sync_mapped(self.map, page, self.psize, !self.map_async)?;
-        }
-        Ok(())
     }
 }

@@ -55,6 +55,7 @@ pub(crate) mod lock;
 mod mmap;
 mod pager;
 mod position;
+mod sink;
 mod snapshot;
 mod tree;
 mod txn;

@@ -13,8 +13,9 @@ use crate::error::{ErrorKind, Result};
 use crate::format::meta::Meta;
 use crate::io::DataFile;
 use crate::lock::LockFile;
+use crate::sink::CommitSink;
 use crate::wal::group::Group;
-use crate::wal::mode::{newest_meta, Wal};
+use crate::wal::mode::Wal;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -26,9 +27,9 @@ pub(crate) struct WalEnv {
     pub(crate) group: Group,
     /// A descriptor of the data file of its own (the thread outlives no
     /// `Env`, but must not borrow one).
-    file: DataFile,
-    lock: Arc<LockFile>,
-    psize: usize,
+    pub(super) file: DataFile,
+    pub(super) lock: Arc<LockFile>,
+    pub(super) psize: usize,
     wake: Mutex<Wake>,
     cv: Condvar,
 }
@@ -70,7 +71,7 @@ impl WalEnv {
 
     /// The newest meta of the data file as it is now.
     fn newest_meta(&self) -> Result<Meta> {
-        newest_meta(&self.file, self.psize)
+        self.file.newest_meta(self.psize)
     }
 
     /// Take a checkpoint; returns the txnid it covers. `plain` (on demand
@@ -110,26 +111,12 @@ impl WalEnv {
     }
 
     /// Run `f` holding the writer lock (the group's token), after the look
-    /// at the log every new tenure of the lock needs.
+    /// at the log every new tenure of the lock needs
+    /// ([`CommitSink::lock`]).
     fn locked<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        let e = self.group.enter()?;
-        let r = (|| {
-            if e.recovered {
-                // A writer died: its uncommitted pages are unreferenced.
-                let m = self.newest_meta()?;
-                self.lock.set_txnid(m.txnid.max(self.lock.txnid()));
-            }
-            if e.fresh {
-                // Another process may have written the log since: look
-                // again, and replay what a writer that died after its log
-                // sync left.
-                if let Some(r) = self.wal.reconcile(&self.file, self.psize, false)? {
-                    crate::wal::group::publish_replayed(&self.file, &self.lock, &r)?;
-                }
-            }
-            f()
-        })();
-        self.group.leave();
+        self.lock()?;
+        let r = f();
+        self.unlock();
         r
     }
 
@@ -174,11 +161,6 @@ impl WalEnv {
             w.flush = true;
             self.cv.notify_all();
         }
-    }
-
-    /// Make every appended commit durable and published now.
-    pub(crate) fn flush(&self) -> Result<()> {
-        self.group.drain(&self.wal, &self.file)
     }
 
     /// The period of relaxed durability for a commit under `flags`, if

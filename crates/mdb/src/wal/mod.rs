@@ -29,6 +29,7 @@ pub(crate) mod patch;
 pub(crate) mod record;
 mod seam;
 pub(crate) mod segment;
+mod sink;
 pub(crate) mod tie;
 
 #[cfg(test)]
