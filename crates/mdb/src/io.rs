@@ -208,13 +208,18 @@ impl DataFile {
     /// entry). Adjacent ones are merged into vectored writes. A page
     /// number past any file offset is `Corrupted` (it came from a record).
     pub(crate) fn write_pages(&self, psize: usize, pages: &[(u64, &[u8])]) -> Result<()> {
+        // Page sizes are powers of two: a shift, not a division, per page.
+        debug_assert!(psize.is_power_of_two());
+        let shift = psize.trailing_zeros();
         let mut i = 0;
         while i < pages.len() {
             let start = offset_of(pages[i].0, psize)?;
-            let mut end = start + pages[i].1.len() as u64;
+            // The page after the group; a page number this close to the
+            // start's cannot overflow.
+            let mut end = pages[i].0 + (pages[i].1.len() >> shift) as u64;
             let mut j = i + 1;
-            while j < pages.len() && j - i < IOV_MAX && offset_of(pages[j].0, psize)? == end {
-                end += pages[j].1.len() as u64;
+            while j < pages.len() && j - i < IOV_MAX && pages[j].0 == end {
+                end += (pages[j].1.len() >> shift) as u64;
                 j += 1;
             }
             self.write_group(start, &pages[i..j])?;
