@@ -10,8 +10,9 @@
 //! (`sink.rs`, `wal/sink.rs`) decide what is written when.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::meta::{pick_meta, Meta, META_LEN};
+use crate::format::meta::{pick_meta, Meta, META_LEN, META_WRITE_LEN, META_WRITE_OFF};
 use crate::mmap::Map;
+use crate::wal::patch::Patch;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
@@ -390,4 +391,43 @@ fn map_write(act: IoAction, map: &Map, offset: u64, b: &[u8]) -> Result<()> {
             Err(ErrorKind::Os(libc::EIO).into())
         }
     }
+}
+
+/// The bytes of one commit and how durable they must be: what the
+/// environment's commit sink (`crate::sink`) is handed.
+pub(crate) struct Commit<'a> {
+    /// The new meta (its txnid is the transaction's).
+    pub(crate) meta: Meta,
+    /// Its update as written into meta page `meta.txnid & 1`.
+    pub(crate) update: &'a [u8; META_WRITE_LEN],
+    /// Dirty pages `(page number, bytes)`, sorted by page number; an
+    /// overflow run is one entry.
+    pub(crate) pages: &'a [(u64, &'a [u8])],
+    /// Pages of `pages` a log tells by their differences from the
+    /// committed pages they were copied from, sorted by page number (none
+    /// outside WAL mode).
+    pub(crate) patches: &'a [Patch<'a>],
+    /// Pages the transaction freed.
+    pub(crate) freed: usize,
+    /// Sync the pages before the meta (not under NO_SYNC).
+    pub(crate) sync: bool,
+    /// Write the meta durably (not under NO_SYNC or NO_META_SYNC).
+    pub(crate) meta_sync: bool,
+}
+
+impl Commit<'_> {
+    /// The file offset of the meta update.
+    pub(crate) fn meta_off(&self, psize: usize) -> u64 {
+        (self.meta.txnid & 1) * psize as u64 + META_WRITE_OFF as u64
+    }
+}
+
+/// How a failed commit left the environment.
+#[derive(Debug)]
+pub(crate) enum CommitFailure {
+    /// Nothing of it is visible, and the file is as before.
+    Clean(Error),
+    /// The meta page, or what the data file holds, is unknown: the
+    /// environment must stop writing (a reopen settles it).
+    Fatal(Error),
 }

@@ -10,12 +10,12 @@
 //! the group of this process's writers; pages, one record appended, a sync
 //! shared by a group, then the metas). `env/sink.rs` picks one per call.
 
-use crate::error::{Error, Result};
-use crate::format::meta::{Meta, META_WRITE_LEN, META_WRITE_OFF};
+use crate::error::Result;
+use crate::format::meta::Meta;
 use crate::io::DataFile;
+pub(crate) use crate::io::{Commit, CommitFailure};
 use crate::lock::LockFile;
 use crate::mmap::Map;
-use crate::wal::patch::Patch;
 
 /// The writer lock and making commits durable and visible (see the module
 /// documentation). Between [`CommitSink::lock`] and [`CommitSink::unlock`]
@@ -71,47 +71,9 @@ pub(crate) trait CommitSink {
     }
 }
 
-/// The bytes of one commit and how durable they must be.
-pub(crate) struct Commit<'a> {
-    /// The new meta (its txnid is the transaction's).
-    pub(crate) meta: Meta,
-    /// Its update as written into meta page `meta.txnid & 1`.
-    pub(crate) update: &'a [u8; META_WRITE_LEN],
-    /// Dirty pages `(page number, bytes)`, sorted by page number; an
-    /// overflow run is one entry.
-    pub(crate) pages: &'a [(u64, &'a [u8])],
-    /// Pages of `pages` a log tells by their differences from the
-    /// committed pages they were copied from, sorted by page number (none
-    /// outside WAL mode).
-    pub(crate) patches: &'a [Patch<'a>],
-    /// Pages the transaction freed.
-    pub(crate) freed: usize,
-    /// Sync the pages before the meta (not under NO_SYNC).
-    pub(crate) sync: bool,
-    /// Write the meta durably (not under NO_SYNC or NO_META_SYNC).
-    pub(crate) meta_sync: bool,
-}
-
-impl Commit<'_> {
-    /// The file offset of the meta update.
-    pub(crate) fn meta_off(&self, psize: usize) -> u64 {
-        (self.meta.txnid & 1) * psize as u64 + META_WRITE_OFF as u64
-    }
-}
-
 /// A commit written but not yet durable or visible: its txnid.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Pending(pub(crate) u64);
-
-/// How a failed commit left the environment.
-#[derive(Debug)]
-pub(crate) enum CommitFailure {
-    /// Nothing of it is visible, and the file is as before.
-    Clean(Error),
-    /// The meta page, or what the data file holds, is unknown: the
-    /// environment must stop writing (a reopen settles it).
-    Fatal(Error),
-}
 
 /// A writer that took the lock from one that died: the published txnid is
 /// the newest meta's (as LMDB sets it), whatever the dead writer left.

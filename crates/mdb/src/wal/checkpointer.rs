@@ -20,7 +20,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// What an environment in WAL mode shares with its checkpointer thread.
+/// What an environment in WAL mode shares with its background threads;
+/// also its commit sink (`wal/sink.rs`).
 pub(crate) struct WalEnv {
     pub(crate) wal: Wal,
     /// This process's writers (group commit).
@@ -135,7 +136,7 @@ impl WalEnv {
 
     /// The log ran out of spare segments: the background thread makes one
     /// (when background threads run).
-    pub(crate) fn spare_soon(&self) {
+    pub(super) fn spare_soon(&self) {
         if !self.wal.opts.checkpointer {
             return;
         }
@@ -147,7 +148,7 @@ impl WalEnv {
     }
 
     /// Ask the thread for a checkpoint soon (enough log was written).
-    pub(crate) fn kick(&self) {
+    pub(super) fn kick(&self) {
         let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
         w.kick = true;
         self.cv.notify_all();
@@ -155,7 +156,7 @@ impl WalEnv {
 
     /// A commit with relaxed durability was appended: the flusher syncs the
     /// log within the period.
-    pub(crate) fn flush_soon(&self) {
+    pub(super) fn flush_soon(&self) {
         let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
         if !w.flush {
             w.flush = true;
@@ -165,7 +166,7 @@ impl WalEnv {
 
     /// The period of relaxed durability for a commit under `flags`, if
     /// relaxed.
-    pub(crate) fn relaxed(&self, no_sync: bool) -> Option<Duration> {
+    pub(super) fn relaxed(&self, no_sync: bool) -> Option<Duration> {
         match (self.wal.opts.sync_every, no_sync) {
             (Some(d), _) => Some(d),
             (None, true) => Some(Duration::from_millis(10)),

@@ -3,7 +3,7 @@
 //!
 //! A commit writes its pages to the data file, unsynced, and appends one
 //! record (those pages and its meta update); a sync of the log, shared by the
-//! commits appended meanwhile (group commit, `crate::group`), makes them
+//! commits appended meanwhile (group commit, `super::group`), makes them
 //! durable, after which their metas go to the data file, unsynced, and are
 //! published in order. A checkpoint syncs the data file, records the txnid
 //! it covers in the checkpoint file, and recycles the segments it covers.
@@ -20,8 +20,7 @@ use super::log::{Log, LogOptions};
 use super::record::RecordParts;
 use crate::error::{ErrorKind, Result};
 use crate::format::meta::{Meta, META_WRITE_LEN, VERSION, VERSION_OFF, VERSION_WAL};
-use crate::io::{DataFile, FaultInjector};
-use crate::sink::{Commit, CommitFailure};
+use crate::io::{Commit, CommitFailure, DataFile, FaultInjector};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -428,7 +427,7 @@ impl Wal {
 
     /// Write the pages of commit `c` to the data file and append its
     /// record to the log, without a sync and without its meta: the commit
-    /// is neither durable nor visible yet. The group (`crate::group`) makes
+    /// is neither durable nor visible yet. The group (`super::group`) makes
     /// it durable with one log sync for every commit appended meanwhile,
     /// then writes the metas and publishes them in order. The pages may go
     /// to the data file first because a writer reuses only pages that no
