@@ -7,10 +7,14 @@
 //! `FaultInjector` to fail or tear any of these steps (ENOSPC, EIO, torn
 //! writes), whichever way they reach the file. The write-ahead log's files
 //! go through the same seam (`wal/seam.rs`, `IoOp::Log*`), as do backups'
-//! syncs (`IoOp::BackupSync`).
+//! syncs (`IoOp::BackupSync`). Pages come as page numbers; this is the one
+//! place they become file offsets. The commit sinks (`sink.rs`,
+//! `wal/sink.rs`) decide what is written when.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::meta::{pick_meta, Meta, META_LEN, META_WRITE_LEN, META_WRITE_OFF};
 use crate::mmap::Map;
+use crate::wal::patch::Patch;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
@@ -216,19 +220,38 @@ impl DataFile {
         Ok(self.file.metadata()?.len())
     }
 
-    /// Write whole pages: `runs` are (file offset, bytes), sorted by offset.
-    /// Adjacent runs are merged into vectored writes.
-    pub(crate) fn write_pages(&self, runs: &[(u64, &[u8])]) -> Result<()> {
+    /// Meta page `slot` as read back from the file (an error when invalid).
+    pub(crate) fn read_meta(&self, psize: usize, slot: u64) -> Result<Meta> {
+        let mut b = [0u8; META_LEN];
+        self.read_exact_at(&mut b, slot * psize as u64)?;
+        Meta::decode(&b)
+    }
+
+    /// The newest meta of the file as it is now, as a reader would pick it.
+    pub(crate) fn newest_meta(&self, psize: usize) -> Result<Meta> {
+        pick_meta(self.read_meta(psize, 0), self.read_meta(psize, 1)).map(|(_, m)| m)
+    }
+
+    /// Write whole pages: `pages` are (page number, bytes), sorted by page
+    /// number, of pages of `psize` bytes (a run of several pages is one
+    /// entry). Adjacent ones are merged into vectored writes. A page
+    /// number past any file offset is `Corrupted` (it came from a record).
+    pub(crate) fn write_pages(&self, psize: usize, pages: &[(u64, &[u8])]) -> Result<()> {
+        // Page sizes are powers of two: a shift, not a division, per page.
+        debug_assert!(psize.is_power_of_two());
+        let shift = psize.trailing_zeros();
         let mut i = 0;
-        while i < runs.len() {
-            let start = runs[i].0;
-            let mut end = start + runs[i].1.len() as u64;
+        while i < pages.len() {
+            let start = offset_of(pages[i].0, psize)?;
+            // The page after the group; a page number this close to the
+            // start's cannot overflow.
+            let mut end = pages[i].0 + (pages[i].1.len() >> shift) as u64;
             let mut j = i + 1;
-            while j < runs.len() && j - i < IOV_MAX && runs[j].0 == end {
-                end += runs[j].1.len() as u64;
+            while j < pages.len() && j - i < IOV_MAX && pages[j].0 == end {
+                end += (pages[j].1.len() >> shift) as u64;
                 j += 1;
             }
-            self.write_group(start, &runs[i..j])?;
+            self.write_group(start, &pages[i..j])?;
             i = j;
         }
         Ok(())
@@ -327,8 +350,14 @@ impl DataFile {
 
     /// WRITEMAP: copy whole pages into the writable map (the same seam and
     /// faults as [`DataFile::write_pages`]).
-    pub(crate) fn write_pages_mapped(&self, map: &Map, runs: &[(u64, &[u8])]) -> Result<()> {
-        for &(offset, b) in runs {
+    pub(crate) fn write_pages_mapped(
+        &self,
+        map: &Map,
+        psize: usize,
+        pages: &[(u64, &[u8])],
+    ) -> Result<()> {
+        for &(pgno, b) in pages {
+            let offset = offset_of(pgno, psize)?;
             let op = IoOp::WritePages {
                 offset,
                 len: b.len(),
@@ -354,53 +383,44 @@ impl DataFile {
     }
 }
 
+/// The file offset of page `pgno`.
+fn offset_of(pgno: u64, psize: usize) -> Result<u64> {
+    Ok(pgno.checked_mul(psize as u64).ok_or(ErrorKind::Corrupted)?)
+}
+
 /// Carry out a map write as the fault injector decided.
 fn map_write(act: IoAction, map: &Map, offset: u64, b: &[u8]) -> Result<()> {
     let off = usize::try_from(offset).map_err(|_| ErrorKind::Os(libc::EINVAL))?;
     act.write(b.len(), |n| map.write(off, &b[..n]))
 }
 
-/// Where the bytes of a commit go. Every write and sync of a commit goes
-/// through one (and `Env::sync` too), in this order: the dirty pages, a sync
-/// of them, then the meta update. The data file and the writable map are
-/// the sinks today; a write-ahead log is another.
-pub(crate) trait CommitSink {
-    /// Write page runs `(file offset, bytes)`, sorted by offset.
-    fn write_pages(&self, runs: &[(u64, &[u8])]) -> Result<()>;
-    /// Make the pages written so far durable; `force` overrides an
-    /// asynchronous mode.
-    fn sync_pages(&self, force: bool) -> Result<()>;
-    /// Write the meta update at file offset `offset`, durable before it
-    /// returns when `durable`. An error here leaves the meta page unknown.
-    fn write_meta(&self, offset: u64, bytes: &[u8], durable: bool) -> Result<()>;
-    /// One whole commit: by default the pages, their sync (unless
-    /// `c.sync_pages` is off), then the meta update.
-    fn commit(&self, c: &Commit<'_>) -> std::result::Result<(), CommitFailure> {
-        self.write_pages(c.runs).map_err(CommitFailure::Clean)?;
-        if c.sync_pages {
-            self.sync_pages(false).map_err(CommitFailure::Clean)?;
-        }
-        self.write_meta(c.meta_off, c.meta, c.durable_meta)
-            .map_err(CommitFailure::Fatal)
-    }
+/// The bytes of one commit and how durable they must be: what the
+/// environment's commit sink (`crate::sink`) is handed.
+pub(crate) struct Commit<'a> {
+    /// The new meta (its txnid is the transaction's).
+    pub(crate) meta: Meta,
+    /// Its update as written into meta page `meta.txnid & 1`.
+    pub(crate) update: &'a [u8; META_WRITE_LEN],
+    /// Dirty pages `(page number, bytes)`, sorted by page number; an
+    /// overflow run is one entry.
+    pub(crate) pages: &'a [(u64, &'a [u8])],
+    /// Pages of `pages` a log tells by their differences from the
+    /// committed pages they were copied from, sorted by page number (none
+    /// outside WAL mode).
+    pub(crate) patches: &'a [Patch<'a>],
+    /// Pages the transaction freed.
+    pub(crate) freed: usize,
+    /// Sync the pages before the meta (not under NO_SYNC).
+    pub(crate) sync: bool,
+    /// Write the meta durably (not under NO_SYNC or NO_META_SYNC).
+    pub(crate) meta_sync: bool,
 }
 
-/// The bytes of one commit and how durable they must be.
-pub(crate) struct Commit<'a> {
-    /// The transaction committing.
-    pub(crate) txnid: u64,
-    /// Dirty page runs `(file offset, bytes)`, sorted by offset.
-    pub(crate) runs: &'a [(u64, &'a [u8])],
-    /// WAL mode: pages of `runs` the log tells by their differences from
-    /// the committed pages they were copied from, sorted by page number.
-    pub(crate) patches: &'a [crate::wal::patch::Patch<'a>],
-    /// Where the meta update goes, and its bytes.
-    pub(crate) meta_off: u64,
-    pub(crate) meta: &'a [u8],
-    /// Sync the pages before the meta (not under NO_SYNC).
-    pub(crate) sync_pages: bool,
-    /// Write the meta durably (not under NO_SYNC or NO_META_SYNC).
-    pub(crate) durable_meta: bool,
+impl Commit<'_> {
+    /// The file offset of the meta update.
+    pub(crate) fn meta_off(&self, psize: usize) -> u64 {
+        (self.meta.txnid & 1) * psize as u64 + META_WRITE_OFF as u64
+    }
 }
 
 /// How a failed commit left the environment.
@@ -411,49 +431,6 @@ pub(crate) enum CommitFailure {
     /// The meta page, or what the data file holds, is unknown: the
     /// environment must stop writing (a reopen settles it).
     Fatal(Error),
-}
-
-/// Commits written with `pwrite` to the data file.
-pub(crate) struct FileSink<'a>(pub(crate) &'a DataFile);
-
-impl CommitSink for FileSink<'_> {
-    fn write_pages(&self, runs: &[(u64, &[u8])]) -> Result<()> {
-        self.0.write_pages(runs)
-    }
-    fn sync_pages(&self, _force: bool) -> Result<()> {
-        self.0.sync_data()
-    }
-    fn write_meta(&self, offset: u64, bytes: &[u8], durable: bool) -> Result<()> {
-        self.0.write_meta(offset, bytes, durable)
-    }
-}
-
-/// Commits copied into the writable map (WRITEMAP) and `msync`ed.
-pub(crate) struct MapSink<'a> {
-    pub(crate) file: &'a DataFile,
-    pub(crate) map: &'a Map,
-    /// MAPASYNC: start the write-back without waiting for it.
-    pub(crate) map_async: bool,
-    pub(crate) psize: usize,
-}
-
-impl CommitSink for MapSink<'_> {
-    fn write_pages(&self, runs: &[(u64, &[u8])]) -> Result<()> {
-        self.file.write_pages_mapped(self.map, runs)
-    }
-    fn sync_pages(&self, force: bool) -> Result<()> {
-        let wait = force || !self.map_async;
-        self.file.sync_mapped(self.map, 0, self.map.len(), wait)
-    }
-    fn write_meta(&self, offset: u64, bytes: &[u8], durable: bool) -> Result<()> {
-        self.file.write_meta_mapped(self.map, offset, bytes)?;
-        if durable {
-            let page = offset as usize / self.psize * self.psize;
-            self.file
-                .sync_mapped(self.map, page, self.psize, !self.map_async)?;
-        }
-        Ok(())
-    }
 }
 
 /// fsync a directory, so that the names created, renamed or removed in it

@@ -31,7 +31,6 @@
 
 mod backup;
 pub mod check;
-mod checkpointer;
 mod copy;
 mod cursor;
 mod db;
@@ -45,7 +44,6 @@ pub mod format;
 #[cfg(not(feature = "unstable"))]
 #[allow(dead_code)]
 mod format;
-mod group;
 /// The I/O seam every write and sync goes through, and fault injection
 /// (internals: with the `unstable` feature only).
 #[cfg(feature = "unstable")]
@@ -57,6 +55,7 @@ pub(crate) mod lock;
 mod mmap;
 mod pager;
 mod position;
+mod sink;
 mod snapshot;
 mod tree;
 mod txn;

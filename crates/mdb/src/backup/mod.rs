@@ -24,6 +24,7 @@ pub use restore::{restore, verify, RestoreReport, VerifyReport};
 
 use crate::env::Env;
 use crate::error::{Error, ErrorKind};
+use crate::sink::CommitSink;
 use manifest::{sync_dir, HASHES};
 use out::{write_synced, DirLock, SeamFile, TmpPath};
 use pages::{hashes_bytes, meta_crc32c, page_hash, read_hashes, Crc, IncrHeader, HEADER};
@@ -241,11 +242,9 @@ impl Env {
         let progress = progress.unwrap_or(&mut noop);
         let wal_dir = self.wal_dir();
         let wal_mode = self.wal_mode();
-        if let Some(w) = &self.wal {
-            // Commits of relaxed durability this process sees must be in
-            // the log before the snapshot's records are archived.
-            w.flush()?;
-        }
+        // Commits of relaxed durability this process sees must be in the
+        // log before the snapshot's records are archived.
+        self.sink().flush()?;
         if wal_mode && crate::wal::archive::hold(&wal_dir).is_none() {
             // Hold the log from before the snapshot on, so that no record
             // the next backup needs is recycled meanwhile.
@@ -484,9 +483,7 @@ impl Env {
         let man = Manifest::load(dest)?
             .filter(|m| !m.backups.is_empty())
             .ok_or_else(no_chain)?;
-        if let Some(w) = &self.wal {
-            w.flush()?;
-        }
+        self.sink().flush()?;
         let meta = self.newest_meta()?;
         same_env(dest, &man, &meta)?;
         let after = man.backups.last().map_or(0, |b| b.txnid);

@@ -1,17 +1,19 @@
 //! The environment: data file, map, lock file, and the database registry.
 
+mod sink;
 mod wal_open;
 
-use crate::checkpointer::{WalEnv, Worker};
 use crate::db::{Database, Stat};
 use crate::error::{DbLabel, Error, ErrorKind, Misuse, Result};
 pub(crate) use crate::format::meta::pick_meta;
 use crate::format::meta::{Meta, META_LEN};
-use crate::io::{CommitSink, DataFile, FaultInjector, FileSink, MapSink};
+use crate::io::{DataFile, FaultInjector};
 use crate::lock::ThreadSlots;
 use crate::lock::{LockFile, ReaderInfo};
 use crate::mmap::{Map, Maps};
-use crate::wal::mode::{dir_for as wal_dir, WalOptions, WalSink};
+use crate::sink::CommitSink;
+use crate::wal::checkpointer::{WalEnv, Worker};
+use crate::wal::mode::{dir_for as wal_dir, WalOptions};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -1329,37 +1331,9 @@ impl Env {
         if f.contains(EnvFlags::READ_ONLY) {
             return Err(ErrorKind::Os(libc::EACCES).into());
         }
-        if let Some(w) = &self.wal {
-            // Commits of relaxed durability become durable (and visible to
-            // other processes).
-            w.flush()?;
-        }
-        if !force && f.contains(EnvFlags::NO_SYNC) {
-            return Ok(());
-        }
-        self.sink().sync_pages(force)
-    }
-
-    /// Where commits write: the log then the data file (WAL mode), the
-    /// data file, or the map under WRITEMAP.
-    pub(crate) fn sink(&self) -> Box<dyn CommitSink + '_> {
-        let f = self.flags();
-        if let Some(w) = &self.wal {
-            Box::new(WalSink {
-                wal: &w.wal,
-                file: &self.file,
-                psize: self.psize,
-            })
-        } else if f.contains(EnvFlags::WRITE_MAP) {
-            Box::new(MapSink {
-                file: &self.file,
-                map: self.map(),
-                map_async: f.contains(EnvFlags::MAP_ASYNC),
-                psize: self.psize,
-            })
-        } else {
-            Box::new(FileSink(&self.file))
-        }
+        // In WAL mode, commits of relaxed durability become durable (and
+        // visible to other processes) too.
+        self.sink().sync(force, f.contains(EnvFlags::NO_SYNC))
     }
 
     /// The lock file; `None` under NO_LOCK, whose in-memory table LMDB
@@ -1699,7 +1673,7 @@ impl Drop for Env {
 impl DataFile {
     /// Write the two meta pages of a new file and make them durable.
     pub(crate) fn file_write_initial(&self, both: &[u8]) -> Result<()> {
-        self.write_pages(&[(0, both)])?;
+        self.write_pages(both.len() / 2, &[(0, both)])?;
         self.sync_data()
     }
 }

@@ -20,7 +20,7 @@ use crate::format::meta::VERSION;
 use crate::io::DataFile;
 use crate::lock::LockFile;
 use crate::wal::checkpoint::{self, CheckpointState};
-use crate::wal::mode::{dir_for, marked, newest_meta, page_size, set_version, Wal};
+use crate::wal::mode::{dir_for, marked, page_size, set_version, Wal};
 use crate::wal::tie;
 use crate::EnvFlags;
 use std::fs::OpenOptions;
@@ -182,7 +182,7 @@ impl<'a> WriterHeld<'a> {
     pub(crate) fn take(lock: &'a LockFile, df: &DataFile) -> Result<WriterHeld<'a>> {
         if lock.lock_writer()? {
             // A writer died: its uncommitted pages are unreferenced.
-            if let Ok(m) = page_size(df).and_then(|p| newest_meta(df, p)) {
+            if let Ok(m) = page_size(df).and_then(|p| df.newest_meta(p)) {
                 lock.set_txnid(m.txnid.max(lock.txnid()));
             }
         }
@@ -204,7 +204,7 @@ fn roll_forward(w: &Wal, df: &DataFile, plain: bool) -> Result<()> {
     if let Some(r) = w.reconcile(df, psize, true)? {
         r.write_alone(df)?;
     }
-    let m = newest_meta(df, psize)?;
+    let m = df.newest_meta(psize)?;
     if m.txnid > w.checkpointed() {
         // Replayed records, or commits made without the log.
         df.sync_data()?;

@@ -1,7 +1,7 @@
 //! The page store of a write transaction: committed pages read from the
 //! map (bounded by the data file), the dirty-page table, page buffers kept
-//! across transactions, the free pages held in memory, and the commit sink
-//! through which every write and sync of a commit goes.
+//! across transactions, and the free pages held in memory. The commit
+//! hands the dirty pages to the environment's commit sink (`crate::sink`).
 //!
 //! The pager knows pages, not trees: choosing which free records to consume
 //! and writing the free list back are the tree layer's work, since the free

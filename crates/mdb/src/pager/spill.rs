@@ -87,11 +87,8 @@ impl Pager<'_> {
         super::sort_pgnos(&mut pgs, false);
         let ps = self.env.psize;
         {
-            let runs: Vec<(u64, &[u8])> = pgs
-                .iter()
-                .map(|pg| (pg * ps as u64, &self.dirty[pg][..]))
-                .collect();
-            self.env.file.write_pages(&runs)?;
+            let runs: Vec<(u64, &[u8])> = pgs.iter().map(|pg| (*pg, &self.dirty[pg][..])).collect();
+            self.env.file.write_pages(ps, &runs)?;
         }
         for pg in pgs {
             if let Some(b) = self.dirty.remove(&pg) {

@@ -4,12 +4,11 @@
 use crate::db::Database;
 use crate::env::EnvFlags;
 use crate::error::{ErrorKind, Result};
-use crate::format::meta::{DbRecord, Meta, META_WRITE_OFF};
+use crate::format::meta::{DbRecord, Meta};
 use crate::format::page::NodeData;
-use crate::io::{Commit, CommitFailure};
+use crate::sink::{Commit, CommitFailure, CommitSink, Pending};
 use crate::tree;
 use crate::txn::RwTxn;
-use crate::wal::mode::Due;
 use crate::wal::patch::{self, Patch};
 use crate::WriteFlags;
 
@@ -42,28 +41,18 @@ impl RwTxn<'_> {
         let r = self.commit_inner();
         self.committed = r.is_ok();
         self.finish();
-        // WAL mode: appended; the next writer may begin while this one
-        // waits for its record to be durable and published.
-        let r = match (r, &self.env.wal) {
-            (Ok((Some(t), due)), Some(w)) => w
-                .group
-                .wait_durable(t, &w.wal, &self.env.file)
-                .inspect_err(|_| {
-                    // Only a reopen can tell what the files hold now.
-                    self.env
-                        .panicked
-                        .store(true, std::sync::atomic::Ordering::Relaxed);
-                })
-                .map(|()| due),
-            (r, _) => r.map(|(_, due)| due),
+        // A commit the sink still makes durable and publishes (a log's
+        // group commit): the next writer may begin meanwhile.
+        let r = match r {
+            Ok(Some(p)) => self.env.sink().wait(p).inspect_err(|_| {
+                // Only a reopen can tell what the files hold now.
+                self.env
+                    .panicked
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }),
+            r => r.map(|_| ()),
         };
-        if let (Ok(Due::Now), Some(w)) = (&r, &self.env.wal) {
-            // The pages held for the log would make the file grow much
-            // further: checkpoint now (the commit is durable already; a
-            // failure is the background checkpointer's to retry).
-            let _ = w.checkpoint(false);
-        }
-        r.map(|_| ()).map_err(during)
+        r.map_err(during)
     }
 
     /// [`tree::place::place`] of `db`'s tree, whose record `rec` follows
@@ -77,7 +66,7 @@ impl RwTxn<'_> {
         Ok(())
     }
 
-    /// WAL mode: the one-page runs of `runs` (file offsets, sorted) told
+    /// WAL mode: the one-page runs of `runs` (page numbers, sorted) told
     /// by their differences from a page of the base snapshot, where that
     /// is smaller than the page: `(pgno, base, range bytes in ranges)`.
     /// The base of a page copied on write is the page it was copied from;
@@ -106,11 +95,10 @@ impl RwTxn<'_> {
         let mut scratch = vec![0u8; 2 * ps];
         let mut best = Vec::new();
         let mut out = Vec::new();
-        for &(off, b) in runs {
+        for &(pgno, b) in runs {
             if b.len() != ps {
                 continue;
             }
-            let pgno = off / ps as u64;
             let candidates = match bases.get(&pgno).filter(|&&p| usable(p)) {
                 Some(p) => std::slice::from_ref(p),
                 None => others,
@@ -142,9 +130,8 @@ impl RwTxn<'_> {
         Ok(out)
     }
 
-    /// Returns the txnid to wait for in WAL mode, and whether the commit
-    /// calls for a checkpoint.
-    fn commit_inner(&mut self) -> Result<(Option<u64>, Due)> {
+    /// Returns the commit the sink has still to make durable and visible.
+    fn commit_inner(&mut self) -> Result<Option<Pending>> {
         let mut named: Vec<(Database, DbRecord)> = self
             .dbs
             .borrow()
@@ -160,7 +147,7 @@ impl RwTxn<'_> {
         let trimmed = self.pg.next_pgno <= self.pg.base.last_pgno;
         let forced = trimmed || self.force_commit;
         if self.pg.dirty.is_empty() && !any_db && self.pg.free.freed.is_empty() && !forced {
-            return Ok((None, Due::No));
+            return Ok(None);
         }
         // Trees mostly rewritten get their leaves in key order in the file
         // (`tree::place`); named trees before their records are written.
@@ -197,17 +184,13 @@ impl RwTxn<'_> {
         if flags.contains(EnvFlags::WRITE_MAP) && meta.mapsize > self.pg.base.mapsize {
             env.writemap_room(meta.mapsize, (meta.last_pgno + 1) * ps as u64)?;
         }
-        // (page number, bytes) in file order, then file offsets.
+        // (page number, bytes) in file order.
         let mut runs: Vec<(u64, &[u8])> = self.pg.dirty.iter().map(|(&pg, b)| (pg, b)).collect();
         crate::pager::sort_by_pgno(&mut runs, |r| r.0, false);
-        for r in &mut runs {
-            r.0 *= ps as u64;
-        }
+        // WAL mode (the pager keeps the pages' bases): pages the log tells
+        // by their differences.
         let mut ranges = Vec::new();
-        let diffs = match env.wal {
-            Some(_) => self.diffs(&runs, &mut ranges)?,
-            None => Vec::new(),
-        };
+        let diffs = self.diffs(&runs, &mut ranges)?;
         let patches: Vec<Patch<'_>> = diffs
             .iter()
             .map(|&(pgno, base, from, to)| Patch {
@@ -219,44 +202,22 @@ impl RwTxn<'_> {
         let upd = meta.encode_update();
         let no_sync = flags.contains(EnvFlags::NO_SYNC);
         let c = Commit {
-            txnid: self.pg.txnid,
-            runs: &runs,
+            meta,
+            update: &upd,
+            pages: &runs,
             patches: &patches,
-            meta_off: (self.pg.txnid & 1) * ps as u64 + META_WRITE_OFF as u64,
-            meta: &upd,
-            sync_pages: !no_sync,
-            durable_meta: !no_sync && !flags.contains(EnvFlags::NO_META_SYNC),
+            freed: self.pg.free.freed.len() + self.pg.free.loose_filed.len(),
+            sync: !no_sync,
+            meta_sync: !no_sync && !flags.contains(EnvFlags::NO_META_SYNC),
         };
-        match env.sink().commit(&c) {
-            Ok(()) => {}
-            Err(CommitFailure::Clean(e)) => return Err(e),
-            Err(CommitFailure::Fatal(e)) => {
+        env.sink().commit(&c).map_err(|f| match f {
+            CommitFailure::Clean(e) => e,
+            CommitFailure::Fatal(e) => {
                 // Only a reopen can tell what the file holds now.
                 env.panicked
                     .store(true, std::sync::atomic::Ordering::Relaxed);
-                return Err(e);
+                e
             }
-        }
-        if let Some(w) = &env.wal {
-            let relaxed = w.relaxed(no_sync).is_some();
-            w.group.appended(meta, c.meta_off, upd, relaxed);
-            let due = w.wal.wants_checkpoint(
-                self.pg.free.freed.len() + self.pg.free.loose_filed.len(),
-                meta.last_pgno,
-            );
-            if due == Due::Soon {
-                w.kick();
-            }
-            if w.wal.wants_spare() {
-                w.spare_soon();
-            }
-            if relaxed {
-                w.flush_soon();
-                return Ok((None, due));
-            }
-            return Ok((Some(self.pg.txnid), due));
-        }
-        env.lock.set_txnid(self.pg.txnid);
-        Ok((None, Due::No))
+        })
     }
 }

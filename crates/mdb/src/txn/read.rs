@@ -8,6 +8,7 @@ use crate::format::meta::Meta;
 use crate::format::page::Page;
 use crate::lock::ThreadSlots;
 use crate::pager::{MapView, PageRead};
+use crate::sink::CommitSink;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::{Arc, Weak};
@@ -301,10 +302,7 @@ impl Env {
             // Relaxed durability: this process sees its commits before
             // they are durable. The slot keeps the published txnid, which
             // keeps every page of the newer snapshot too.
-            let m = match &self.wal {
-                Some(w) => w.group.visible(m.txnid).unwrap_or(m),
-                None => m,
-            };
+            let m = self.sink().visible(m.txnid).unwrap_or(m);
             self.map_for(&m)?;
             return Ok(m);
         }

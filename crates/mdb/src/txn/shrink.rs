@@ -13,6 +13,7 @@
 use super::*;
 use crate::env::{EnvFlags, DEFAULT_MAPSIZE};
 use crate::error::ErrorKind;
+use crate::sink::CommitSink;
 
 impl RwTxn<'_> {
     /// One round of shrinking: take every free record old enough, drop the
@@ -139,12 +140,10 @@ impl Env {
         // an empty commit lets a round take what the one before freed.
         let mut idle = 0;
         for round in 0..MAX_ROUNDS {
-            if let Some(wal) = &self.wal {
-                // In WAL mode no page freed since the last checkpoint is
-                // reused before the next (the log's records may be patches
-                // of them): each round starts from a checkpoint.
-                wal.checkpoint(true)?;
-            }
+            // In WAL mode no page freed since the last checkpoint is
+            // reused before the next (the log's records may be patches of
+            // them): each round starts from a checkpoint.
+            self.sink().settle()?;
             let mut w = self.write_txn()?;
             if round == 0 && worth_it && w.free_total()? * 8 < w.pg.next_pgno.max(2048) {
                 return Ok(());
@@ -167,11 +166,9 @@ impl Env {
     /// Cut the data file after the newest snapshot's last page (with
     /// WRITE_MAP, at the size it records). Only while alone.
     fn cut(&self) -> Result<()> {
-        if let Some(w) = &self.wal {
-            // The data file must hold every commit (their pages and the
-            // new end) before it is cut.
-            w.checkpoint(true)?;
-        }
+        // The data file must hold every commit (their pages and the new
+        // end) before it is cut.
+        self.sink().settle()?;
         let m = self.newest_meta()?;
         let mut len = (m.last_pgno + 1) * self.psize as u64;
         if self.flags().contains(EnvFlags::WRITE_MAP) {

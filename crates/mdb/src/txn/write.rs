@@ -2,10 +2,11 @@
 //! database records it changes.
 
 use super::*;
-use crate::env::{pick_meta, EnvFlags};
+use crate::env::EnvFlags;
 use crate::error::{DbLabel, ErrorKind};
 use crate::format::page::Page;
 use crate::pager::{PageRead, Pager};
+use crate::sink::CommitSink;
 use std::cell::Cell;
 use std::marker::PhantomData;
 
@@ -94,46 +95,16 @@ impl Env {
         r
     }
 
-    /// Release the writer lock (in WAL mode, the group's token).
-    pub(crate) fn unlock_writer(&self) {
-        match &self.wal {
-            Some(w) => w.group.leave(),
-            None => self.lock.unlock_writer(),
-        }
-    }
-
     fn begin_write(&self) -> Result<RwTxn<'_>> {
         let l = &self.lock;
-        // In WAL mode the writer lock is the group's token; commits of this
-        // process may still be in the pipeline (`head`).
-        let (recovered, fresh, head) = match &self.wal {
-            Some(w) => {
-                let e = w.group.enter()?;
-                (e.recovered, e.fresh, e.head)
-            }
-            None => (l.lock_writer()?, false, None),
-        };
-        if recovered {
-            // The previous writer died; its uncommitted pages are unreferenced.
-            if let Ok((_, m)) = pick_meta(self.meta_page(0), self.meta_page(1)) {
-                l.set_txnid(m.txnid);
-            }
-        }
+        // The writer lock; a sink with commits still on their way to
+        // being published says which to build on (`head`).
+        let sink = self.sink();
+        let head = sink.lock()?;
         let unlock = |e: Error| {
-            self.unlock_writer();
+            sink.unlock();
             e
         };
-        if let (Some(w), true) = (&self.wal, fresh) {
-            // Replay what a writer that died after its log sync left, and
-            // see what other processes did to the log.
-            if let Some(r) = w
-                .wal
-                .reconcile(&self.file, self.psize, false)
-                .map_err(unlock)?
-            {
-                crate::group::publish_replayed(&self.file, l, &r).map_err(unlock)?;
-            }
-        }
         let (slot, base) = match head {
             Some(h) => ((h.txnid & 1) as usize, h),
             None => self.current_meta().map_err(unlock)?,
@@ -146,22 +117,12 @@ impl Env {
             .checked_add(if base.txnid & 1 == slot as u64 { 1 } else { 2 })
             .ok_or(ErrorKind::Corrupted.into())
             .map_err(unlock)?;
-        if let Some(w) = &self.wal {
-            w.wal.expect(&self.file, &base, txnid).map_err(unlock)?;
-        }
+        sink.chain(&base, txnid).map_err(unlock)?;
         // Pages freed since the last published (durable) commit stay: a
-        // crash may bring that snapshot back.
-        let mut oldest = l.oldest_reader(base.txnid.min(l.txnid()));
-        if let Some(w) = &self.wal {
-            // The last checkpoint holds its snapshot as a reader would:
-            // records past it tell pages by their differences from pages
-            // of earlier snapshots, which replay reads from the data file,
-            // so no page freed after it is reused before the next one.
-            // Any writer of the log sees that checkpoint (an older one
-            // only holds more), and a crash replays and checkpoints at
-            // open before anything is reused.
-            oldest = oldest.min(w.wal.checkpointed() + 1);
-        }
+        // crash may bring that snapshot back; and those the sink holds.
+        let oldest = l
+            .oldest_reader(base.txnid.min(l.txnid()))
+            .min(sink.oldest_bound());
         Ok(RwTxn {
             env: self,
             pg: Pager::new(self, map, txnid, base, self.snapshot_bound(&base), oldest),
@@ -240,7 +201,7 @@ impl<'env> RwTxn<'env> {
         self.env
             .writing
             .store(false, std::sync::atomic::Ordering::Relaxed);
-        self.env.unlock_writer();
+        self.env.sink().unlock();
         tls_leave(&WRITE_ACTIVE, self.env.id);
         self.active = false;
     }

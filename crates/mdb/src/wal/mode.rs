@@ -3,7 +3,7 @@
 //!
 //! A commit writes its pages to the data file, unsynced, and appends one
 //! record (those pages and its meta update); a sync of the log, shared by the
-//! commits appended meanwhile (group commit, `crate::group`), makes them
+//! commits appended meanwhile (group commit, `super::group`), makes them
 //! durable, after which their metas go to the data file, unsynced, and are
 //! published in order. A checkpoint syncs the data file, records the txnid
 //! it covers in the checkpoint file, and recycles the segments it covers.
@@ -19,10 +19,8 @@ use super::checkpoint::Checkpoint;
 use super::log::{Log, LogOptions};
 use super::record::RecordParts;
 use crate::error::{ErrorKind, Result};
-use crate::format::meta::{
-    pick_meta, Meta, META_LEN, META_WRITE_LEN, VERSION, VERSION_OFF, VERSION_WAL,
-};
-use crate::io::{Commit, CommitFailure, CommitSink, DataFile, FaultInjector};
+use crate::format::meta::{Meta, META_WRITE_LEN, VERSION, VERSION_OFF, VERSION_WAL};
+use crate::io::{Commit, CommitFailure, DataFile, FaultInjector};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -168,22 +166,10 @@ pub(crate) enum Due {
     Now,
 }
 
-/// A meta page of the data file, as read back (none when invalid).
-fn read_meta(df: &DataFile, psize: usize, slot: u64) -> Result<Meta> {
-    let mut b = [0u8; META_LEN];
-    df.read_exact_at(&mut b, slot * psize as u64)?;
-    Meta::decode(&b)
-}
-
-/// The data file's current meta, as a reader would pick it.
-pub(crate) fn newest_meta(df: &DataFile, psize: usize) -> Result<Meta> {
-    pick_meta(read_meta(df, psize, 0), read_meta(df, psize, 1)).map(|(_, m)| m)
-}
-
 /// The data file's page size, from its first meta page (when the caller
 /// has no environment yet).
 pub(crate) fn page_size(df: &DataFile) -> Result<usize> {
-    Ok(read_meta(df, 0, 0)?.psize() as usize)
+    Ok(df.read_meta(0, 0)?.psize() as usize)
 }
 
 /// Whether the data file says a log may hold commits it lacks (its first
@@ -339,7 +325,7 @@ impl Wal {
     /// every record past the checkpoint is written again. When records were
     /// replayed, their pages are in the data file and the metas to publish
     /// are returned, not written: readers may be copying the published
-    /// one (`crate::group::publish_metas` writes them in a safe order).
+    /// one (`crate::wal::group::publish_metas` writes them in a safe order).
     pub(crate) fn reconcile(
         &self,
         df: &DataFile,
@@ -350,7 +336,7 @@ impl Wal {
         let inner = &mut *g;
         // Another process may have made the file plain meanwhile.
         inner.marked = false;
-        let meta = newest_meta(df, psize).ok();
+        let meta = df.newest_meta(psize).ok();
         let cp = inner.ckpt.refresh()?;
         let cp_seen = cp.as_ref().map_or((0, 0), |s| (s.seq, s.txnid));
         let fresh = cp_seen == inner.seen
@@ -417,12 +403,7 @@ impl Wal {
                     _ => e,
                 })
             })?;
-            let mut at = Vec::with_capacity(runs.len());
-            for (pgno, b) in runs {
-                let off = pgno.checked_mul(psize as u64).ok_or(ErrorKind::Corrupted)?;
-                at.push((off, b));
-            }
-            df.write_pages(&at)?;
+            df.write_pages(psize, &runs)?;
             // The newest meta of each slot: the ones in between would be
             // overwritten at once.
             let (off, m) = r.meta();
@@ -465,7 +446,7 @@ impl Wal {
 
     /// Write the pages of commit `c` to the data file and append its
     /// record to the log, without a sync and without its meta: the commit
-    /// is neither durable nor visible yet. The group (`crate::group`) makes
+    /// is neither durable nor visible yet. The group (`super::group`) makes
     /// it durable with one log sync for every commit appended meanwhile,
     /// then writes the metas and publishes them in order. The pages may go
     /// to the data file first because a writer reuses only pages that no
@@ -474,7 +455,7 @@ impl Wal {
     /// a record in the log would be replayed at the next open, bringing
     /// back a commit reported as failed. Under NO_SYNC the log is still
     /// synced: WAL mode never trades safety for speed silently.
-    fn append_commit(
+    pub(super) fn append_commit(
         &self,
         df: &DataFile,
         psize: usize,
@@ -482,7 +463,8 @@ impl Wal {
     ) -> std::result::Result<(), CommitFailure> {
         // Free pages of every durable snapshot: harmless if the commit
         // fails here or later.
-        df.write_pages(c.runs).map_err(CommitFailure::Clean)?;
+        df.write_pages(psize, c.pages)
+            .map_err(CommitFailure::Clean)?;
         let mut inner = self.inner();
         // Stock LMDB must not open the file while the log alone holds this
         // commit. One data sync after each plain checkpoint; a no-op after.
@@ -494,21 +476,21 @@ impl Wal {
         // page order).
         let mut patched = c.patches.iter().map(|p| p.pgno).peekable();
         let pages: Vec<(u64, &[u8])> = c
-            .runs
+            .pages
             .iter()
-            .map(|&(off, b)| (off / psize as u64, b))
+            .copied()
             .filter(|&(pg, _)| {
                 while patched.next_if(|&p| p < pg).is_some() {}
                 patched.next_if_eq(&pg).is_none()
             })
             .collect();
         let parts = RecordParts {
-            txnid: c.txnid,
+            txnid: c.meta.txnid,
             psize: psize as u32,
             runs: &pages,
             patches: c.patches,
-            meta_off: c.meta_off,
-            meta: c.meta,
+            meta_off: c.meta_off(psize),
+            meta: c.update,
             trim: true,
             time_ns: crate::io::now_ns(self.fault.as_ref()),
         };
@@ -651,35 +633,6 @@ impl Inner {
         self.since_ckpt = 0;
         self.held = 0;
         Ok(())
-    }
-}
-
-/// Commits of an environment in WAL mode: through the log, then the data
-/// file.
-pub(crate) struct WalSink<'a> {
-    pub(crate) wal: &'a Wal,
-    pub(crate) file: &'a DataFile,
-    pub(crate) psize: usize,
-}
-
-impl CommitSink for WalSink<'_> {
-    fn write_pages(&self, runs: &[(u64, &[u8])]) -> Result<()> {
-        self.file.write_pages(runs)
-    }
-    /// Every commit is durable in the log already; `force` (`Env::sync`)
-    /// also syncs the data file.
-    fn sync_pages(&self, force: bool) -> Result<()> {
-        if force {
-            self.file.sync_data()?;
-        }
-        Ok(())
-    }
-    fn write_meta(&self, offset: u64, bytes: &[u8], _durable: bool) -> Result<()> {
-        self.file.write_meta(offset, bytes, false)
-    }
-    /// Appends only: see [`Wal::append_commit`].
-    fn commit(&self, c: &Commit<'_>) -> std::result::Result<(), CommitFailure> {
-        self.wal.append_commit(self.file, self.psize, c)
     }
 }
 

@@ -11,24 +11,26 @@
 
 use crate::error::{ErrorKind, Result};
 use crate::format::meta::Meta;
-use crate::group::Group;
 use crate::io::DataFile;
 use crate::lock::LockFile;
-use crate::wal::mode::{newest_meta, Wal};
+use crate::sink::CommitSink;
+use crate::wal::group::Group;
+use crate::wal::mode::Wal;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// What an environment in WAL mode shares with its checkpointer thread.
+/// What an environment in WAL mode shares with its background threads;
+/// also its commit sink (`wal/sink.rs`).
 pub(crate) struct WalEnv {
     pub(crate) wal: Wal,
     /// This process's writers (group commit).
     pub(crate) group: Group,
     /// A descriptor of the data file of its own (the thread outlives no
     /// `Env`, but must not borrow one).
-    file: DataFile,
-    lock: Arc<LockFile>,
-    psize: usize,
+    pub(super) file: DataFile,
+    pub(super) lock: Arc<LockFile>,
+    pub(super) psize: usize,
     wake: Mutex<Wake>,
     cv: Condvar,
 }
@@ -70,7 +72,7 @@ impl WalEnv {
 
     /// The newest meta of the data file as it is now.
     fn newest_meta(&self) -> Result<Meta> {
-        newest_meta(&self.file, self.psize)
+        self.file.newest_meta(self.psize)
     }
 
     /// Take a checkpoint; returns the txnid it covers. `plain` (on demand
@@ -110,26 +112,12 @@ impl WalEnv {
     }
 
     /// Run `f` holding the writer lock (the group's token), after the look
-    /// at the log every new tenure of the lock needs.
+    /// at the log every new tenure of the lock needs
+    /// ([`CommitSink::lock`]).
     fn locked<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        let e = self.group.enter()?;
-        let r = (|| {
-            if e.recovered {
-                // A writer died: its uncommitted pages are unreferenced.
-                let m = self.newest_meta()?;
-                self.lock.set_txnid(m.txnid.max(self.lock.txnid()));
-            }
-            if e.fresh {
-                // Another process may have written the log since: look
-                // again, and replay what a writer that died after its log
-                // sync left.
-                if let Some(r) = self.wal.reconcile(&self.file, self.psize, false)? {
-                    crate::group::publish_replayed(&self.file, &self.lock, &r)?;
-                }
-            }
-            f()
-        })();
-        self.group.leave();
+        self.lock()?;
+        let r = f();
+        self.unlock();
         r
     }
 
@@ -148,7 +136,7 @@ impl WalEnv {
 
     /// The log ran out of spare segments: the background thread makes one
     /// (when background threads run).
-    pub(crate) fn spare_soon(&self) {
+    pub(super) fn spare_soon(&self) {
         if !self.wal.opts.checkpointer {
             return;
         }
@@ -160,7 +148,7 @@ impl WalEnv {
     }
 
     /// Ask the thread for a checkpoint soon (enough log was written).
-    pub(crate) fn kick(&self) {
+    pub(super) fn kick(&self) {
         let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
         w.kick = true;
         self.cv.notify_all();
@@ -168,7 +156,7 @@ impl WalEnv {
 
     /// A commit with relaxed durability was appended: the flusher syncs the
     /// log within the period.
-    pub(crate) fn flush_soon(&self) {
+    pub(super) fn flush_soon(&self) {
         let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
         if !w.flush {
             w.flush = true;
@@ -176,14 +164,9 @@ impl WalEnv {
         }
     }
 
-    /// Make every appended commit durable and published now.
-    pub(crate) fn flush(&self) -> Result<()> {
-        self.group.drain(&self.wal, &self.file)
-    }
-
     /// The period of relaxed durability for a commit under `flags`, if
     /// relaxed.
-    pub(crate) fn relaxed(&self, no_sync: bool) -> Option<Duration> {
+    pub(super) fn relaxed(&self, no_sync: bool) -> Option<Duration> {
         match (self.wal.opts.sync_every, no_sync) {
             (Some(d), _) => Some(d),
             (None, true) => Some(Duration::from_millis(10)),

@@ -1,0 +1,116 @@
+//! The write-ahead log as the environment's commit sink: the writer lock
+//! is the group's token (`group.rs`), a commit writes its pages to the
+//! data file unsynced and appends its record (`Wal::append_commit`), and
+//! the group makes it durable (one log sync for every commit appended
+//! meanwhile) and publishes its meta once the token is given back.
+
+use super::checkpointer::WalEnv;
+use super::group::publish_replayed;
+use super::mode::Due;
+use crate::error::Result;
+use crate::format::meta::Meta;
+use crate::sink::{recover, Commit, CommitFailure, CommitSink, Pending};
+
+impl CommitSink for WalEnv {
+    /// The token, and with it (through the holder thread) the lock file's
+    /// writer mutex; a writer that finds the mutex newly taken replays
+    /// what a writer that died after its log sync left, and sees what
+    /// other processes did to the log. Returns the newest appended commit
+    /// while commits of this process are in the pipeline.
+    fn lock(&self) -> Result<Option<Meta>> {
+        let e = self.group.enter()?;
+        let r = (|| {
+            if e.recovered {
+                recover(&self.lock, &self.file, self.psize);
+            }
+            if e.fresh {
+                if let Some(r) = self.wal.reconcile(&self.file, self.psize, false)? {
+                    publish_replayed(&self.file, &self.lock, &r)?;
+                }
+            }
+            Ok(e.head)
+        })();
+        if r.is_err() {
+            self.group.leave();
+        }
+        r
+    }
+
+    fn unlock(&self) {
+        self.group.leave()
+    }
+
+    fn chain(&self, base: &Meta, txnid: u64) -> Result<()> {
+        self.wal.expect(&self.file, base, txnid)
+    }
+
+    /// The last checkpoint holds its snapshot as a reader would: records
+    /// past it tell pages by their differences from pages of earlier
+    /// snapshots, which replay reads from the data file, so no page freed
+    /// after it is reused before the next one. Any writer of the log sees
+    /// that checkpoint (an older one only holds more), and a crash replays
+    /// and checkpoints at open before anything is reused.
+    fn oldest_bound(&self) -> u64 {
+        self.wal.checkpointed() + 1
+    }
+
+    /// Appends: the pages go to the data file and the record to the log,
+    /// unsynced; [`CommitSink::wait`] makes it durable and publishes it,
+    /// unless durability is relaxed (the flusher does, within the period),
+    /// and takes a checkpoint when the pages held for the log call for it.
+    fn commit(&self, c: &Commit<'_>) -> std::result::Result<Option<Pending>, CommitFailure> {
+        self.wal.append_commit(&self.file, self.psize, c)?;
+        let relaxed = self.relaxed(!c.sync).is_some();
+        self.group
+            .appended(c.meta, c.meta_off(self.psize), *c.update, relaxed);
+        let due = self.wal.wants_checkpoint(c.freed, c.meta.last_pgno);
+        if due == Due::Soon {
+            self.kick();
+        }
+        if self.wal.wants_spare() {
+            self.spare_soon();
+        }
+        if relaxed {
+            self.flush_soon();
+        }
+        let p = Pending {
+            txnid: (!relaxed).then_some(c.meta.txnid),
+            checkpoint: due == Due::Now,
+        };
+        Ok((p.txnid.is_some() || p.checkpoint).then_some(p))
+    }
+
+    fn wait(&self, p: Pending) -> Result<()> {
+        if let Some(t) = p.txnid {
+            self.group.wait_durable(t, &self.wal, &self.file)?;
+        }
+        if p.checkpoint {
+            // The commit is durable already; a failure is the background
+            // checkpointer's to retry.
+            let _ = self.checkpoint(false);
+        }
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.group.drain(&self.wal, &self.file)
+    }
+
+    fn visible(&self, published: u64) -> Option<Meta> {
+        self.group.visible(published)
+    }
+
+    /// Every commit is durable in the log once published; `force` also
+    /// syncs the data file.
+    fn sync(&self, force: bool, _no_sync: bool) -> Result<()> {
+        self.flush()?;
+        if force {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+
+    fn settle(&self) -> Result<()> {
+        self.checkpoint(true).map(|_| ())
+    }
+}
