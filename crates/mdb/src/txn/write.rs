@@ -151,7 +151,13 @@ impl Env {
         }
         // Pages freed since the last published (durable) commit stay: a
         // crash may bring that snapshot back.
-        let mut oldest = l.oldest_reader(base.txnid.min(l.txnid()));
+        let last = base.txnid.min(l.txnid());
+        // The hold slots (`wal/hold.rs`) are for writers outside WAL mode:
+        // ours applies the checkpoint it just read (below), never older.
+        let mut oldest = match &self.wal {
+            Some(_) => l.oldest_reader_but_holds(last),
+            None => l.oldest_reader(last),
+        };
         if let Some(w) = &self.wal {
             // The last checkpoint holds its snapshot as a reader would:
             // records past it tell pages by their differences from pages

@@ -10,6 +10,8 @@
 //! - `log.rs`, `open.rs`: the log, appends and syncs at its tail, recycling
 //!   checkpointed segments, and finding the tail at open.
 //! - `checkpoint.rs`: the two-slot checkpoint file.
+//! - `hold.rs`: the reader slot that holds the last checkpoint's snapshot
+//!   for writers outside WAL mode.
 //! - `tie.rs`: the identity that ties a log to its data file.
 //! - `mode.rs`: what commits, opens and checkpoints of an environment in
 //!   WAL mode do with the log and the data file (`WalSink`, `Wal`).
@@ -23,6 +25,7 @@
 
 pub(crate) mod archive;
 pub(crate) mod checkpoint;
+mod hold;
 pub(crate) mod log;
 pub(crate) mod mode;
 mod open;

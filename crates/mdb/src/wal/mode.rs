@@ -16,6 +16,7 @@
 //! This layer knows files and bytes; the caller holds the writer lock.
 
 use super::checkpoint::Checkpoint;
+use super::hold::Hold;
 use super::log::{Log, LogOptions};
 use super::record::RecordParts;
 use crate::error::{ErrorKind, Result};
@@ -23,6 +24,7 @@ use crate::format::meta::{
     pick_meta, Meta, META_LEN, META_WRITE_LEN, VERSION, VERSION_OFF, VERSION_WAL,
 };
 use crate::io::{Commit, CommitFailure, CommitSink, DataFile, FaultInjector};
+use crate::lock::LockFile;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -149,6 +151,9 @@ struct Inner {
     /// This handle saw the data file carry [`VERSION_WAL`] since it last
     /// took the writer lock (only a holder of that lock changes it).
     marked: bool,
+    /// The reader slot at `seen.1` (see `wal/hold.rs`); none until
+    /// [`Wal::hold_in`], and in a replay-only log.
+    hold: Option<Hold>,
 }
 
 /// Pages freed since the last checkpoint that make the checkpointer run
@@ -300,6 +305,7 @@ impl Wal {
             patched: 0,
             held: 0,
             marked: false,
+            hold: None,
         };
         inner.tell_others()?;
         Ok(Wal {
@@ -308,6 +314,16 @@ impl Wal {
             dir: dir.to_path_buf(),
             fault,
         })
+    }
+
+    /// Hold the last checkpoint's snapshot in the reader table of `lock`
+    /// until this handle closes, for writers outside WAL mode (see
+    /// `wal/hold.rs`).
+    pub(crate) fn hold_in(&self, lock: Arc<LockFile>) -> Result<()> {
+        let mut g = self.inner();
+        let txnid = g.seen.1;
+        g.hold = Some(Hold::take(lock, txnid)?);
+        Ok(())
     }
 
     /// The txnid of the newest record of the log.
@@ -369,7 +385,7 @@ impl Wal {
             };
             inner.log = Log::open(&self.dir, lo, self.fault.clone())?;
         }
-        inner.seen = cp_seen;
+        inner.saw(cp_seen);
         inner.tell_others()?;
         let meta_txnid = meta.map(|m| m.txnid);
         let Some(last) = inner.log.last_txnid() else {
@@ -621,6 +637,14 @@ impl Wal {
 }
 
 impl Inner {
+    /// The checkpoint as read or written now: the hold follows it.
+    fn saw(&mut self, seen: (u64, u64)) {
+        self.seen = seen;
+        if let Some(h) = &self.hold {
+            h.move_to(seen.1);
+        }
+    }
+
     /// After this handle changed the log's directory (under the writer
     /// lock, or alone), other handles must read it again before they
     /// write: state the checkpoint again, which moves its seq (what
@@ -640,14 +664,14 @@ impl Inner {
         self.ckpt.set_ident(ident);
         let (txnid, meta) = cp.map_or((0, Vec::new()), |s| (s.txnid, s.meta));
         self.ckpt.write(txnid, &meta)?;
-        self.seen = (self.ckpt.last_seq(), txnid);
+        self.saw((self.ckpt.last_seq(), txnid));
         Ok(())
     }
 
     /// Write the checkpoint record for `meta` (the data file is synced).
     fn checkpoint_at(&mut self, meta: &Meta) -> Result<()> {
         self.ckpt.write(meta.txnid, &meta.encode_update())?;
-        self.seen = (self.ckpt.last_seq(), meta.txnid);
+        self.saw((self.ckpt.last_seq(), meta.txnid));
         self.since_ckpt = 0;
         self.held = 0;
         Ok(())
