@@ -5,7 +5,7 @@
 //! checkpoint.
 //!
 //! - `record.rs`: one commit record, encoded and parsed (never trusting the
-//!   bytes).
+//!   bytes); `compact.rs` the varints of its version 5 tables.
 //! - `segment.rs`: the segment files and their headers, the pool of spares.
 //! - `log.rs`, `open.rs`: the log, appends and syncs at its tail, recycling
 //!   checkpointed segments, and finding the tail at open.
@@ -25,6 +25,7 @@
 
 pub(crate) mod archive;
 pub(crate) mod checkpoint;
+mod compact;
 mod hold;
 pub(crate) mod log;
 pub(crate) mod mode;

@@ -446,7 +446,7 @@ impl Wal {
             *slot = Some(MetaUpdate {
                 txnid: r.txnid(),
                 off,
-                bytes: m.try_into().map_err(|_| ErrorKind::Corrupted)?,
+                bytes: (*m).try_into().map_err(|_| ErrorKind::Corrupted)?,
             });
             Ok(())
         })?;
@@ -736,7 +736,7 @@ fn meta_agrees(inner: &Inner, df: &DataFile, meta: Option<Meta>) -> Result<bool>
             let (off, bytes) = r.meta();
             let mut b = vec![0u8; bytes.len()];
             df.read_exact_at(&mut b, off)?;
-            agrees = b == bytes;
+            agrees = *b == *bytes;
         }
         Ok(())
     })?;
