@@ -29,7 +29,9 @@ Options:
 
 Columns: pid; thread (pthread id, hex); txnid (`-` for a slot that holds no
 read transaction); behind (newest txn id minus txnid); state: reading, idle
-(the slot holds no transaction), or dead when its process no longer holds its
+(the slot holds no transaction), wal-hold (thread 0: a write-ahead-log
+handle holding its last checkpoint's snapshot for writers outside WAL
+mode), or dead when its process no longer holds its
 lock on the lock file, i.e. has ended: a stale slot that --check clears.
 
 Exit status: 0 on success, 1 on error.
@@ -83,6 +85,8 @@ impl Liveness {
     fn state(&self, r: &ReaderInfo) -> &'static str {
         if !self.alive(r.pid) {
             "dead"
+        } else if r.is_wal_hold() {
+            "wal-hold"
         } else if r.txnid.is_some() {
             "reading"
         } else {

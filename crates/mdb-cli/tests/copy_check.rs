@@ -1087,3 +1087,43 @@ fn readers_check_clears_a_killed_reader() {
     assert!(r.text().contains("\"cleared\":0,"), "{}", r.text());
     drop(env);
 }
+
+/// A handle in WAL mode holds its last checkpoint's snapshot in a reader
+/// slot of thread 0: `mdb readers` calls it `wal-hold`, Debian's
+/// `mdb_stat -r` lists it as a reader of that txnid.
+#[test]
+fn readers_show_a_wal_handle_hold_at_its_checkpoint() {
+    debian::lmdb_utils();
+    let t = tmpdir();
+    let d = t.path().join("e");
+    std::fs::create_dir(&d).unwrap();
+    let mut wo = mdb::WalOptions::default();
+    wo.checkpointer = false;
+    let env = mdb::EnvOptions::new().wal(wo).open(&d).unwrap();
+    for i in 0..3u8 {
+        let mut w = env.write_txn().unwrap();
+        w.put(mdb::Database::MAIN, b"k", &[i], mdb::WriteFlags::EMPTY)
+            .unwrap();
+        w.commit().unwrap();
+    }
+    let c = env.checkpoint().unwrap();
+    let me = std::process::id().to_string();
+    let r = mdb("readers", &[p(&d)]);
+    assert_eq!(r.code, 0);
+    let text = r.text();
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&me))
+        .unwrap_or_else(|| panic!("no row for {me}:\n{text}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[1..], ["0", &c.to_string(), "0", "wal-hold"], "{text}");
+    let j = mdb("readers", &["--json", p(&d)]).text();
+    assert!(j.contains("\"state\":\"wal-hold\""), "{j}");
+    let st = deb("mdb_stat", &["-r", p(&d)]).text();
+    let line = format!("{me:>10} 0 {c}");
+    assert!(st.lines().any(|l| l == line), "{st}");
+    drop(env);
+    let r = mdb("readers", &[p(&d)]).text();
+    assert!(r.contains("(no active readers)"), "{r}");
+}

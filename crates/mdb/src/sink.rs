@@ -37,9 +37,11 @@ pub(crate) trait CommitSink {
     }
     /// A bound on the writer's `oldest`: pages freed by commits at or
     /// after it are not reused, whatever the readers (a log's records may
-    /// need them until its next checkpoint).
-    fn oldest_bound(&self) -> u64 {
-        u64::MAX
+    /// need them until its next checkpoint). A sink with a bound also
+    /// keeps hold slots in the reader table for writers outside it, which
+    /// its own writers skip.
+    fn oldest_bound(&self) -> Option<u64> {
+        None
     }
     /// Write commit `c` and make it durable and visible, or start to: the
     /// [`Pending`] returned is waited for with [`CommitSink::wait`] once

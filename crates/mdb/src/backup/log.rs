@@ -285,7 +285,7 @@ fn replay_records(
             out.write_at(b, off).map_err(out_err)?;
         }
         let (meta_off, meta) = v.meta();
-        out.write_at(meta, meta_off).map_err(out_err)?;
+        out.write_at(&meta, meta_off).map_err(out_err)?;
         applied = txnid;
     }
     Ok((applied, false))

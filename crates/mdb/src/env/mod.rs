@@ -824,6 +824,8 @@ impl Env {
         let wal = match wal {
             Some(w) => {
                 let own = DataFile::new(df.file.try_clone()?, None, o.fault.clone());
+                // Writers outside WAL mode beside us honour reader slots only.
+                w.hold_in(lock.clone())?;
                 Some(Arc::new(WalEnv::new(w, own, lock.clone(), psize)?))
             }
             None => None,

@@ -62,7 +62,7 @@ impl CommitSink for Sink<'_> {
         each!(self, s => s.chain(base, txnid))
     }
     #[inline]
-    fn oldest_bound(&self) -> u64 {
+    fn oldest_bound(&self) -> Option<u64> {
         each!(self, s => s.oldest_bound())
     }
     #[inline]

@@ -34,6 +34,20 @@ pub struct ReaderInfo {
     pub txnid: Option<u64>,
 }
 
+impl ReaderInfo {
+    /// Whether this slot is a write-ahead-log handle's checkpoint hold
+    /// (thread 0, the snapshot of the log's last checkpoint): it keeps
+    /// writers outside WAL mode from reusing pages the log's records
+    /// still read (see `wal/hold.rs`).
+    pub fn is_wal_hold(&self) -> bool {
+        self.tid == HOLD_TID
+    }
+}
+
+/// The thread id a checkpoint hold's slot carries: no thread has it
+/// (`pthread_self` is never 0), and LMDB's tools print it as `0`.
+pub(crate) const HOLD_TID: u64 = 0;
+
 /// Holds the reader-table mutex; unlocks on drop.
 struct ReaderGuard<'a> {
     lock: &'a LockFile,
@@ -120,9 +134,18 @@ impl LockFile {
     /// Take a free reader slot (first with pid 0 below numreaders, else append and bump numreaders),
     /// writing txnid=u64::MAX, tid (pthread_self), then pid, under the reader mutex. Err(ReadersFull) if none.
     pub fn acquire_slot(&self) -> Result<usize> {
+        self.acquire_slot_as(current_tid(), IDLE)
+    }
+
+    /// Take a slot as a checkpoint hold at `txnid` ([`HOLD_TID`]): it
+    /// holds that snapshot from its first moment.
+    pub(crate) fn acquire_hold(&self, txnid: u64) -> Result<usize> {
+        self.acquire_slot_as(HOLD_TID, txnid)
+    }
+
+    fn acquire_slot_as(&self, tid: u64, txnid: u64) -> Result<usize> {
         self.ensure_pid_lock()?;
         let me = getpid();
-        let tid = current_tid();
         let (_guard, _) = self.lock_readers()?;
         let nr = self.nr();
         let slot = match (0..nr).find(|&i| self.slot_pid(i).load(Ordering::Acquire) == 0) {
@@ -132,7 +155,7 @@ impl LockFile {
         };
         // Reset the slot, publish it in numreaders, and claim it by writing the pid last.
         self.slot_pid(slot).store(0, Ordering::SeqCst);
-        self.slot_txnid(slot).store(IDLE, Ordering::SeqCst);
+        self.slot_txnid(slot).store(txnid, Ordering::SeqCst);
         self.slot_tid(slot).store(tid, Ordering::Relaxed);
         if slot == nr {
             self.map
@@ -162,9 +185,22 @@ impl LockFile {
 
     /// min(last, txnid of every slot with pid != 0) — idle slots hold u64::MAX.
     pub fn oldest_reader(&self, last: u64) -> u64 {
+        self.oldest(last, true)
+    }
+
+    /// [`LockFile::oldest_reader`] without the checkpoint holds: a writer
+    /// in WAL mode applies the hold of the checkpoint it just read itself,
+    /// which is never older than a hold slot's (an idle handle's may lag).
+    pub(crate) fn oldest_reader_but_holds(&self, last: u64) -> u64 {
+        self.oldest(last, false)
+    }
+
+    fn oldest(&self, last: u64, holds: bool) -> u64 {
         let mut oldest = last;
         for i in 0..self.nr() {
-            if self.slot_pid(i).load(Ordering::SeqCst) != 0 {
+            if self.slot_pid(i).load(Ordering::SeqCst) != 0
+                && (holds || self.slot_tid(i).load(Ordering::SeqCst) != HOLD_TID)
+            {
                 oldest = oldest.min(self.slot_txnid(i).load(Ordering::SeqCst));
             }
         }

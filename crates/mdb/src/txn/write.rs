@@ -119,10 +119,15 @@ impl Env {
             .map_err(unlock)?;
         sink.chain(&base, txnid).map_err(unlock)?;
         // Pages freed since the last published (durable) commit stay: a
-        // crash may bring that snapshot back; and those the sink holds.
-        let oldest = l
-            .oldest_reader(base.txnid.min(l.txnid()))
-            .min(sink.oldest_bound());
+        // crash may bring that snapshot back; and those the sink holds. The
+        // log's hold slots (`wal/hold.rs`) are for writers outside WAL
+        // mode: a log's writer applies its exact hold, never an idle
+        // handle's older one.
+        let last = base.txnid.min(l.txnid());
+        let oldest = match sink.oldest_bound() {
+            Some(bound) => l.oldest_reader_but_holds(last).min(bound),
+            None => l.oldest_reader(last),
+        };
         Ok(RwTxn {
             env: self,
             pg: Pager::new(self, map, txnid, base, self.snapshot_bound(&base), oldest),

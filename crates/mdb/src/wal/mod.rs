@@ -7,11 +7,14 @@
 //! The log itself, beside `io` (it knows bytes and files, not pages or
 //! transactions):
 //! - `record.rs`: one commit record, encoded and parsed (never trusting the
-//!   bytes); `patch.rs`: a page told by its differences from a base page.
+//!   bytes); `compact.rs` the varints of its version 5 tables; `patch.rs`:
+//!   a page told by its differences from a base page.
 //! - `segment.rs`: the segment files and their headers, the pool of spares.
 //! - `log.rs`, `open.rs`: the log, appends and syncs at its tail, recycling
 //!   checkpointed segments, and finding the tail at open.
 //! - `checkpoint.rs`: the two-slot checkpoint file.
+//! - `hold.rs`: the reader slot that holds the last checkpoint's snapshot
+//!   for writers outside WAL mode.
 //! - `tie.rs`: the identity that ties a log to its data file.
 //! - `archive.rs`: records copied out for backups.
 //! - `mode.rs`: what commits, opens and checkpoints of an environment in
@@ -36,7 +39,9 @@
 pub(crate) mod archive;
 pub(crate) mod checkpoint;
 pub(crate) mod checkpointer;
+mod compact;
 pub(crate) mod group;
+mod hold;
 pub(crate) mod log;
 pub(crate) mod mode;
 mod open;

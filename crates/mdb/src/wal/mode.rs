@@ -16,11 +16,13 @@
 //! This layer knows files and bytes; the caller holds the writer lock.
 
 use super::checkpoint::Checkpoint;
+use super::hold::Hold;
 use super::log::{Log, LogOptions};
 use super::record::RecordParts;
 use crate::error::{ErrorKind, Result};
 use crate::format::meta::{Meta, META_WRITE_LEN, VERSION, VERSION_OFF, VERSION_WAL};
 use crate::io::{Commit, CommitFailure, DataFile, FaultInjector};
+use crate::lock::LockFile;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -147,6 +149,9 @@ struct Inner {
     /// This handle saw the data file carry [`VERSION_WAL`] since it last
     /// took the writer lock (only a holder of that lock changes it).
     marked: bool,
+    /// The reader slot at `seen.1` (see `wal/hold.rs`); none until
+    /// [`Wal::hold_in`], and in a replay-only log.
+    hold: Option<Hold>,
 }
 
 /// Pages freed since the last checkpoint that make the checkpointer run
@@ -286,6 +291,7 @@ impl Wal {
             patched: 0,
             held: 0,
             marked: false,
+            hold: None,
         };
         inner.tell_others()?;
         Ok(Wal {
@@ -294,6 +300,16 @@ impl Wal {
             dir: dir.to_path_buf(),
             fault,
         })
+    }
+
+    /// Hold the last checkpoint's snapshot in the reader table of `lock`
+    /// until this handle closes, for writers outside WAL mode (see
+    /// `wal/hold.rs`).
+    pub(crate) fn hold_in(&self, lock: Arc<LockFile>) -> Result<()> {
+        let mut g = self.inner();
+        let txnid = g.seen.1;
+        g.hold = Some(Hold::take(lock, txnid)?);
+        Ok(())
     }
 
     /// The txnid of the newest record of the log.
@@ -355,7 +371,7 @@ impl Wal {
             };
             inner.log = Log::open(&self.dir, lo, self.fault.clone())?;
         }
-        inner.seen = cp_seen;
+        inner.saw(cp_seen);
         inner.tell_others()?;
         let meta_txnid = meta.map(|m| m.txnid);
         let Some(last) = inner.log.last_txnid() else {
@@ -411,7 +427,7 @@ impl Wal {
             *slot = Some(MetaUpdate {
                 txnid: r.txnid(),
                 off,
-                bytes: m.try_into().map_err(|_| ErrorKind::Corrupted)?,
+                bytes: (*m).try_into().map_err(|_| ErrorKind::Corrupted)?,
             });
             Ok(())
         })?;
@@ -603,6 +619,14 @@ impl Wal {
 }
 
 impl Inner {
+    /// The checkpoint as read or written now: the hold follows it.
+    fn saw(&mut self, seen: (u64, u64)) {
+        self.seen = seen;
+        if let Some(h) = &self.hold {
+            h.move_to(seen.1);
+        }
+    }
+
     /// After this handle changed the log's directory (under the writer
     /// lock, or alone), other handles must read it again before they
     /// write: state the checkpoint again, which moves its seq (what
@@ -622,14 +646,14 @@ impl Inner {
         self.ckpt.set_ident(ident);
         let (txnid, meta) = cp.map_or((0, Vec::new()), |s| (s.txnid, s.meta));
         self.ckpt.write(txnid, &meta)?;
-        self.seen = (self.ckpt.last_seq(), txnid);
+        self.saw((self.ckpt.last_seq(), txnid));
         Ok(())
     }
 
     /// Write the checkpoint record for `meta` (the data file is synced).
     fn checkpoint_at(&mut self, meta: &Meta) -> Result<()> {
         self.ckpt.write(meta.txnid, &meta.encode_update())?;
-        self.seen = (self.ckpt.last_seq(), meta.txnid);
+        self.saw((self.ckpt.last_seq(), meta.txnid));
         self.since_ckpt = 0;
         self.held = 0;
         Ok(())
@@ -665,7 +689,7 @@ fn meta_agrees(inner: &Inner, df: &DataFile, meta: Option<Meta>) -> Result<bool>
             let (off, bytes) = r.meta();
             let mut b = vec![0u8; bytes.len()];
             df.read_exact_at(&mut b, off)?;
-            agrees = b == bytes;
+            agrees = *b == *bytes;
         }
         Ok(())
     })?;

@@ -50,8 +50,8 @@ impl CommitSink for WalEnv {
     /// after it is reused before the next one. Any writer of the log sees
     /// that checkpoint (an older one only holds more), and a crash replays
     /// and checkpoints at open before anything is reused.
-    fn oldest_bound(&self) -> u64 {
-        self.wal.checkpointed() + 1
+    fn oldest_bound(&self) -> Option<u64> {
+        Some(self.wal.checkpointed() + 1)
     }
 
     /// Appends: the pages go to the data file and the record to the log,
