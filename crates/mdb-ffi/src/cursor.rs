@@ -6,7 +6,7 @@
 //! they are only unbound, and `mdb_cursor_renew` binds them again.
 
 use crate::guard::{code, failed_with, guard, guard_inline, guard_or};
-use crate::handles::{cursor_ref, detach, txn_ref, Kind, MDB_cursor, MDB_txn, View};
+use crate::handles::{cursor_ref, detach, txn_ref, Kind, Leaf, MDB_cursor, MDB_txn, View};
 use crate::put::{answer_existing, check_sizes, db_flags, stash};
 use crate::types::*;
 use mdb::{CursorOp, CursorState, WriteFlags};
@@ -315,6 +315,24 @@ unsafe fn get_general(
         if let CursorOp::Set(k) | CursorOp::SetKey(k) | CursorOp::SetRange(k) = cop {
             if k.is_empty() {
                 return Err(MDB_BAD_VALSIZE);
+            }
+        }
+        if let (View::Ro(r), CursorOp::Set(k) | CursorOp::SetKey(k) | CursorOp::SetRange(k)) =
+            (&view, cop)
+        {
+            // A plain database: the item and the kept leaf from one lookup.
+            if let Some(found) = st.seek_leaf(r, k, op != SET_RANGE) {
+                let (item, leaf) = found.map_err(|e| e.code())?;
+                cur.leaf = leaf.map(Leaf::new);
+                let (rk, rv) = item.ok_or(MDB_NOTFOUND)?;
+                // SAFETY: output pointers are NULL or the caller's MDB_vals.
+                unsafe {
+                    if op != SET {
+                        set_val(key, rk);
+                    }
+                    set_val(data, rv);
+                }
+                return Ok(());
             }
         }
         if op == GET_CURRENT {

@@ -1023,6 +1023,11 @@ impl CursorOp<'_> {
     }
 }
 
+/// What [`CursorState::seek_leaf`] found: the item, and the leaf page the
+/// cursor stands on with its level and the cursor's index in it.
+#[doc(hidden)]
+pub type SeekLeaf<'t> = (Option<Item<'t>>, Option<(&'t [u8], usize, usize)>);
+
 /// A cursor that owns its position instead of borrowing its transaction,
 /// for bindings (the C ABI) that mix several cursors with puts and deletes in
 /// one write transaction. Each call takes the transaction; after any other
@@ -1280,6 +1285,48 @@ impl CursorState {
         let l = path.leaf();
         let b = txn.page_bytes(path.pg[l]).ok()?;
         Some((b, l, path.ix[l]))
+    }
+
+    /// SET or SET_KEY (`exact`), else SET_RANGE, at `k` in a plain
+    /// database of read transaction `txn`: the item, and the leaf as
+    /// [`leaf_of`](Self::leaf_of) gives it after, from one lookup of the
+    /// leaf (the general path looks it up for the item, then again for the
+    /// leaf). `None` (nothing done) for a DUPSORT database or a cursor last
+    /// used in another snapshot: the general path then takes over.
+    #[doc(hidden)]
+    pub fn seek_leaf<'t>(
+        &mut self,
+        txn: &'t crate::RoTxn<'_>,
+        k: &[u8],
+        exact: bool,
+    ) -> Option<Result<SeekLeaf<'t>>> {
+        if self.pos.dcmp.is_some() || self.gen != txn.generation() {
+            return None;
+        }
+        let r = (|| {
+            check_key(k)?;
+            let rec = txn.db(self.db)?;
+            let hit = self.pos.seek(txn, &rec, k)?;
+            let path = &self.pos.main.path;
+            if self.pos.unset() || path.len == 0 {
+                return Ok((None, None));
+            }
+            let l = path.leaf();
+            let (b, ix) = (txn.page_bytes(path.pg[l])?, path.ix[l]);
+            let item = match crate::format::page::plain_item(b, ix) {
+                _ if exact && !hit => None,
+                Some(item) => Some(item),
+                // Past the leaf's end, or not a plain item (overflow).
+                None => self.pos.current(txn)?,
+            };
+            Ok((item, Some((b, l, ix))))
+        })();
+        let op = if exact {
+            CursorOp::Set(k)
+        } else {
+            CursorOp::SetRange(k)
+        };
+        Some(r.map_err(|e| op.failed(e, txn.env(), self.db)))
     }
 
     /// Record that the cursor moved to item `ix` of the leaf at `level`

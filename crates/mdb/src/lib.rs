@@ -81,7 +81,7 @@ pub use backup::{
     LogArchive, Manifest, RestorePoint, RestoreReport, VerifyReport,
 };
 pub use copy::{CopyProgress, CopyStats, ProgressFn};
-pub use cursor::{Cursor, CursorOp, CursorState, Iter, Range};
+pub use cursor::{Cursor, CursorOp, CursorState, Iter, Range, SeekLeaf};
 pub use db::{Database, Stat};
 pub use entries::{Entries, Groups, Values};
 pub use env::{

@@ -265,17 +265,38 @@ impl Position {
         }
     }
 
+    /// The item [`first`](Self::first) or [`last`](Self::last) moved to,
+    /// on `leaf`: in a plain database read from it directly (not looked up
+    /// again).
+    fn edge_item<'a, S: PageRead>(
+        &mut self,
+        s: &'a S,
+        leaf: Page<'a>,
+        last: bool,
+    ) -> Result<Option<Item<'a>>> {
+        if self.dcmp.is_some() {
+            self.load(s, last)?;
+            return self.current(s);
+        }
+        self.sub = Sub::Single;
+        let i = self.main.path.ix[self.main.path.leaf()];
+        if i >= leaf.len() {
+            return Ok(None);
+        }
+        let n = leaf.node(i)?;
+        Ok(Some((n.key(), node_value(s, n, false)?)))
+    }
+
     pub(crate) fn first<'a, S: PageRead>(
         &mut self,
         s: &'a S,
         rec: &DbRecord,
     ) -> Result<Option<Item<'a>>> {
         self.settle();
-        if !self.main.move_edge(s, rec, false)? {
+        let Some(leaf) = self.main.move_edge_leaf(s, rec, false)? else {
             return Ok(None);
-        }
-        self.load(s, false)?;
-        self.current(s)
+        };
+        self.edge_item(s, leaf, false)
     }
 
     pub(crate) fn last<'a, S: PageRead>(
@@ -284,11 +305,10 @@ impl Position {
         rec: &DbRecord,
     ) -> Result<Option<Item<'a>>> {
         self.settle();
-        if !self.main.move_edge(s, rec, true)? {
+        let Some(leaf) = self.main.move_edge_leaf(s, rec, true)? else {
             return Ok(None);
-        }
-        self.load(s, true)?;
-        self.current(s)
+        };
+        self.edge_item(s, leaf, true)
     }
 
     pub(crate) fn next<'a, S: PageRead>(

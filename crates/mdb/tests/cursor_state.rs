@@ -534,3 +534,57 @@ fn env_256m_dbs() -> (tempfile::TempDir, mdb::Env) {
         .unwrap();
     (dir, env)
 }
+
+/// `CursorState::seek_leaf` (the C ABI's SET/SET_KEY/SET_RANGE in a read
+/// transaction) lands where the general path does: the same item, the
+/// same leaf for `leaf_of`, and the same steps after; on hits, misses,
+/// keys past the end and overflow values.
+#[test]
+fn seek_leaf_agrees_with_the_general_path() {
+    let (_dir, env) = env_256m_dbs();
+    let m = Database::MAIN;
+    let mut w = env.write_txn().unwrap();
+    for i in (0..3000u32).step_by(3) {
+        // Every 7th value spills to overflow pages (not a plain item).
+        let v = if i.is_multiple_of(7) {
+            vec![b'o'; 5000]
+        } else {
+            vec![b'v'; 20]
+        };
+        w.put(m, format!("{i:05}").as_bytes(), &v, WriteFlags::EMPTY)
+            .unwrap();
+    }
+    w.commit().unwrap();
+    let r = env.read_txn().unwrap();
+    let mut next = xorshift(0x5eed);
+    for _ in 0..2000 {
+        let k = format!("{:05}", next() % 3100);
+        let exact = next().is_multiple_of(2);
+        let mut a = CursorState::new(&r, m).unwrap();
+        let mut b = CursorState::new(&r, m).unwrap();
+        let (item, leaf) = a.seek_leaf(&r, k.as_bytes(), exact).unwrap().unwrap();
+        let op = if exact {
+            CursorOp::Set(k.as_bytes())
+        } else {
+            CursorOp::SetRange(k.as_bytes())
+        };
+        assert_eq!(item, b.get(&r, op).unwrap(), "{k} exact {exact}");
+        assert_eq!(leaf, b.leaf_of(&r), "{k} exact {exact}");
+        for step in [CursorOp::Next, CursorOp::Prev, CursorOp::Next] {
+            assert_eq!(
+                a.get(&r, step).unwrap(),
+                b.get(&r, step).unwrap(),
+                "{k} exact {exact} {step:?}"
+            );
+        }
+    }
+    drop(r);
+    // A DUPSORT database takes the general path.
+    let mut w = env.write_txn().unwrap();
+    let d = w.create_db("d", DbFlags::DUP_SORT).unwrap();
+    w.put(d, b"k", b"1", WriteFlags::EMPTY).unwrap();
+    w.commit().unwrap();
+    let r = env.read_txn().unwrap();
+    let mut c = CursorState::new(&r, d).unwrap();
+    assert!(c.seek_leaf(&r, b"k", true).is_none());
+}

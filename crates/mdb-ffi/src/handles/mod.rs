@@ -18,7 +18,7 @@ mod txn_state;
 pub(crate) use cursor::{detach, forget_leaf};
 pub(crate) use dbi_table::{DbiEntry, UNSHARED};
 pub(crate) use env::{close, configure};
-pub(crate) use structs::{cursor_ref, env_ref, txn_ref, Config};
+pub(crate) use structs::{cursor_ref, env_ref, txn_ref, Config, Leaf};
 pub use structs::{MDB_assert_func, MDB_cursor, MDB_env, MDB_txn};
 pub(crate) use txn::{alloc, finish};
 pub(crate) use txn_state::{Kind, View, WriteRoot};

@@ -211,16 +211,20 @@ impl MDB_cursor {
     /// Keep the leaf the engine's position now stands on (read snapshots
     /// only; `None` when the next step needs the general path).
     pub(crate) fn keep_leaf(&mut self, r: &mdb::RoTxn<'static>) {
-        self.leaf = self
-            .st
-            .as_ref()
-            .and_then(|st| st.leaf_of(r))
-            .map(|(b, level, ix)| Leaf {
-                ptr: b.as_ptr(),
-                len: b.len(),
-                level,
-                ix,
-            });
+        self.leaf = self.st.as_ref().and_then(|st| st.leaf_of(r)).map(Leaf::new);
+    }
+}
+
+impl Leaf {
+    /// From the engine's (leaf bytes, level, index), as
+    /// [`CursorState::leaf_of`] gives them.
+    pub(crate) fn new((b, level, ix): (&[u8], usize, usize)) -> Leaf {
+        Leaf {
+            ptr: b.as_ptr(),
+            len: b.len(),
+            level,
+            ix,
+        }
     }
 }
 

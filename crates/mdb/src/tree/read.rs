@@ -211,7 +211,7 @@ impl CursorPos {
     /// Descend from `level`'s current child to the leftmost (or rightmost) leaf.
     fn descend_edge<S: PageRead>(&mut self, s: &S, rec: &DbRecord, right: bool) -> Result<()> {
         let top = s.page(self.path.pg[self.path.len - 1])?;
-        self.descend_edge_from(s, rec, top, right)
+        self.descend_edge_from(s, rec, top, right).map(|_| ())
     }
 
     /// [`descend_edge`](Self::descend_edge) from `p`, the page at the end
@@ -223,13 +223,13 @@ impl CursorPos {
         rec: &DbRecord,
         mut p: Page<'a>,
         right: bool,
-    ) -> Result<()> {
+    ) -> Result<Page<'a>> {
         loop {
             if p.is_leaf() {
                 if self.path.len != rec.depth as usize {
                     return Err(ErrorKind::Corrupted.into());
                 }
-                return Ok(());
+                return Ok(p);
             }
             let lvl = self.path.len - 1;
             let child = p.child(self.path.ix[lvl])?;
@@ -259,17 +259,32 @@ impl CursorPos {
         rec: &DbRecord,
         right: bool,
     ) -> Result<bool> {
+        self.move_edge_leaf(s, rec, right).map(|p| p.is_some())
+    }
+
+    /// [`move_edge`](Self::move_edge) giving the leaf it moved to.
+    pub(crate) fn move_edge_leaf<'a, S: PageRead>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+        right: bool,
+    ) -> Result<Option<Page<'a>>> {
         match self.try_move_edge(s, rec, right) {
             Err(e) => self.unposition(e),
             ok => ok,
         }
     }
 
-    fn try_move_edge<S: PageRead>(&mut self, s: &S, rec: &DbRecord, right: bool) -> Result<bool> {
+    fn try_move_edge<'a, S: PageRead>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+        right: bool,
+    ) -> Result<Option<Page<'a>>> {
         if rec.root == P_INVALID {
             self.unset = true;
             self.path.len = 0;
-            return Ok(false);
+            return Ok(None);
         }
         let root = s.page(rec.root)?;
         self.path.pg[0] = rec.root;
@@ -279,9 +294,9 @@ impl CursorPos {
             0
         };
         self.path.len = 1;
-        self.descend_edge_from(s, rec, root, right)?;
+        let leaf = self.descend_edge_from(s, rec, root, right)?;
         self.unset = false;
-        Ok(true)
+        Ok(Some(leaf))
     }
 
     pub(crate) fn first<'a, S: PageRead>(
