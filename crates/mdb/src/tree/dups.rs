@@ -411,12 +411,14 @@ fn put_sub_value(
     sub: &mut Path,
     main: &mut Path,
 ) -> Result<bool> {
-    let (j, found) = descend(&*pager, &st.rec, st.cmp, val, sub)?;
+    let (j, found) = if append {
+        // Past the last value, or not at all: the rightmost path, no search.
+        descend_last(pager, st, val, sub)?.ok_or(ErrorKind::KeyExist)?
+    } else {
+        descend(&*pager, &st.rec, st.cmp, val, sub)?
+    };
     if found {
         return Ok(true);
-    }
-    if append && !is_append(pager, sub, j, false)? {
-        return Err(ErrorKind::KeyExist.into());
     }
     touch_path(pager, t, main)?;
     // Making the main path dirty moved no page of the sub-database.
