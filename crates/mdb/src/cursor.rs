@@ -1079,7 +1079,7 @@ impl CursorState {
             db,
             flags: rec.flags,
             pos: Position::new(k, d),
-            gen: txn.generation(),
+            gen: txn.generation_of(db),
             key: Vec::new(),
             val: Vec::new(),
             saved: false,
@@ -1131,7 +1131,7 @@ impl CursorState {
 
     /// Re-find the saved item after changes made through other handles.
     pub(crate) fn resync<T: Snapshot>(&mut self, txn: &T, rec: &DbRecord) -> Result<()> {
-        let g = txn.generation();
+        let g = txn.generation_of(self.db);
         if g == self.gen {
             return Ok(());
         }
@@ -1139,6 +1139,7 @@ impl CursorState {
         if !self.saved || self.pos.unset() {
             return Ok(());
         }
+        txn.note_refind();
         let (key, val) = (std::mem::take(&mut self.key), std::mem::take(&mut self.val));
         let pending = (self.pos.just_deleted, self.pos.dup_del);
         // Gone: on its successor, as after a delete through this cursor.
@@ -1173,7 +1174,7 @@ impl CursorState {
     /// changed since its last call: NEXT may step without a re-sync.
     #[inline(always)]
     fn in_step<T: Snapshot>(&self, txn: &T) -> bool {
-        self.gen == txn.generation() && self.pos.dcmp.is_none() && !self.pos.unset()
+        self.gen == txn.generation_of(self.db) && self.pos.dcmp.is_none() && !self.pos.unset()
     }
 
     /// Perform `op`; returns the item (key, value) the cursor lands on, or

@@ -97,5 +97,5 @@ pub use format::{cmp, meta, page};
 pub use lock::{ReaderInfo, MAX_READERS};
 pub use tree::Item;
 pub use tree::WriteFlags;
-pub use txn::{NestedTxn, OwnSlot, RoTxn, RwCursor, RwTxn, SlotMode, ThreadSlot, Txn};
+pub use txn::{CursorWork, NestedTxn, OwnSlot, RoTxn, RwCursor, RwTxn, SlotMode, ThreadSlot, Txn};
 pub use wal::mode::{WalInfo, WalOptions};

@@ -547,6 +547,38 @@ impl Position {
         self.seek_value(s, val, exact)
     }
 
+    /// Stand on the item `path` leads to (a put's path, still valid) and,
+    /// for DUPSORT, on its value `val`, which `sub` leads to in the key's
+    /// sub-database if its `len` is not 0; whether that value is there.
+    pub(crate) fn place<S: PageRead>(
+        &mut self,
+        s: &S,
+        (path, sub): (&Path, &Path),
+        val: &[u8],
+    ) -> Result<bool> {
+        self.settle();
+        self.main.path = *path;
+        self.main.unset = false;
+        self.sub = Sub::Single;
+        if self.dcmp.is_none() {
+            return Ok(true);
+        }
+        if sub.len > 0 {
+            if let Some(Dups::SubDb(r)) = self.node(s)?.map(|n| dups_of(s, n)).transpose()? {
+                // The put's own descent, if the record it left is this one.
+                if sub.pg[0] == r.root && sub.len == r.depth as usize {
+                    let pos = CursorPos {
+                        path: *sub,
+                        unset: false,
+                    };
+                    self.sub = Sub::Tree(r, pos);
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(self.seek_value(s, val, true)?.is_some())
+    }
+
     /// Among the values of the key under the cursor, to the first >= `val`
     /// (exactly `val` if `exact`).
     fn seek_value<'a, S: PageRead>(

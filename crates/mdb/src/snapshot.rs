@@ -25,6 +25,13 @@ pub trait Snapshot: PageRead {
     fn generation(&self) -> u64 {
         0
     }
+    /// The changes a cursor of `db` must re-find its item after: equal to
+    /// what it saw last while none happened (`txn::changes`).
+    fn generation_of(&self, _db: Database) -> u64 {
+        self.generation()
+    }
+    /// A cursor re-finds its item (counted by write transactions, tests).
+    fn note_refind(&self) {}
     /// Nesting level of a write transaction (`None` for readers): who
     /// may use a handle not committed yet (see `DbiInfo::pending`).
     fn write_level(&self) -> Option<u32> {

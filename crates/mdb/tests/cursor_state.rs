@@ -588,3 +588,97 @@ fn seek_leaf_agrees_with_the_general_path() {
     let mut c = CursorState::new(&r, d).unwrap();
     assert!(c.seek_leaf(&r, b"k", true).is_none());
 }
+
+/// slapd's indexing through the C API: per database a cursor set on a key,
+/// then a put through it, the databases taken in turn (DUPSORT, values in
+/// sub-pages and in sub-databases, leaves splitting). Each cursor ends on
+/// the item put and steps on from it as a model says; a cursor whose own
+/// database did not change since its last call searches nothing again, and
+/// a put under the key its cursor was set on starts from the cursor's leaf.
+#[test]
+fn cursor_puts_across_databases_keep_their_places() {
+    use std::collections::BTreeSet;
+    let dir = tempfile::tempdir().unwrap();
+    let env = EnvOptions::new()
+        .map_size(256 << 20)
+        .max_dbs(4)
+        .open(dir.path())
+        .unwrap();
+    let mut rnd = xorshift(0x9E37_79B9_7F4A_7C15);
+    let mut w = env.write_txn().unwrap();
+    let dbs: Vec<Database> = ["eq", "sub", "plain"]
+        .iter()
+        .map(|n| {
+            let f = if *n == "plain" {
+                DbFlags::EMPTY
+            } else {
+                DbFlags::DUP_SORT
+            };
+            w.create_db(n, f).unwrap()
+        })
+        .collect();
+    let mut cs: Vec<CursorState> = dbs
+        .iter()
+        .map(|&d| CursorState::new(&w, d).unwrap())
+        .collect();
+    let mut model: Vec<BTreeSet<(Vec<u8>, Vec<u8>)>> = vec![BTreeSet::new(); 3];
+    let (mut found_puts, mut puts) = (0u64, 0u64);
+    for n in 0..12_000u32 {
+        let d = (n % 3) as usize;
+        // Key 0000 collects hundreds of values (a sub-database), the
+        // others a few (sub-pages); the plain database replaces values.
+        let k = format!("{:04}", (rnd() % 1500).saturating_sub(300)).into_bytes();
+        let v = format!("{:06}", rnd() % 1_000_000).into_bytes();
+        let found = cs[d].get(&w, CursorOp::Set(&k)).unwrap().is_some();
+        let flags = if d == 2 {
+            WriteFlags::EMPTY
+        } else {
+            WriteFlags::NO_DUP_DATA
+        };
+        let r = w.cursor_put(&mut cs[d], &k, &v, flags);
+        if d < 2 && model[d].contains(&(k.clone(), v.clone())) {
+            assert_eq!(r.map_err(|e| e.kind()), Err(mdb::ErrorKind::KeyExist));
+            continue;
+        }
+        r.unwrap();
+        puts += 1;
+        found_puts += u64::from(found);
+        if d == 2 {
+            model[d].retain(|(mk, _)| *mk != k);
+        }
+        model[d].insert((k.clone(), v.clone()));
+        let cur = cs[d].get(&w, CursorOp::GetCurrent).unwrap().unwrap();
+        assert_eq!(
+            cur,
+            (&k[..], &v[..]),
+            "put {n}: the cursor is on the item put"
+        );
+        if n % 7 == 0 {
+            let want = model[d].range((k.clone(), v.clone())..).nth(1);
+            let next = cs[d].get(&w, CursorOp::Next).unwrap();
+            assert_eq!(
+                next.map(|(a, b)| (a.to_vec(), b.to_vec())).as_ref(),
+                want,
+                "put {n}: NEXT"
+            );
+        }
+    }
+    for (d, db) in dbs.iter().enumerate() {
+        let all: Vec<(Vec<u8>, Vec<u8>)> = w
+            .cursor(*db)
+            .unwrap()
+            .iter()
+            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
+            .collect();
+        assert_eq!(all, model[d].iter().cloned().collect::<Vec<_>>(), "db {d}");
+    }
+    let work = w.cursor_work();
+    assert_eq!(work.refinds, 0, "{work:?}");
+    assert!(
+        work.from_leaf >= found_puts,
+        "{work:?}, {found_puts} puts under a set key"
+    );
+    // Only puts that split a page search again afterwards.
+    assert!(work.placed * 20 >= puts * 19, "{work:?} of {puts} puts");
+    w.commit().unwrap();
+}

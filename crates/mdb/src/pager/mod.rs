@@ -126,6 +126,9 @@ pub(crate) struct Pager<'env> {
     pub(crate) puts: u64,
     /// Spills so far (tests).
     pub(crate) spills: u64,
+    /// Page splits so far: a path a put took still leads to its key while
+    /// this has not moved (`tree::insert`).
+    pub(crate) splits: u64,
     /// Operations since the last `spill::evict_own`.
     since_evict: u32,
     /// A root-to-leaf path for the next put to fill: kept, not zeroed
@@ -217,6 +220,7 @@ impl<'env> Pager<'env> {
             spilled: PgnoMap::default(),
             spill_at: env.spill_at(),
             spills: 0,
+            splits: 0,
             since_evict: 0,
             path: None,
             bases: env.wal.is_some().then(PgnoMap::default),
@@ -364,7 +368,16 @@ impl PageRead for Pager<'_> {
     }
     #[inline]
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
-        Page::new(self.page_bytes(pgno)?)
+        // A dirty page checked since it last changed is checked still.
+        if let Some(b) = self.dirty.checked(pgno) {
+            return Ok(Page::edited(b));
+        }
+        if let Some(b) = self.dirty.get(&pgno) {
+            let p = Page::new(b)?;
+            self.dirty.note_checked(pgno, b);
+            return Ok(p);
+        }
+        Page::new(self.committed(pgno, self.env.psize)?)
     }
     #[inline]
     fn page_bytes(&self, pgno: u64) -> Result<&[u8]> {

@@ -241,17 +241,52 @@ pub(crate) fn dup_put(
     val: &[u8],
     flags: WriteFlags,
 ) -> Result<()> {
+    let mut sub = pager.take_path();
+    let r = dup_put_at(
+        pager,
+        t,
+        key,
+        val,
+        flags,
+        (&mut Path::new(), None),
+        &mut sub,
+    );
+    pager.give_path(sub);
+    r
+}
+
+/// [`dup_put`] for a cursor: `at` is where `key` goes on the leaf of
+/// `path` (a valid path of the tree, from the cursor), if known; on return
+/// `path` leads to the key's node unless the tree changed shape
+/// ([`placed_path`](super::placed_path)); when the value went to (or was
+/// found in) the key's sub-database, `sub` leads to it there, else its
+/// `len` is 0.
+pub(crate) fn dup_put_at(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    key: &[u8],
+    val: &[u8],
+    flags: WriteFlags,
+    (path, at): (&mut Path, Option<(usize, bool)>),
+    sub: &mut Path,
+) -> Result<()> {
+    sub.len = 0;
     check_dup_value(t, val)?;
     if t.rec.flags & crate::format::flags::INTEGERKEY != 0 && key.len() != 4 && key.len() != 8 {
         return Err(ErrorKind::BadValSize.into());
     }
     let dcmp = t.dups.ok_or(ErrorKind::Incompatible)?;
-    let mut path = Path::new();
-    let (i, exact) = descend(&*pager, &t.rec, t.cmp, key, &mut path)?;
+    let append_key = flags.contains(WriteFlags::APPEND);
+    let (i, exact) = match at {
+        Some(found) if !append_key => found,
+        _ => descend(&*pager, &t.rec, t.cmp, key, path)?,
+    };
     if !exact {
         // An empty value alone under its key is stored as LMDB stores it.
         let f = WriteFlags(flags.0 & (WriteFlags::NO_OVERWRITE.0 | WriteFlags::APPEND.0));
-        return tree_put(pager, t, key, NodeData::Inline(val), f);
+        // The descent above is the put's (APPEND takes its own way).
+        let at = (!append_key).then_some((i, false));
+        return put_along(pager, t, key, NodeData::Inline(val), f, path, at);
     }
     if flags.contains(WriteFlags::NO_OVERWRITE) || flags.contains(WriteFlags::APPEND) {
         return Err(ErrorKind::KeyExist.into());
@@ -297,7 +332,7 @@ pub(crate) fn dup_put(
                 [old, val]
             };
             let new = NewDups::build(&vals, fixed, key.len(), pager.psize());
-            set_dup_values(pager, t, &mut path, i, key, new)?;
+            set_dup_values(pager, t, path, i, key, new)?;
         }
         Dups::SubPage(p) => {
             let (at, found) = search(&p, val, dcmp)?;
@@ -318,7 +353,7 @@ pub(crate) fn dup_put(
             };
             if room {
                 // In place: the sub-page has spare room.
-                touch_path(pager, t, &mut path)?;
+                touch_path(pager, t, path)?;
                 let buf = pager.dirty.get_mut(&path.pg[path.leaf()]).unwrap();
                 let sp = edit::data_mut(buf, i);
                 let ok = if fixed {
@@ -345,39 +380,59 @@ pub(crate) fn dup_put(
                     NewDups::build(&vals, fixed, key.len(), pager.psize())
                 }
             };
-            set_dup_values(pager, t, &mut path, i, key, new)?;
+            set_dup_values(pager, t, path, i, key, new)?;
         }
         Dups::SubDb(rec) => {
             let mut st = sub_tree(t, rec)?;
-            if crate::tree::contains(&*pager, &st.rec, dcmp, val)? {
+            // One descent of the sub-database finds the value or its place.
+            if put_sub_value(pager, (t, &mut st), val, append, sub, path)? {
                 return if no_dup || append {
                     Err(ErrorKind::KeyExist.into())
                 } else {
                     Ok(())
                 };
             }
-            if append {
-                let mut pos = CursorPos::new();
-                pos.move_edge(&*pager, &st.rec, true)?;
-                if let Some(last) = pos.current_key(&*pager)? {
-                    if dcmp.compare(val, last) != Ordering::Greater {
-                        return Err(ErrorKind::KeyExist.into());
-                    }
-                }
-            }
-            touch_path(pager, t, &mut path)?;
-            tree_put(
-                pager,
-                &mut st,
-                val,
-                NodeData::Inline(&[]),
-                WriteFlags::EMPTY,
-            )?;
-            write_subdb_record(pager, &path, i, &st.rec);
+            write_subdb_record(pager, path, i, &st.rec);
         }
     }
     t.rec.entries += 1;
     Ok(())
+}
+
+/// Add `val` to the key's sub-database `st` (of tree `t`, the key's
+/// node at the end of `main`, made dirty here): true, with nothing
+/// changed, if the value is there already; with `append`, `KeyExist`
+/// unless it sorts after the last value.
+fn put_sub_value(
+    pager: &mut Pager<'_>,
+    (t, st): (&mut Tree, &mut Tree),
+    val: &[u8],
+    append: bool,
+    sub: &mut Path,
+    main: &mut Path,
+) -> Result<bool> {
+    let (j, found) = if append {
+        // Past the last value, or not at all: the rightmost path, no search.
+        descend_last(pager, st, val, sub)?.ok_or(ErrorKind::KeyExist)?
+    } else {
+        descend(&*pager, &st.rec, st.cmp, val, sub)?
+    };
+    if found {
+        return Ok(true);
+    }
+    touch_path(pager, t, main)?;
+    // Making the main path dirty moved no page of the sub-database.
+    let at = Some((j, false));
+    put_along(
+        pager,
+        st,
+        val,
+        NodeData::Inline(&[]),
+        WriteFlags::EMPTY,
+        sub,
+        at,
+    )?;
+    Ok(false)
 }
 
 pub(crate) fn write_subdb_record(pager: &mut Pager<'_>, path: &Path, i: usize, rec: &DbRecord) {

@@ -18,6 +18,24 @@ pub(crate) fn put_in_tree(
     val: Value<'_>,
     flags: WriteFlags,
 ) -> Result<()> {
+    let mut path = pager.take_path();
+    let r = put_in_tree_at(pager, t, key, val, flags, (&mut path, None));
+    pager.give_path(path);
+    r
+}
+
+/// [`put_in_tree`] for a cursor: `at` is where `key` goes on the leaf of
+/// `path` (a valid path of the tree, from the cursor), if known; on return
+/// `path` leads to the key's node unless the tree changed shape
+/// ([`placed_path`]).
+pub(crate) fn put_in_tree_at(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    key: &[u8],
+    val: Value<'_>,
+    flags: WriteFlags,
+    (path, at): (&mut Path, Option<(usize, bool)>),
+) -> Result<()> {
     check_key(key)?;
     let len = val.len();
     if len > u32::MAX as usize {
@@ -48,7 +66,13 @@ pub(crate) fn put_in_tree(
             Value::Reserve(n) => NodeData::Reserve(n),
         }
     };
-    tree_put(pager, t, key, data, flags)
+    put_along(pager, t, key, data, flags, path, at)
+}
+
+/// Whether `path`, filled by a put of `t` that began when the pager had
+/// made `splits` splits, still leads to the key put (at its leaf index).
+pub(crate) fn placed_path(pager: &Pager<'_>, t: &Tree, path: &Path, splits: u64) -> bool {
+    path.len > 0 && path.len == t.rec.depth as usize && pager.splits == splits
 }
 
 /// Fail early with `KeyExist` for NOOVERWRITE/APPEND conflicts.
@@ -93,21 +117,27 @@ pub(crate) fn tree_put(
     flags: WriteFlags,
 ) -> Result<()> {
     let mut path = pager.take_path();
-    let r = put_along(pager, t, key, data, flags, &mut path);
+    let r = put_along(pager, t, key, data, flags, &mut path, None);
     pager.give_path(path);
     r
 }
 
-/// [`tree_put`] with a path to fill (its old contents unused).
-fn put_along(
+/// [`tree_put`] with a path to fill: with `at`, `path` is a valid path of
+/// the tree and `at` the leaf index and exact match of `key` on its leaf
+/// (no descent); without, its old contents are unused. Unless the put
+/// split a page or went by the APPEND cache, `path` leads to the key's
+/// node afterwards (`path.len` is 0 when it does not).
+pub(crate) fn put_along(
     pager: &mut Pager<'_>,
     t: &mut Tree,
     key: &[u8],
     data: NodeData<'_>,
     flags: WriteFlags,
     path: &mut Path,
+    at: Option<(usize, bool)>,
 ) -> Result<()> {
     if t.rec.root == P_INVALID {
+        path.len = 0;
         let pg = new_page(pager, P_LEAF)?;
         let buf = pager.dirty.get_mut(&pg).unwrap();
         if t.fixed > 0 {
@@ -124,14 +154,19 @@ fn put_along(
         t.rec.entries = 1;
         return Ok(());
     }
-    path.len = 0;
     let append = flags.contains(WriteFlags::APPEND);
+    let at = if append { None } else { at };
+    if at.is_none() {
+        path.len = 0;
+    }
     if append && t.fixed == 0 {
         if let Some(r) = append_in_place(pager, t, key, data)? {
             return r;
         }
     }
-    let (i, exact) = if append && t.fixed == 0 {
+    let (i, exact) = if let Some(found) = at {
+        found
+    } else if append && t.fixed == 0 {
         match descend_last(pager, t, key, path)? {
             Some(found) => found,
             None => {
@@ -420,6 +455,8 @@ pub(crate) fn insert(
     if fits {
         return Ok(());
     }
+    // Items move to other pages: paths taken before lead elsewhere.
+    pager.splits += 1;
     let (n, flags, plain_leaf) = {
         let p = pager.page(pg)?;
         (p.len(), p.flags(), p.is_leaf() && !p.is_leaf2())

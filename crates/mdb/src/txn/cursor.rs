@@ -399,6 +399,9 @@ impl RwTxn<'_> {
     ) -> Result<()> {
         let db = st.db;
         let rec = self.db(db)?;
+        // The cursor's path is the tree's now if nothing changed it since
+        // its last operation, or if the re-sync re-finds its item.
+        let mut known = st.gen == self.generation_of(db) || st.saved;
         st.resync(&*self, &rec)?;
         if flags.contains(WriteFlags::CURRENT) {
             if st.pos.unset() {
@@ -415,9 +418,13 @@ impl RwTxn<'_> {
             }
             if dups && cv != val {
                 self.del_dup(db, key, &cv)?;
+                known = false;
             }
         }
         let plain = WriteFlags(flags.0 & !WriteFlags::CURRENT.0);
+        if !plain.contains(WriteFlags::RESERVE) {
+            return self.put_by_cursor(st, (key, val), plain, known);
+        }
         let r = self.put(db, key, val, plain);
         if r.is_ok() || r == Err(ErrorKind::KeyExist.into()) {
             let rec = self.db(db)?;
@@ -428,7 +435,7 @@ impl RwTxn<'_> {
             }
             let cur = st.pos.current(&*self)?;
             st.remember(cur, true);
-            st.gen = self.generation();
+            st.gen = self.generation_of(st.db);
         }
         r
     }
@@ -486,12 +493,12 @@ impl RwTxn<'_> {
                 }
                 Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::Incompatible) => {
                     // Nothing moved: the cursor stays where it was.
-                    st.gen = self.generation();
+                    st.gen = self.generation_of(st.db);
                     return Err(e);
                 }
                 Err(e) => return Err(e),
             }
-            st.gen = self.generation();
+            st.gen = self.generation_of(st.db);
             return Ok(());
         }
         self.del_dup_at_cursor(st, all_dups)
@@ -524,7 +531,7 @@ impl RwTxn<'_> {
         st.pos.refind(&*self, &rec, &key, &val)?;
         let cur = st.pos.current(&*self)?;
         st.remember(cur, true);
-        st.gen = self.generation();
+        st.gen = self.generation_of(st.db);
         Ok(())
     }
 }

@@ -8,16 +8,21 @@
 //!
 //! `read`: [`RoTxn`] and reader slots; `write`: [`RwTxn`], its database
 //! table and `update` (puts and deletes); `cursor`: writes through cursors;
-//! `nested`: child transactions; `commit`.
+//! `placed`: a put that starts and ends at its cursor;
+//! `nested`: child transactions; `commit`; `changes`: what detached
+//! cursors must re-find their item after.
 
+mod changes;
 mod commit;
 mod cursor;
 mod nested;
+mod placed;
 mod read;
 mod shrink;
 mod update;
 mod write;
 
+pub use changes::CursorWork;
 pub use cursor::RwCursor;
 pub use nested::NestedTxn;
 pub use read::{OwnSlot, RoTxn, SlotMode, ThreadSlot};

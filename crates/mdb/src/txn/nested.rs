@@ -134,7 +134,7 @@ fn restore(p: &mut RwTxn<'_>, s: Saved) {
     p.pg.restore(s.pages);
     *p.dbs.borrow_mut() = s.dbs;
     p.broken.set(s.broken);
-    p.gen.set(p.gen.get() + 1);
+    p.gen.change_all();
 }
 
 impl Drop for NestedTxn<'_, '_> {

@@ -27,8 +27,9 @@ impl<'env> RwTxn<'env> {
         // Between operations: a transaction over its memory budget writes
         // some dirty pages out (`pager::spill`).
         self.pg.maybe_spill()?;
-        // Every public change passes here: detached cursors must re-sync.
-        self.gen.set(self.gen.get() + 1);
+        // Every public change passes here: detached cursors of `db` must
+        // re-sync.
+        self.gen.change(db);
         if db == Database::FREE {
             return Err(ErrorKind::Misuse(Misuse::FreeDbWrite).into());
         }
@@ -162,6 +163,47 @@ impl<'env> RwTxn<'env> {
         };
         self.set_rec(db, t.rec);
         self.fail_on_fatal(r)
+    }
+
+    /// [`RwTxn::put`] of a plain value for a cursor (`cursor_put`): `at`
+    /// is where `key` goes on the leaf of `path` (a valid path of the
+    /// tree, from the cursor), if known. Returns whether `path` then leads
+    /// to the key's node, the tree unchanged in shape since (no split);
+    /// `sub` to the value in the key's sub-database, if it went there
+    /// (`tree::dups::dup_put_at`).
+    pub(crate) fn put_placed(
+        &mut self,
+        db: Database,
+        (key, val): (&[u8], &[u8]),
+        flags: WriteFlags,
+        placed: (&mut Path, Option<(usize, bool)>),
+        sub: &mut Path,
+    ) -> Result<bool> {
+        let r = (|| {
+            let rec = self.check_usable(db)?;
+            check_key(key)?;
+            self.pg.puts += 1;
+            let mut t = self.tree_of(db, rec);
+            let splits = self.pg.splits;
+            let path = &mut *placed.0;
+            let r = if t.dups.is_some() {
+                let at = (&mut *path, placed.1);
+                tree::dups::dup_put_at(&mut self.pg, &mut t, key, val, flags, at, sub)
+            } else {
+                sub.len = 0;
+                let v = Value::Bytes(val);
+                tree::put_in_tree_at(&mut self.pg, &mut t, key, v, flags, (path, placed.1))
+            };
+            self.set_rec(db, t.rec);
+            self.fail_on_fatal(r)?;
+            Ok(tree::placed_path(&self.pg, &t, path, splits))
+        })();
+        match r {
+            Ok(kept) => Ok(kept),
+            Err(e) => Err(self
+                .env
+                .failed(e, "put", db, Some(key.len()), Some(val.len()))),
+        }
     }
 
     /// Mark the transaction broken on errors that may leave it half-done.
@@ -394,6 +436,8 @@ impl<'env> RwTxn<'env> {
             self.set_rec(db, t.rec);
             let name = self.env.dbi_info(db)?.name.ok_or(ErrorKind::BadDbi)?;
             let mut m = self.tree(Database::MAIN)?;
+            // The main tree changes too: every cursor re-syncs.
+            self.gen.change_all();
             let r = tree::tree_del(&mut self.pg, &mut m, &name);
             self.set_rec(Database::MAIN, m.rec);
             r?;

@@ -42,8 +42,8 @@ pub struct RwTxn<'env> {
     pub(crate) dbs: RefCell<Vec<Option<TxnDb>>>,
     /// Set when an operation failed midway: the transaction can only abort.
     pub(crate) broken: Cell<bool>,
-    /// Count of modifications, for detached cursors (see `CursorState`).
-    pub(crate) gen: Cell<u64>,
+    /// Counts of modifications, for detached cursors (see `CursorState`).
+    pub(crate) gen: super::changes::Changes,
     /// Holds the writer lock: not finished yet.
     active: bool,
     /// Set by a successful commit, just before `finish`.
@@ -139,7 +139,7 @@ impl Env {
                 }),
             ]),
             broken: Cell::new(false),
-            gen: Cell::new(1),
+            gen: super::changes::Changes::new(),
             active: true,
             committed: false,
             depth: 0,
@@ -169,6 +169,12 @@ impl<'env> RwTxn<'env> {
     #[doc(hidden)]
     pub fn spills(&self) -> u64 {
         self.pg.spills
+    }
+
+    /// What the detached cursors of this transaction did so far (tests).
+    #[doc(hidden)]
+    pub fn cursor_work(&self) -> super::changes::CursorWork {
+        self.gen.work.get()
     }
 
     /// Whether an operation failed midway, so the transaction can only abort.
@@ -281,7 +287,7 @@ impl<'env> RwTxn<'env> {
                         return Err(ErrorKind::Misuse(Misuse::BadDbFlags).into());
                     }
                     let db = self.env.register_dbi(name, flags.0, Some(self.depth))?;
-                    self.gen.set(self.gen.get() + 1);
+                    self.gen.change_all();
                     let rec = DbRecord::empty(flags.0);
                     self.set_rec(db, rec);
                     // Store the record now so the main tree holds it from here on.
@@ -381,7 +387,14 @@ impl Snapshot for RwTxn<'_> {
         self.pg.txnid
     }
     fn generation(&self) -> u64 {
-        self.gen.get()
+        self.gen.count()
+    }
+    #[inline]
+    fn generation_of(&self, db: Database) -> u64 {
+        self.gen.of(db)
+    }
+    fn note_refind(&self) {
+        self.gen.note(|w| w.refinds += 1);
     }
     fn write_level(&self) -> Option<u32> {
         Some(self.depth)

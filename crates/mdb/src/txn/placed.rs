@@ -1,0 +1,91 @@
+//! A put through a detached cursor (`mdb_cursor_put`) that starts from the
+//! cursor's leaf and leaves the cursor on the item from the put's own
+//! path: slapd's indexing sets a cursor on a key, then puts under it, and
+//! each of those searches from the root was a descent LMDB does not make.
+
+use super::{RwTxn, Snapshot};
+use crate::cursor::CursorState;
+use crate::error::{ErrorKind, Result};
+use crate::format::page::search;
+use crate::pager::PageRead;
+use crate::tree::{Path, WriteFlags};
+use std::cmp::Ordering;
+
+impl RwTxn<'_> {
+    /// Put `key`/`val` (no `CURRENT`, no `RESERVE`) with cursor `st`,
+    /// re-synced; `known` says its path is one of the tree as it is now.
+    /// The cursor ends on the item put, or on the existing one (`KeyExist`).
+    pub(super) fn put_by_cursor(
+        &mut self,
+        st: &mut CursorState,
+        (key, val): (&[u8], &[u8]),
+        flags: WriteFlags,
+        known: bool,
+    ) -> Result<()> {
+        let db = st.db;
+        let mut path = st.pos.main.path;
+        let at = if known && !st.pos.unset() {
+            self.leaf_hint(st, key, &mut path)?
+        } else {
+            None
+        };
+        if at.is_some() {
+            self.gen.note(|w| w.from_leaf += 1);
+        }
+        let mut sub = Path::new();
+        let r = self.put_placed(db, (key, val), flags, (&mut path, at), &mut sub);
+        let placed = match &r {
+            Ok(kept) => *kept,
+            Err(e) if *e == ErrorKind::KeyExist => false,
+            Err(_) => return r.map(|_| ()),
+        };
+        let rec = self.db(db)?;
+        if placed {
+            self.gen.note(|w| w.placed += 1);
+            st.pos.place(&*self, (&path, &sub), val)?;
+        } else if st.pos.dcmp.is_some() && r.is_ok() {
+            st.pos.seek_both(&*self, &rec, key, val, true)?;
+        } else {
+            st.pos.seek(&*self, &rec, key)?;
+        }
+        let cur = st.pos.current(&*self)?;
+        st.remember(cur, true);
+        st.gen = self.generation_of(db);
+        r.map(|_| ())
+    }
+
+    /// Where `key` goes on the leaf of `path` (the cursor's, valid), if it
+    /// lies within that leaf's keys (then no other leaf can hold it):
+    /// `path`'s leaf index is set to it.
+    fn leaf_hint(
+        &self,
+        st: &CursorState,
+        key: &[u8],
+        path: &mut Path,
+    ) -> Result<Option<(usize, bool)>> {
+        let rec = self.rec(st.db)?;
+        if path.len == 0 || path.len != rec.depth as usize {
+            return Ok(None);
+        }
+        let l = path.leaf();
+        let leaf = self.pg.page(path.pg[l])?;
+        let n = leaf.len();
+        if n == 0 || !leaf.is_leaf() || leaf.is_leaf2() {
+            return Ok(None);
+        }
+        let cmp = st.pos.kcmp;
+        // The cursor's own key (a put under the key it was set on).
+        let ix = path.ix[l];
+        if ix < n && cmp.compare(key, leaf.key(ix)?) == Ordering::Equal {
+            return Ok(Some((ix, true)));
+        }
+        if cmp.compare(key, leaf.key(0)?) == Ordering::Less
+            || cmp.compare(key, leaf.key(n - 1)?) == Ordering::Greater
+        {
+            return Ok(None);
+        }
+        let (i, exact) = search(&leaf, key, cmp)?;
+        path.ix[l] = i;
+        Ok(Some((i, exact)))
+    }
+}
