@@ -14,6 +14,7 @@
 pub mod bytes;
 pub mod cmp;
 pub mod flags;
+pub mod freelist;
 pub mod meta;
 pub mod page;
 

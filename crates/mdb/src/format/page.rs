@@ -74,6 +74,42 @@ pub(crate) fn wr64(b: &mut [u8], off: usize, v: u64) {
     b[off..off + 8].copy_from_slice(&v.to_le_bytes());
 }
 
+/// Offset of the page number in a page header.
+const PGNO_AT: usize = 0;
+/// Offset of the page flags in a page header.
+const FLAGS_AT: usize = 10;
+/// Offset of `lower` in a page header (an overflow page's run length, with
+/// `upper`, as a 32-bit count).
+const LOWER_AT: usize = 12;
+/// Offset of `upper` in a page header.
+const UPPER_AT: usize = 14;
+
+/// The flags of the page whose bytes (at least its header) are `b`, read
+/// without judging them.
+#[inline]
+pub fn flags_of(b: &[u8]) -> u16 {
+    rd16(b, FLAGS_AT)
+}
+
+/// Whether `b` (at least a page header) starts an overflow run.
+#[inline]
+pub fn is_overflow(b: &[u8]) -> bool {
+    flags_of(b) & P_OVERFLOW != 0
+}
+
+/// Pages in the run whose first page's header is `b` (a 32-bit count where
+/// a node page keeps `lower` and `upper`), read without judging it.
+#[inline]
+pub fn overflow_pages_of(b: &[u8]) -> usize {
+    rd32(b, LOWER_AT) as usize
+}
+
+/// The value bytes of an overflow run whose first page (or more) is `b`.
+#[inline]
+pub fn overflow_data(b: &[u8]) -> &[u8] {
+    &b[HDR..]
+}
+
 /// Largest node (header + key + inline data) a page may hold: any page fits two.
 pub fn node_max(psize: usize) -> usize {
     (((psize - HDR) / 2) & !1) - 2
@@ -112,11 +148,11 @@ impl Header {
     pub fn read(b: &[u8]) -> Option<Header> {
         let h: &[u8; HDR] = b.first_chunk()?;
         Some(Header {
-            pgno: rd64(h, 0),
+            pgno: rd64(h, PGNO_AT),
             pad: rd16(h, 8),
-            flags: rd16(h, 10),
-            lower: rd16(h, 12),
-            upper: rd16(h, 14),
+            flags: rd16(h, FLAGS_AT),
+            lower: rd16(h, LOWER_AT),
+            upper: rd16(h, UPPER_AT),
         })
     }
     /// Pages in the run an overflow page's header starts (lower and upper
@@ -234,22 +270,22 @@ impl<'a> Page<'a> {
     }
     /// Page number recorded in the header.
     pub fn pgno(&self) -> u64 {
-        rd64(self.b, 0)
+        rd64(self.b, PGNO_AT)
     }
     /// Page flags.
     #[inline]
     pub fn flags(&self) -> u16 {
-        rd16(self.b, 10)
+        rd16(self.b, FLAGS_AT)
     }
     /// End of the pointer array.
     #[inline]
     pub fn lower(&self) -> u16 {
-        rd16(self.b, 12)
+        rd16(self.b, LOWER_AT)
     }
     /// Start of the node area.
     #[inline]
     pub fn upper(&self) -> u16 {
-        rd16(self.b, 14)
+        rd16(self.b, UPPER_AT)
     }
     /// Whether this is a branch page.
     #[inline]
@@ -484,9 +520,9 @@ pub fn free_gap(b: &[u8]) -> (usize, usize) {
     let Some(h) = b.first_chunk::<HDR>() else {
         return (0, 0);
     };
-    let flags = u16::from_le_bytes([h[10], h[11]]);
-    let lower = u16::from_le_bytes([h[12], h[13]]) as usize;
-    let upper = u16::from_le_bytes([h[14], h[15]]) as usize;
+    let flags = rd16(h, FLAGS_AT);
+    let lower = rd16(h, LOWER_AT) as usize;
+    let upper = rd16(h, UPPER_AT) as usize;
     let tree = flags & (P_BRANCH | P_LEAF) != 0;
     let other = flags & (P_OVERFLOW | P_META | P_LEAF2) != 0;
     if !tree || other || lower < HDR || lower > upper || upper > b.len() {
@@ -736,10 +772,29 @@ pub mod edit {
     pub fn init(b: &mut [u8], pgno: u64, flags: u16) {
         let psize = b.len();
         b[..HDR].fill(0);
-        wr64(b, 0, pgno);
-        wr16(b, 10, flags);
-        wr16(b, 12, HDR as u16);
-        wr16(b, 14, psize as u16);
+        wr64(b, PGNO_AT, pgno);
+        wr16(b, FLAGS_AT, flags);
+        wr16(b, LOWER_AT, HDR as u16);
+        wr16(b, UPPER_AT, psize as u16);
+    }
+
+    /// Write the header of an overflow run of `pages` pages starting at
+    /// page `pgno` into its first page `b` (the rest of the header zero).
+    pub fn init_overflow(b: &mut [u8], pgno: u64, pages: usize) {
+        b[..HDR].fill(0);
+        wr64(b, PGNO_AT, pgno);
+        wr16(b, FLAGS_AT, P_OVERFLOW);
+        set_overflow_pages(b, pages);
+    }
+
+    /// Write the length in pages of the overflow run whose first page is `b`.
+    pub fn set_overflow_pages(b: &mut [u8], pages: usize) {
+        wr32(b, LOWER_AT, pages as u32);
+    }
+
+    /// The value bytes of the overflow run whose first page (or more) is `b`.
+    pub fn overflow_data_mut(b: &mut [u8]) -> &mut [u8] {
+        &mut b[HDR..]
     }
 
     /// Copy page `src` into the buffer `dst` (same size) for a write: the
@@ -747,7 +802,7 @@ pub mod edit {
     /// (LEAF2 pages, whose bounds are LMDB's virtual ones, whole).
     pub fn copy_page(dst: &mut [u8], src: &[u8]) {
         let (lo, up) = (lower(src), upper(src));
-        if rd16(src, 10) & P_LEAF2 != 0
+        if flags_of(src) & P_LEAF2 != 0
             || lo < HDR
             || lo > up
             || up > src.len()
@@ -762,14 +817,14 @@ pub mod edit {
 
     /// Write a new page number into the header.
     pub fn set_pgno(b: &mut [u8], pgno: u64) {
-        wr64(b, 0, pgno);
+        wr64(b, PGNO_AT, pgno);
     }
 
     fn lower(b: &[u8]) -> usize {
-        rd16(b, 12) as usize
+        rd16(b, LOWER_AT) as usize
     }
     fn upper(b: &[u8]) -> usize {
-        rd16(b, 14) as usize
+        rd16(b, UPPER_AT) as usize
     }
 
     /// Reserve a node slot of `fp` bytes at index `i`; returns its offset, or
@@ -785,8 +840,8 @@ pub mod edit {
         b.copy_within(p..lo, p + 2);
         let off = up - fp;
         wr16(b, p, off as u16);
-        wr16(b, 12, (lo + 2) as u16);
-        wr16(b, 14, off as u16);
+        wr16(b, LOWER_AT, (lo + 2) as u16);
+        wr16(b, UPPER_AT, off as u16);
         Some(off)
     }
 
@@ -847,8 +902,8 @@ pub mod edit {
                 return Ok(false);
             }
         }
-        wr16(b, 12, ends.0 as u16);
-        wr16(b, 14, ends.1 as u16);
+        wr16(b, LOWER_AT, ends.0 as u16);
+        wr16(b, UPPER_AT, ends.1 as u16);
         Ok(true)
     }
 
@@ -903,12 +958,12 @@ pub mod edit {
         let off = rd16(b, p) as usize;
         // A dirty page is one this process wrote: its node is well-formed.
         let h = NodeHeader::read(b, off).expect("dirty page is well-formed");
-        let leaf = rd16(b, 10) & P_LEAF != 0;
+        let leaf = rd16(b, FLAGS_AT) & P_LEAF != 0;
         let fp = footprint(h.ksize as usize, h.stored(leaf));
         if off - up > fp && fill_hole(b, (lo, up), (off, fp), leaf) {
             b.copy_within(p + 2..lo, p);
-            wr16(b, 12, (lo - 2) as u16);
-            wr16(b, 14, (up + fp) as u16);
+            wr16(b, LOWER_AT, (lo - 2) as u16);
+            wr16(b, UPPER_AT, (up + fp) as u16);
             return;
         }
         // Shift the nodes stored below this one up by its footprint.
@@ -934,8 +989,8 @@ pub mod edit {
             c.copy_from_slice(&moved.to_le_bytes());
         }
         b.copy_within(p + 2..lo, p);
-        wr16(b, 12, (lo - 2) as u16);
-        wr16(b, 14, (up + fp) as u16);
+        wr16(b, LOWER_AT, (lo - 2) as u16);
+        wr16(b, UPPER_AT, (up + fp) as u16);
     }
 
     /// Initialise an empty LEAF2 page for keys of `size` bytes.
@@ -957,9 +1012,9 @@ pub mod edit {
         b.copy_within(at..HDR + n * size, at + size);
         b[at..at + size].copy_from_slice(key);
         // LMDB's accounting: lower grows by 2, upper shrinks by size - 2.
-        wr16(b, 12, (lo + 2) as u16);
-        let up = rd16(b, 14) as usize;
-        wr16(b, 14, (up + 2 - size) as u16);
+        wr16(b, LOWER_AT, (lo + 2) as u16);
+        let up = rd16(b, UPPER_AT) as usize;
+        wr16(b, UPPER_AT, (up + 2 - size) as u16);
         true
     }
 
@@ -970,9 +1025,9 @@ pub mod edit {
         let n = (lo - HDR) / 2;
         let at = HDR + i * size;
         b.copy_within(at + size..HDR + n * size, at);
-        wr16(b, 12, (lo - 2) as u16);
-        let up = rd16(b, 14) as usize;
-        wr16(b, 14, (up + size - 2) as u16);
+        wr16(b, LOWER_AT, (lo - 2) as u16);
+        let up = rd16(b, UPPER_AT) as usize;
+        wr16(b, UPPER_AT, (up + size - 2) as u16);
     }
 
     /// Rebuild a LEAF2 page from packed keys, keeping its header.
@@ -1038,8 +1093,8 @@ pub mod edit {
             if !push_node(b, &mut ends, raw) {
                 return false;
             }
-            wr16(b, 12, ends.0 as u16);
-            wr16(b, 14, ends.1 as u16);
+            wr16(b, LOWER_AT, ends.0 as u16);
+            wr16(b, UPPER_AT, ends.1 as u16);
         }
         true
     }
