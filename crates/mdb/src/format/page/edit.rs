@@ -50,6 +50,24 @@ pub fn copy_page(dst: &mut [u8], src: &[u8]) {
     dst[up..].copy_from_slice(&src[up..]);
 }
 
+/// A copy of the node page `old` (its bounds checked, as [`Page::new`]
+/// checks them) `extra` bytes longer: the header and node pointers at
+/// the start, the node area moved to the end, the free gap `extra` bytes
+/// wider.
+pub fn grown(old: &[u8], extra: usize) -> Vec<u8> {
+    let (lo, up) = (lower(old), upper(old));
+    let mut b = vec![0u8; old.len() + extra];
+    b[..HDR].copy_from_slice(&old[..HDR]);
+    for j in 0..(lo - HDR) / 2 {
+        let q = HDR + 2 * j;
+        wr16(&mut b, q, (rd16(old, q) as usize + extra) as u16);
+    }
+    b[up + extra..].copy_from_slice(&old[up..]);
+    wr16(&mut b, LOWER_AT, lo as u16);
+    wr16(&mut b, UPPER_AT, (up + extra) as u16);
+    b
+}
+
 /// Write a new page number into the header.
 pub fn set_pgno(b: &mut [u8], pgno: u64) {
     wr64(b, PGNO_AT, pgno);
