@@ -19,10 +19,10 @@
 //! place per repetition (and reversed on odd ones), so that no contender
 //! always follows the same one.
 
+use crate::common::{fmt_time, median, range, time_range, TempDir};
 #[cfg(feature = "rocksdb")]
 use crate::rocks;
 use crate::workloads::{self, Data, Db, Engine, Res};
-use crate::{fmt_time, median, range, time_range, TempDir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;

@@ -341,7 +341,7 @@ fn run(a: &Args) -> Res<()> {
     }
 
     let mut header = vec![
-        format!("commit: {}", crate::git_commit()),
+        format!("commit: {}", crate::common::git_commit()),
         format!(
             "callgrind ({valgrind}): user-space instructions (Ir) per operation, N = {} keys of 16 B, values of {} B, MDB_NOSYNC",
             a.n,

@@ -36,7 +36,7 @@ impl<'a> Checker<'a> {
                 return;
             }
         };
-        let room = ((val.len() - 8) / 8) as u64;
+        let room = crate::format::freelist::capacity(val.len()) as u64;
         if count > room {
             self.problem(
                 Some(pg),

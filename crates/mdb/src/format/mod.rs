@@ -4,7 +4,7 @@
 //!
 //! This layer is pure: it works on byte slices, has no `unsafe` but the call
 //! of a user's C comparator (`cmp.rs`), and never panics on corrupt input: a view that does not fit its page is
-//! [`ErrorKind::Corrupted`](crate::ErrorKind::Corrupted). Bytes not yet validated
+//! [`ErrorKind::Corrupted`](crate::error::ErrorKind::Corrupted). Bytes not yet validated
 //! (a whole file under `check`, a page under `copy`) are read with the
 //! checked readers of `bytes.rs` and the raw header reads of `page.rs` and
 //! `meta.rs` ([`page::Header`], [`page::NodeHeader`], [`meta::MetaHeader`]).
@@ -14,6 +14,7 @@
 pub mod bytes;
 pub mod cmp;
 pub mod flags;
+pub mod freelist;
 pub mod meta;
 pub mod page;
 

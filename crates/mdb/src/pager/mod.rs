@@ -21,7 +21,7 @@ pub(crate) use sort::{sort_by_pgno, sort_pgnos};
 use crate::env::Env;
 use crate::error::{ErrorKind, Result};
 use crate::format::meta::{DbRecord, Meta};
-use crate::format::page::{ov_pages, rd16, Page, HDR, P_OVERFLOW};
+use crate::format::page::{is_overflow, ov_pages, overflow_data, Page, HDR};
 use crate::mmap::Map;
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -388,13 +388,15 @@ impl PageRead for Pager<'_> {
     }
     fn overflow(&self, pgno: u64, len: usize) -> Result<&[u8]> {
         if let Some(b) = self.dirty.get(&pgno) {
-            return b.get(HDR..HDR + len).ok_or(ErrorKind::Corrupted.into());
+            return overflow_data(b)
+                .get(..len)
+                .ok_or(ErrorKind::Corrupted.into());
         }
         let b = self.committed(pgno, HDR + len)?;
-        if rd16(b, 10) & P_OVERFLOW == 0 {
+        if !is_overflow(b) {
             return Err(ErrorKind::Corrupted.into());
         }
-        Ok(&b[HDR..])
+        Ok(overflow_data(b))
     }
 }
 
@@ -451,10 +453,10 @@ impl PageRead for MapView<'_> {
             reach(self.env, &self.bound, self.last, pgno, need)?;
         }
         let b = self.map.slice(pgno as usize * ps, HDR + len)?;
-        if rd16(b, 10) & P_OVERFLOW == 0 {
+        if !is_overflow(b) {
             return Err(ErrorKind::Corrupted.into());
         }
-        Ok(&b[HDR..])
+        Ok(overflow_data(b))
     }
 }
 

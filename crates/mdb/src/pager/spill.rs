@@ -15,7 +15,7 @@
 
 use super::{DirtyPath, Pager};
 use crate::error::Result;
-use crate::format::page::{rd16, rd32, HDR, P_BRANCH, P_OVERFLOW};
+use crate::format::page::{flags_of, is_overflow, overflow_pages_of, HDR, P_BRANCH, P_OVERFLOW};
 
 /// Operations between two evictions of what reads mapped in.
 const EVICT_EVERY: u32 = 4096;
@@ -76,7 +76,7 @@ impl Pager<'_> {
                 if want == 0 {
                     break;
                 }
-                let flags = rd16(b, 10);
+                let flags = flags_of(b);
                 if (flags & P_OVERFLOW != 0) == runs && flags & P_BRANCH == 0 && !keep.contains(pg)
                 {
                     pgs.push(*pg);
@@ -119,8 +119,8 @@ impl Pager<'_> {
         }
         let ps = self.env.psize;
         let head = self.committed(pg, HDR)?;
-        let n = if rd16(head, 10) & P_OVERFLOW != 0 {
-            (rd32(head, 12) as usize).max(1)
+        let n = if is_overflow(head) {
+            overflow_pages_of(head).max(1)
         } else {
             1
         };

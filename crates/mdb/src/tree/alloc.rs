@@ -5,7 +5,8 @@
 //! commit to save the free list.
 
 use crate::error::{ErrorKind, Result};
-use crate::format::page::{footprint, node_max, ov_pages, rd16, rd64, HDR, NODE_HDR, P_DIRTY};
+use crate::format::freelist;
+use crate::format::page::{flags_of, footprint, HDR, P_DIRTY};
 use crate::pager::{sort_pgnos, PageRead, Pager};
 use crate::tree::*;
 
@@ -26,7 +27,7 @@ pub(crate) fn copy_to_new(pager: &mut Pager<'_>, old: u64) -> Result<u64> {
     // the read-only map (CVE-2019-16225). Read from the copy (one map
     // lookup, not two): the error breaks the transaction, which is never
     // committed with the page it took.
-    if rd16(&buf, 10) & P_DIRTY != 0 {
+    if flags_of(&buf) & P_DIRTY != 0 {
         return Err(ErrorKind::Corrupted.into());
     }
     crate::format::page::edit::set_pgno(&mut buf, new);
@@ -111,11 +112,11 @@ pub(crate) fn commit_need(pager: &Pager<'_>) -> Result<usize> {
     };
     let ps = pager.psize();
     let rec_pages = |ids: usize| {
-        let len = 8 * (reserved_ids(ids) + 1);
-        if len + 16 > node_max(ps) {
-            ov_pages(ps, len)
-        } else {
+        let n = reserved_ids(ids);
+        if freelist::fits_node(ps, n) {
             0
+        } else {
+            freelist::run_pages(ps, n)
         }
     };
     let nf = f.freed.len() + f.loose.len();
@@ -139,8 +140,8 @@ fn save_splits(pager: &Pager<'_>) -> Result<bool> {
     // (Records past a node's room, or more than one leftover record, take
     // overflow pages the estimate already counts, but keep it simple.)
     let cost = |ids: usize| -> Option<usize> {
-        let len = 8 * (reserved_ids(ids) + 1);
-        (NODE_HDR + 8 + len <= node_max(ps)).then(|| footprint(8, len) + 2)
+        let n = reserved_ids(ids);
+        freelist::fits_node(ps, n).then(|| footprint(8, freelist::record_len(n)) + 2)
     };
     let new = [
         f.freed.len() + f.loose.len(),
@@ -160,10 +161,7 @@ fn save_splits(pager: &Pager<'_>) -> Result<bool> {
         let leaf = pager.page(rec.root)?;
         for i in 0..leaf.len() {
             let node = leaf.node(i)?;
-            if node.key().len() != 8 {
-                return Err(ErrorKind::Corrupted.into());
-            }
-            if rd64(node.key(), 0) > f.consumed {
+            if freelist::decode_key(node.key())? > f.consumed {
                 bytes += node.footprint() + 2;
             }
         }
@@ -180,16 +178,14 @@ pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
     let rec = pager.free_db;
     let mut pos = CursorPos::new();
     let cmp = crate::format::cmp::for_flags(rec.flags);
-    pos.seek(&*pager, &rec, cmp, &(pager.free.consumed + 1).to_le_bytes())?;
+    pos.seek(&*pager, &rec, cmp, &freelist::key(pager.free.consumed + 1))?;
     let (key, pages) = loop {
         let Some((k, v)) = pos.current(&*pager)? else {
             pager.free.exhausted = true;
             return Ok(false);
         };
-        if k.len() != 8 || v.len() < 8 {
-            return Err(ErrorKind::Corrupted.into());
-        }
-        let key = rd64(k, 0);
+        let key = freelist::decode_key(k)?;
+        freelist::count(v)?;
         if key >= pager.free.oldest {
             pager.free.exhausted = true;
             return Ok(false);
@@ -202,14 +198,7 @@ pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
             }
             continue;
         }
-        let n = rd64(v, 0) as usize;
-        if n > (v.len() - 8) / 8 {
-            return Err(ErrorKind::Corrupted.into());
-        }
-        break (
-            key,
-            (0..n).map(|i| rd64(v, 8 + 8 * i)).collect::<Vec<u64>>(),
-        );
+        break (key, freelist::decode(v)?);
     };
     // In range, and strictly descending as LMDB and we write them (`mdb
     // check`'s rule): a page listed twice would be handed out twice.

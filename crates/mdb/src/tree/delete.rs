@@ -5,7 +5,7 @@ use crate::error::{ErrorKind, Result};
 use crate::format::meta::DbRecord;
 use crate::format::page::{
     self, edit, encode_branch, raw_key, rekey_branch, Page, F_BIGDATA, F_DUPDATA, F_SUBDATA, HDR,
-    P_INVALID, P_OVERFLOW,
+    P_INVALID,
 };
 use crate::pager::{PageRead, Pager};
 use crate::tree::*;
@@ -450,8 +450,8 @@ pub(crate) fn run_len(pager: &Pager<'_>, pg: u64, len: usize) -> Result<usize> {
         Some(b) => &b[..HDR],
         None => pager.committed(pg, HDR)?,
     };
-    let n = page::rd32(b, 12) as usize;
-    if page::rd16(b, 10) & P_OVERFLOW == 0 || n < page::ov_pages(pager.psize(), len) {
+    let n = page::overflow_pages_of(b);
+    if !page::is_overflow(b) || n < page::ov_pages(pager.psize(), len) {
         return Err(ErrorKind::Corrupted.into());
     }
     Ok(n)

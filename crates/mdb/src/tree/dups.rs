@@ -137,7 +137,7 @@ fn grow_subpage(
     psize: usize,
 ) -> Result<Option<Vec<u8>>> {
     let old = p.bytes();
-    let (n, lo, up) = (p.len(), p.lower() as usize, p.upper() as usize);
+    let n = p.len();
     let add = 2 + footprint(val.len(), 0);
     let used = p.used() + add;
     let last = if at == n { val } else { p.key(n - 1)? };
@@ -155,16 +155,7 @@ fn grow_subpage(
     let Some(extra) = len.checked_sub(old.len()).filter(|&e| e > 0) else {
         return Ok(None);
     };
-    let mut b = vec![0u8; len];
-    b[..HDR].copy_from_slice(&old[..HDR]);
-    for j in 0..n {
-        let q = HDR + 2 * j;
-        let o = u16::from_le_bytes([old[q], old[q + 1]]) as usize + extra;
-        b[q..q + 2].copy_from_slice(&(o as u16).to_le_bytes());
-    }
-    b[up + extra..].copy_from_slice(&old[up..]);
-    b[12..14].copy_from_slice(&(lo as u16).to_le_bytes());
-    b[14..16].copy_from_slice(&((up + extra) as u16).to_le_bytes());
+    let mut b = edit::grown(old, extra);
     if !edit::insert_leaf(&mut b, at, val, NodeData::Inline(&[])) {
         return Err(ErrorKind::Corrupted.into());
     }

@@ -1,7 +1,8 @@
 //! Saving the free list into the free database at commit (lmdb-format.md §8).
 
 use crate::error::{ErrorKind, Result};
-use crate::format::page::{edit, rd64, wr32, wr64, NodeData, F_BIGDATA, HDR};
+use crate::format::freelist;
+use crate::format::page::{edit, NodeData, F_BIGDATA};
 use crate::pager::{sort_pgnos, PageRead, Pager};
 use crate::tree::alloc::{consume_record, reserved_ids};
 use crate::tree::*;
@@ -10,8 +11,10 @@ use crate::tree::*;
 pub(crate) fn record_cap(pager: &Pager<'_>, key: u64) -> Result<Option<usize>> {
     let rec = pager.free_db;
     let cmp = crate::format::cmp::for_flags(rec.flags);
-    Ok(crate::tree::get_node(pager, &rec, cmp, &key.to_le_bytes())?
-        .map(|n| (n.dsize() / 8).saturating_sub(1)))
+    Ok(
+        crate::tree::get_node(pager, &rec, cmp, &freelist::key(key))?
+            .map(|n| freelist::capacity(n.dsize())),
+    )
 }
 
 pub(crate) fn reserve_record(pager: &mut Pager<'_>, key: u64, ids: usize) -> Result<()> {
@@ -20,18 +23,17 @@ pub(crate) fn reserve_record(pager: &mut Pager<'_>, key: u64, ids: usize) -> Res
     // one) until the run is at hand, as the end of the file is the last
     // resort (growing it at every commit also makes every sync commit
     // file-system metadata).
-    let len = 8 * (ids + 1);
     let ps = pager.psize();
-    if len + 16 > crate::format::page::node_max(ps) {
-        let run = crate::format::page::ov_pages(ps, len);
+    if !freelist::fits_node(ps, ids) {
+        let run = freelist::run_pages(ps, ids);
         while !pager.free.has_run(run) && consume_record(pager)? {}
     }
     let mut t = free_tree(pager);
     let r = put_in_tree(
         pager,
         &mut t,
-        &key.to_le_bytes(),
-        Value::Reserve(8 * (ids + 1)),
+        &freelist::key(key),
+        Value::Reserve(freelist::record_len(ids)),
         WriteFlags::EMPTY,
     );
     pager.free_db = t.rec;
@@ -49,7 +51,7 @@ pub(crate) fn reserve_record(pager: &mut Pager<'_>, key: u64, ids: usize) -> Res
 pub(crate) fn fill_record(pager: &mut Pager<'_>, key: u64, ids: &[u64]) -> Result<()> {
     let t = free_tree(pager);
     let mut path = Path::new();
-    let (i, exact) = descend(&*pager, &t.rec, t.cmp, &key.to_le_bytes(), &mut path)?;
+    let (i, exact) = descend(&*pager, &t.rec, t.cmp, &freelist::key(key), &mut path)?;
     if !exact {
         return Err(ErrorKind::PageFull.into());
     }
@@ -60,16 +62,16 @@ pub(crate) fn fill_record(pager: &mut Pager<'_>, key: u64, ids: &[u64]) -> Resul
         (big, if big { n.ov_pgno() } else { 0 }, n.dsize())
     };
     if !big {
-        let len = 8 * (ids.len() + 1);
+        let len = freelist::record_len(ids.len());
         if len > dsize {
             return Err(ErrorKind::PageFull.into());
         }
         let mut v = vec![0u8; len];
-        encode_ids(&mut v, ids);
+        freelist::encode(&mut v, ids);
         let buf = pager.dirty.get_mut(&leaf).ok_or(ErrorKind::Corrupted)?;
         // Smaller than the node it replaces: it fits where that one was.
         edit::remove(buf, i);
-        if !edit::insert_leaf(buf, i, &key.to_le_bytes(), NodeData::Inline(&v)) {
+        if !edit::insert_leaf(buf, i, &freelist::key(key), NodeData::Inline(&v)) {
             return Err(ErrorKind::PageFull.into());
         }
         return Ok(());
@@ -77,7 +79,7 @@ pub(crate) fn fill_record(pager: &mut Pager<'_>, key: u64, ids: &[u64]) -> Resul
     let ps = pager.psize();
     let run = pager.dirty.remove(&ov).ok_or(ErrorKind::Corrupted)?;
     let pages = run.len() / ps;
-    let cap = |p: usize| (p * ps - HDR) / 8 - 1;
+    let cap = |p: usize| freelist::run_capacity(ps, p);
     if pages == 0 || ids.len() > cap(pages) {
         pager.dirty.insert(ov, run);
         return Err(ErrorKind::PageFull.into());
@@ -97,22 +99,14 @@ pub(crate) fn fill_record(pager: &mut Pager<'_>, key: u64, ids: &[u64]) -> Resul
     all.extend_from_slice(&ids[at..]);
     let mut run = Vec::from(run);
     run.truncate(keep * ps);
-    wr32(&mut run, 12, keep as u32);
-    let len = 8 * (all.len() + 1);
-    encode_ids(&mut run[HDR..HDR + len], &all);
+    edit::set_overflow_pages(&mut run, keep);
+    let len = freelist::record_len(all.len());
+    freelist::encode(&mut edit::overflow_data_mut(&mut run)[..len], &all);
     pager.dirty.insert(ov, run.into_boxed_slice());
     let buf = pager.dirty.get_mut(&leaf).ok_or(ErrorKind::Corrupted)?;
     edit::set_big_dsize(buf, i, len);
     pager.free_db.overflow_pages -= (pages - keep) as u64;
     Ok(())
-}
-
-/// A free record's value: the count, then the page numbers.
-fn encode_ids(v: &mut [u8], ids: &[u64]) {
-    wr64(v, 0, ids.len() as u64);
-    for (i, &p) in ids.iter().enumerate() {
-        wr64(v, 8 + 8 * i, p);
-    }
 }
 
 /// Consume free records (while any is old enough) until `need` pages
@@ -135,9 +129,7 @@ pub(crate) fn save_need(pager: &Pager<'_>) -> Result<usize> {
 
 /// Page ids one free record holds when it takes a single overflow page.
 fn one_page_ids(pager: &Pager<'_>) -> usize {
-    ((pager.psize() - crate::format::page::HDR) / 8)
-        .saturating_sub(1)
-        .max(1)
+    freelist::run_capacity(pager.psize(), 1).max(1)
 }
 
 /// Where the reclaimed pages this transaction did not use are filed, as
@@ -161,11 +153,10 @@ fn leftover_plan(pager: &Pager<'_>, n: usize) -> Result<Vec<(u64, usize)>> {
         let rec = pager.free_db;
         let mut pos = CursorPos::new();
         let cmp = crate::format::cmp::for_flags(rec.flags);
-        pos.seek(pager, &rec, cmp, &(consumed + 1).to_le_bytes())?;
+        pos.seek(pager, &rec, cmp, &freelist::key(consumed + 1))?;
         let key_at = |pos: &CursorPos| -> Result<Option<u64>> {
             match pos.current(pager)? {
-                Some((k, _)) if k.len() == 8 => Ok(Some(rd64(k, 0))),
-                Some(_) => Err(ErrorKind::Corrupted.into()),
+                Some((k, _)) => freelist::decode_key(k).map(Some),
                 None => Ok(None),
             }
         };
@@ -198,11 +189,11 @@ fn leftover_plan(pager: &Pager<'_>, n: usize) -> Result<Vec<(u64, usize)>> {
     // where the node, shorter, would move in its leaf: a patch of all of
     // it (up to half a page) at every commit.
     let inline = pager.bases.is_none();
-    if inline && 8 * (each + 1) + 16 <= crate::format::page::node_max(ps) {
+    if inline && freelist::fits_node(ps, each) {
         return Ok(keys.into_iter().map(|key| (key, each)).collect());
     }
-    let pages = crate::format::page::ov_pages(ps, 8 * (each + 1));
-    let cap = ((pages * ps - crate::format::page::HDR) / 8 - 1).max(each);
+    let pages = freelist::run_pages(ps, each);
+    let cap = freelist::run_capacity(ps, pages).max(each);
     Ok(keys.into_iter().map(|key| (key, cap)).collect())
 }
 
@@ -231,10 +222,7 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
             let mut stale = None;
             let mut item = pos.first(&*pager, &rec)?;
             while let Some((k, _)) = item {
-                if k.len() != 8 {
-                    return Err(ErrorKind::Corrupted.into());
-                }
-                let key = rd64(k, 0);
+                let key = freelist::decode_key(k)?;
                 if key > consumed {
                     break;
                 }
@@ -250,7 +238,7 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
             }
             if let Some(key) = stale {
                 let mut t = free_tree(pager);
-                let r = tree_del(pager, &mut t, &key.to_le_bytes());
+                let r = tree_del(pager, &mut t, &freelist::key(key));
                 pager.free_db = t.rec;
                 r?;
                 continue;

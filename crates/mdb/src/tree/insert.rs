@@ -4,7 +4,7 @@
 use crate::error::{ErrorKind, Result};
 use crate::format::page::{
     self, edit, encode_branch, footprint, node_max, ov_pages, raw_key, rekey_branch, NodeData,
-    Page, F_BIGDATA, F_DUPDATA, F_SUBDATA, HDR, P_BRANCH, P_INVALID, P_LEAF, P_LEAF2, P_OVERFLOW,
+    Page, F_BIGDATA, F_DUPDATA, F_SUBDATA, HDR, P_BRANCH, P_INVALID, P_LEAF, P_LEAF2,
 };
 use crate::pager::{AppendCache, PageRead, Pager};
 use crate::tree::*;
@@ -51,11 +51,9 @@ pub(crate) fn put_in_tree_at(
         let n = ov_pages(ps, len);
         let pg = alloc(pager, n)?;
         let mut run = vec![0u8; n * ps].into_boxed_slice();
-        page::wr64(&mut run, 0, pg);
-        page::wr16(&mut run, 10, P_OVERFLOW);
-        page::wr32(&mut run, 12, n as u32);
+        edit::init_overflow(&mut run, pg, n);
         if let Value::Bytes(v) = val {
-            run[HDR..HDR + len].copy_from_slice(v);
+            edit::overflow_data_mut(&mut run)[..len].copy_from_slice(v);
         }
         pager.dirty.insert(pg, run);
         t.rec.overflow_pages += n as u64;
@@ -592,7 +590,7 @@ pub(crate) fn value_mut_t<'p>(
     if n.flags() & F_BIGDATA != 0 {
         let (pg, len) = (n.ov_pgno(), n.dsize());
         let run = pager.dirty.get_mut(&pg).ok_or(ErrorKind::Corrupted)?;
-        return Ok(&mut run[HDR..HDR + len]);
+        return Ok(&mut edit::overflow_data_mut(run)[..len]);
     }
     let buf = pager.dirty.get_mut(&leaf).ok_or(ErrorKind::Corrupted)?;
     Ok(edit::data_mut(buf, i))
