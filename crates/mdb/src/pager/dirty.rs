@@ -4,16 +4,9 @@
 //! (LMDB's child copies a parent's dirty page when it first touches it, too).
 
 use super::PgnoMap;
-use std::cell::Cell;
-
-/// Slots of [`DirtyPages::checked`] (a power of two).
-const SLOTS: usize = 32;
-
-/// A dirty tree page whose header was checked, by number: its buffer's
-/// address and length. Page number 0 (a meta page, never dirty) is none.
-type Seen = Cell<(u64, *const u8, usize)>;
 
 /// Dirty pages by page number; see the module documentation.
+#[derive(Default)]
 pub(crate) struct DirtyPages {
     map: PgnoMap<Box<[u8]>>,
     /// One table per open child transaction, innermost last: each page the
@@ -21,18 +14,6 @@ pub(crate) struct DirtyPages {
     undo: Vec<PgnoMap<Option<Box<[u8]>>>>,
     /// Bytes of the buffers in `map`.
     bytes: usize,
-    /// Tree pages read since they last changed, by page number modulo
-    /// [`SLOTS`]: a descent through the branches of a big transaction
-    /// finds them with no hash probe and no second header check. A slot
-    /// is cleared whenever its buffer may change, move or go: a mutable
-    /// borrow or removal of its page, and any insert (the table may grow).
-    seen: [Seen; SLOTS],
-}
-
-impl Default for DirtyPages {
-    fn default() -> DirtyPages {
-        DirtyPages::with_capacity(0)
-    }
 }
 
 impl DirtyPages {
@@ -41,44 +22,6 @@ impl DirtyPages {
             map: PgnoMap::with_capacity_and_hasher(n, Default::default()),
             undo: Vec::new(),
             bytes: 0,
-            seen: std::array::from_fn(|_| Cell::new((0, std::ptr::null(), 0))),
-        }
-    }
-
-    /// The bytes of dirty page `pg` if they were noted with
-    /// [`DirtyPages::note_checked`] and have not changed since.
-    #[inline(always)]
-    pub(crate) fn checked(&self, pg: u64) -> Option<&[u8]> {
-        let (p, ptr, len) = self.seen[pg as usize % SLOTS].get();
-        if p != pg || pg == 0 {
-            return None;
-        }
-        // SAFETY: the slot holds the address and length of the buffer of
-        // page `pg` in `map` (`note_checked` took them from a `get`), and
-        // is cleared before that buffer can be borrowed mutably, dropped,
-        // replaced or moved (`forget`, `forget_all`). The slice borrows
-        // `self`, so no such change happens while it lives.
-        Some(unsafe { std::slice::from_raw_parts(ptr, len) })
-    }
-
-    /// Remember `b`, the bytes of dirty page `pg` from [`DirtyPages::get`],
-    /// as checked.
-    #[inline]
-    pub(crate) fn note_checked(&self, pg: u64, b: &[u8]) {
-        self.seen[pg as usize % SLOTS].set((pg, b.as_ptr(), b.len()));
-    }
-
-    #[inline(always)]
-    fn forget(&self, pg: u64) {
-        let s = &self.seen[pg as usize % SLOTS];
-        if s.get().0 == pg {
-            s.set((0, std::ptr::null(), 0));
-        }
-    }
-
-    fn forget_all(&self) {
-        for s in &self.seen {
-            s.set((0, std::ptr::null(), 0));
         }
     }
 
@@ -89,7 +32,6 @@ impl DirtyPages {
     }
 
     fn put(&mut self, pg: u64, buf: Box<[u8]>) {
-        self.forget_all();
         self.bytes += buf.len();
         if let Some(old) = self.map.insert(pg, buf) {
             self.bytes -= old.len();
@@ -97,7 +39,6 @@ impl DirtyPages {
     }
 
     fn take(&mut self, pg: &u64) -> Option<Box<[u8]>> {
-        self.forget(*pg);
         let b = self.map.remove(pg)?;
         self.bytes -= b.len();
         Some(b)
@@ -122,7 +63,6 @@ impl DirtyPages {
         if !self.undo.is_empty() {
             self.note(*pg);
         }
-        self.forget(*pg);
         self.map.get_mut(pg)
     }
 
@@ -132,8 +72,6 @@ impl DirtyPages {
             self.note(*pgs[0]);
             self.note(*pgs[1]);
         }
-        self.forget(*pgs[0]);
-        self.forget(*pgs[1]);
         self.map.get_disjoint_mut(pgs)
     }
 
@@ -175,7 +113,6 @@ impl DirtyPages {
 
     /// Every buffer, the table left empty (the end of the transaction).
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = Box<[u8]>> + '_ {
-        self.forget_all();
         self.undo.clear();
         self.bytes = 0;
         self.map.drain().map(|(_, b)| b)
@@ -188,7 +125,6 @@ impl DirtyPages {
 
     /// The innermost child aborts: its pages go back to how it found them.
     pub(crate) fn abort_child(&mut self) {
-        self.forget_all();
         for (pg, before) in self.undo.pop().unwrap_or_default() {
             match before {
                 Some(b) => self.put(pg, b),
@@ -228,45 +164,6 @@ mod tests {
         let mut v: Vec<(u64, u8)> = d.map.iter().map(|(k, b)| (*k, b[0])).collect();
         v.sort();
         v
-    }
-
-    #[test]
-    fn a_checked_page_is_forgotten_when_it_may_change_move_or_go() {
-        let mut d = DirtyPages::with_capacity(4);
-        d.insert(7, page(7));
-        d.insert(7 + SLOTS as u64, page(8));
-        let note = |d: &DirtyPages, pg: u64| d.note_checked(pg, d.get(&pg).unwrap());
-        note(&d, 7);
-        assert_eq!(d.checked(7).map(|b| b[0]), Some(7));
-        // Another page in the same slot takes it; nothing else is checked.
-        note(&d, 7 + SLOTS as u64);
-        assert_eq!(d.checked(7), None);
-        assert_eq!(d.checked(7 + SLOTS as u64).map(|b| b[0]), Some(8));
-        assert_eq!(d.checked(0), None);
-        note(&d, 7);
-        d.get_mut(&7).unwrap()[0] = 70;
-        assert_eq!(d.checked(7), None, "borrowed mutably");
-        note(&d, 7);
-        let [a, _] = d.get_disjoint_mut([&7, &(7 + SLOTS as u64)]);
-        a.unwrap()[0] = 71;
-        assert_eq!(d.checked(7), None, "borrowed mutably, two at once");
-        note(&d, 7);
-        d.insert(9, page(9));
-        assert_eq!(d.checked(7), None, "the table may have grown");
-        note(&d, 7);
-        d.remove(&7);
-        assert_eq!(d.checked(7), None, "removed");
-        d.insert(7, page(72));
-        note(&d, 7);
-        d.begin_child();
-        d.get_mut(&7).unwrap()[0] = 73;
-        note(&d, 7);
-        d.abort_child();
-        assert_eq!(d.checked(7), None, "put back by an abort");
-        assert_eq!(d.get(&7).map(|b| b[0]), Some(72));
-        note(&d, 7);
-        assert_eq!(d.drain().count(), 3);
-        assert_eq!(d.checked(7), None, "drained");
     }
 
     #[test]

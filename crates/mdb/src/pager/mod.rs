@@ -368,16 +368,7 @@ impl PageRead for Pager<'_> {
     }
     #[inline]
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
-        // A dirty page checked since it last changed is checked still.
-        if let Some(b) = self.dirty.checked(pgno) {
-            return Ok(Page::edited(b));
-        }
-        if let Some(b) = self.dirty.get(&pgno) {
-            let p = Page::new(b)?;
-            self.dirty.note_checked(pgno, b);
-            return Ok(p);
-        }
-        Page::new(self.committed(pgno, self.env.psize)?)
+        Page::new(self.page_bytes(pgno)?)
     }
     #[inline]
     fn page_bytes(&self, pgno: u64) -> Result<&[u8]> {
