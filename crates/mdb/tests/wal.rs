@@ -1540,10 +1540,11 @@ fn a_commit_logs_what_changed_not_whole_pages() {
 fn pages_held_for_the_log_ask_for_a_checkpoint() {
     let (env, _dir) = overwrite_one_of_100(true, 3000);
     // Without checkpoints each commit's freed pages (three or more) stay
-    // held: 9,000 pages and more.
+    // held: 9,000 pages and more. However late the background checkpointer
+    // (a loaded machine), the writer checkpoints itself at 4,096 held.
     let last = env.info().unwrap().last_pgno;
     eprintln!("after 3,000 overwrites: {last} pages");
-    assert!(last < 4000, "the file grew to {last} pages");
+    assert!(last < 5000, "the file grew to {last} pages");
     assert!(env.wal_info().unwrap().checkpoint_txnid > 1);
 }
 
