@@ -1,0 +1,431 @@
+//! [`CursorState`]: a cursor that owns its position rather than borrowing
+//! its transaction, for the C ABI.
+
+use super::op::{apply, count, CursorOp};
+use crate::db::Database;
+use crate::error::Result;
+use crate::format::meta::DbRecord;
+use crate::pager::PageRead;
+use crate::position::Position;
+use crate::snapshot::Snapshot;
+use crate::tree::check_key;
+use crate::tree::Item;
+
+/// What [`CursorState::seek_leaf`] found: the item, and the leaf page the
+/// cursor stands on with its level and the cursor's index in it.
+#[doc(hidden)]
+pub type SeekLeaf<'t> = (Option<Item<'t>>, Option<(&'t [u8], usize, usize)>);
+
+/// A cursor that owns its position instead of borrowing its transaction,
+/// for bindings (the C ABI) that mix several cursors with puts and deletes in
+/// one write transaction. Each call takes the transaction; after any other
+/// change in that transaction the cursor re-finds its item first (and, if the
+/// item was deleted, sits on its successor as LMDB's cursors do).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use mdb::{CursorOp, CursorState, Database, Env, WriteFlags};
+/// let env = Env::open(dir.path())?;
+/// let mut w = env.write_txn()?;
+/// let mut a = CursorState::new(&w, Database::MAIN)?;
+/// w.put(Database::MAIN, b"k1", b"v1", WriteFlags::EMPTY)?;
+/// w.put(Database::MAIN, b"k3", b"v3", WriteFlags::EMPTY)?;
+/// assert_eq!(a.get(&w, CursorOp::First)?.unwrap().0, b"k1");
+/// w.put(Database::MAIN, b"k2", b"v2", WriteFlags::EMPTY)?;
+/// assert_eq!(a.get(&w, CursorOp::Next)?.unwrap().0, b"k2");
+/// # Ok::<(), mdb::Error>(())
+/// ```
+pub struct CursorState {
+    pub(crate) db: Database,
+    pub(crate) flags: u16,
+    pub(crate) pos: Position,
+    pub(crate) gen: u64,
+    pub(crate) key: Vec<u8>,
+    pub(crate) val: Vec<u8>,
+    pub(crate) saved: bool,
+}
+
+impl CursorState {
+    /// An unpositioned cursor over `db` of `txn`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// let mut c = CursorState::new(&w, Database::MAIN)?;
+    /// assert!(!c.is_positioned());
+    /// assert_eq!(c.get(&w, CursorOp::First)?, Some((&b"k"[..], &b"v"[..])));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn new<T: Snapshot>(txn: &T, db: Database) -> Result<CursorState> {
+        db.check_env(txn.env().tag())?;
+        let rec = txn.db(db)?;
+        let (k, d) = txn.env().comparators(db, rec.flags);
+        Ok(CursorState {
+            db,
+            flags: rec.flags,
+            pos: Position::new(k, d),
+            gen: txn.generation_of(db),
+            key: Vec::new(),
+            val: Vec::new(),
+            saved: false,
+        })
+    }
+
+    /// The database this cursor walks.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let c = CursorState::new(&w, Database::MAIN)?;
+    /// assert_eq!(c.db(), Database::MAIN);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn db(&self) -> Database {
+        self.db
+    }
+
+    /// Forget the position (e.g. when rebinding to another read transaction).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v1", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// let r = env.read_txn()?;
+    /// let mut c = CursorState::new(&r, Database::MAIN)?;
+    /// c.get(&r, CursorOp::First)?;
+    /// drop(r);
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v2", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// let r = env.read_txn()?; // a newer snapshot: the same cursor, reset
+    /// c.reset();
+    /// assert!(!c.is_positioned());
+    /// assert_eq!(c.get(&r, CursorOp::First)?.unwrap().1, b"v2");
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn reset(&mut self) {
+        let (k, d) = (self.pos.kcmp, self.pos.dcmp);
+        self.pos = Position::new(k, d);
+        self.saved = false;
+    }
+
+    /// Re-find the saved item after changes made through other handles.
+    pub(crate) fn resync<T: Snapshot>(&mut self, txn: &T, rec: &DbRecord) -> Result<()> {
+        let g = txn.generation_of(self.db);
+        if g == self.gen {
+            return Ok(());
+        }
+        self.gen = g;
+        if !self.saved || self.pos.unset() {
+            return Ok(());
+        }
+        txn.note_refind();
+        let (key, val) = (std::mem::take(&mut self.key), std::mem::take(&mut self.val));
+        let pending = (self.pos.just_deleted, self.pos.dup_del);
+        // Gone: on its successor, as after a delete through this cursor.
+        if self.pos.refind(txn, rec, &key, &val)? {
+            (self.pos.just_deleted, self.pos.dup_del) = pending;
+        }
+        (self.key, self.val) = (key, val);
+        Ok(())
+    }
+
+    pub(crate) fn remember(&mut self, item: Option<Item<'_>>, write: bool) {
+        if !write {
+            return;
+        }
+        match item {
+            Some((k, v)) => {
+                self.key.clear();
+                self.key.extend_from_slice(k);
+                // Only duplicates are re-found by value (and are short): a
+                // plain value may span a gigabyte of overflow pages.
+                self.val.clear();
+                if self.pos.dcmp.is_some() {
+                    self.val.extend_from_slice(v);
+                }
+                self.saved = true;
+            }
+            None => self.saved = false,
+        }
+    }
+
+    /// A positioned cursor of a plain database whose transaction has not
+    /// changed since its last call: NEXT may step without a re-sync.
+    #[inline(always)]
+    fn in_step<T: Snapshot>(&self, txn: &T) -> bool {
+        self.gen == txn.generation_of(self.db) && self.pos.dcmp.is_none() && !self.pos.unset()
+    }
+
+    /// Perform `op`; returns the item (key, value) the cursor lands on, or
+    /// `None` for LMDB's `MDB_NOTFOUND`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// for k in [b"a", b"b", b"c"] {
+    ///     w.put(Database::MAIN, k, b"", WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = CursorState::new(&w, Database::MAIN)?;
+    /// assert_eq!(c.get(&w, CursorOp::Set(b"b"))?.unwrap().0, b"b");
+    /// w.del(Database::MAIN, b"b")?; // through the transaction, not the cursor
+    /// assert_eq!(c.get(&w, CursorOp::Next)?.unwrap().0, b"c");
+    /// assert_eq!(c.get(&w, CursorOp::Next)?, None);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    #[inline]
+    pub fn get<'t, T: Snapshot>(
+        &mut self,
+        txn: &'t T,
+        op: CursorOp<'_>,
+    ) -> Result<Option<Item<'t>>> {
+        // The scan step on a plain database, to the next item of the same
+        // leaf: nothing changed since the last call, so no record or
+        // re-sync is needed. Small enough to inline into the caller.
+        if let CursorOp::Next = op {
+            if self.in_step(txn) && !self.pos.just_deleted {
+                if let Some(item) = self.pos.next_plain(txn) {
+                    if self.gen != 0 {
+                        self.remember(Some(item), true);
+                    }
+                    return Ok(Some(item));
+                }
+            }
+        }
+        match self.get_general(txn, op) {
+            Ok(item) => Ok(item),
+            Err(e) => Err(op.failed(e, txn.env(), self.db)),
+        }
+    }
+
+    #[inline(never)]
+    fn get_general<'t, T: Snapshot>(
+        &mut self,
+        txn: &'t T,
+        op: CursorOp<'_>,
+    ) -> Result<Option<Item<'t>>> {
+        if let CursorOp::Next = op {
+            if self.in_step(txn) {
+                if self.pos.just_deleted {
+                    // A delete left the cursor on this item and remembered
+                    // its key.
+                    if let Some(item) = self.pos.current_plain(txn) {
+                        self.pos.just_deleted = false;
+                        return Ok(Some(item));
+                    }
+                } else {
+                    // The next leaf: no re-sync, the position is current.
+                    let rec = txn.db(self.db)?;
+                    if !self.pos.main.move_next(txn, &rec)? {
+                        return Ok(None);
+                    }
+                    let item = match self.pos.current_plain(txn) {
+                        Some(item) => Some(item),
+                        None => self.pos.current(txn)?,
+                    };
+                    if self.gen != 0 {
+                        self.remember(item, true);
+                    }
+                    return Ok(item);
+                }
+            }
+        }
+        let rec = txn.db(self.db)?;
+        self.resync(txn, &rec)?;
+        // Every op but the MULTIPLE ones returns the item it lands on.
+        let multiple = matches!(
+            op,
+            CursorOp::GetMultiple | CursorOp::NextMultiple | CursorOp::PrevMultiple
+        );
+        let r = apply(&mut self.pos, txn, &rec, self.flags, op)?;
+        if txn.generation() != 0 {
+            let cur = match r {
+                Some(item) if !multiple => Some(item),
+                _ => self.pos.current(txn)?,
+            };
+            self.remember(cur, true);
+        }
+        Ok(r)
+    }
+
+    /// The leaf page a positioned cursor of a plain database stands on in
+    /// read transaction `txn`, with its level in the cursor's stack and the
+    /// cursor's index in it: for a binding that steps along the leaf itself
+    /// with [`page::plain_item`](crate::page::plain_item) and reports each
+    /// step with [`set_leaf_index`](Self::set_leaf_index). `None` when the
+    /// next `Next` needs the general path (DUPSORT, unpositioned, just
+    /// deleted). The bytes are the snapshot's, unchanged while it lives.
+    #[doc(hidden)]
+    pub fn leaf_of<'t>(&self, txn: &'t crate::RoTxn<'_>) -> Option<(&'t [u8], usize, usize)> {
+        if !self.in_step(txn) || self.pos.just_deleted || self.pos.main.path.len == 0 {
+            return None;
+        }
+        let path = &self.pos.main.path;
+        let l = path.leaf();
+        let b = txn.page_bytes(path.pg[l]).ok()?;
+        Some((b, l, path.ix[l]))
+    }
+
+    /// SET or SET_KEY (`exact`), else SET_RANGE, at `k` in a plain
+    /// database of read transaction `txn`: the item, and the leaf as
+    /// [`leaf_of`](Self::leaf_of) gives it after, from one lookup of the
+    /// leaf (the general path looks it up for the item, then again for the
+    /// leaf). `None` (nothing done) for a DUPSORT database or a cursor last
+    /// used in another snapshot: the general path then takes over.
+    #[doc(hidden)]
+    pub fn seek_leaf<'t>(
+        &mut self,
+        txn: &'t crate::RoTxn<'_>,
+        k: &[u8],
+        exact: bool,
+    ) -> Option<Result<SeekLeaf<'t>>> {
+        if self.pos.dcmp.is_some() || self.gen != txn.generation() {
+            return None;
+        }
+        let r = (|| {
+            check_key(k)?;
+            let rec = txn.db(self.db)?;
+            let hit = self.pos.seek(txn, &rec, k)?;
+            let path = &self.pos.main.path;
+            if self.pos.unset() || path.len == 0 {
+                return Ok((None, None));
+            }
+            let l = path.leaf();
+            let (b, ix) = (txn.page_bytes(path.pg[l])?, path.ix[l]);
+            let item = match crate::format::page::plain_item(b, ix) {
+                _ if exact && !hit => None,
+                Some(item) => Some(item),
+                // Past the leaf's end, or not a plain item (overflow).
+                None => self.pos.current(txn)?,
+            };
+            Ok((item, Some((b, l, ix))))
+        })();
+        let op = if exact {
+            CursorOp::Set(k)
+        } else {
+            CursorOp::SetRange(k)
+        };
+        Some(r.map_err(|e| op.failed(e, txn.env(), self.db)))
+    }
+
+    /// Record that the cursor moved to item `ix` of the leaf at `level`
+    /// (see [`leaf_of`](Self::leaf_of)); out-of-range levels are ignored.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn set_leaf_index(&mut self, level: usize, ix: usize) {
+        if let Some(x) = self.pos.main.path.ix.get_mut(level) {
+            *x = ix;
+        }
+    }
+
+    /// The key under the cursor (`MDB_GET_CURRENT` asked for the key
+    /// only): after [`cursor_del`](crate::RwTxn::cursor_del) removed the
+    /// last value of a key that kept others, that key, where
+    /// [`CursorOp::GetCurrent`] finds no item. `Err(EINVAL)` if never
+    /// positioned; `None` past the end.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, DbFlags, EnvOptions, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let db = w.create_db("d", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = CursorState::new(&w, db)?;
+    /// c.get(&w, CursorOp::GetBoth(b"a", b"2"))?;
+    /// w.cursor_del(&mut c, false)?; // a's last value
+    /// assert_eq!(c.current_key(&w)?, Some(&b"a"[..]));
+    /// assert_eq!(c.get(&w, CursorOp::GetCurrent)?, None);
+    /// assert_eq!(c.get(&w, CursorOp::Next)?, Some((&b"b"[..], &b"1"[..])));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn current_key<'t, T: Snapshot>(&mut self, txn: &'t T) -> Result<Option<&'t [u8]>> {
+        let r = (|| {
+            let rec = txn.db(self.db)?;
+            self.resync(txn, &rec)?;
+            if self.pos.unset() {
+                return Err(crate::error::Misuse::UnpositionedCursor.into());
+            }
+            self.pos.current_key(txn)
+        })();
+        r.map_err(|e| CursorOp::GetCurrent.failed(e, txn.env(), self.db))
+    }
+
+    /// Number of values of the current key (DUPSORT only).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, DbFlags, EnvOptions, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let db = w.create_db("d", DbFlags::DUP_SORT)?;
+    /// let mut c = CursorState::new(&w, db)?;
+    /// w.put(db, b"k", b"1", WriteFlags::EMPTY)?;
+    /// w.put(db, b"k", b"2", WriteFlags::EMPTY)?;
+    /// c.get(&w, CursorOp::First)?;
+    /// assert_eq!(c.count(&w)?, 2);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn count<T: Snapshot>(&mut self, txn: &T) -> Result<u64> {
+        let rec = txn.db(self.db)?;
+        self.resync(txn, &rec)?;
+        count(&self.pos, txn)
+    }
+
+    /// Whether the cursor's key holds duplicates (a sub-page or a
+    /// sub-database) rather than one plain value: LMDB's `MDB_FIRST_DUP`
+    /// and `MDB_LAST_DUP` leave the caller's key alone in that case only.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, DbFlags, EnvOptions, WriteFlags};
+    /// let env = EnvOptions::new().max_dbs(1).open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let db = w.create_db("d", DbFlags::DUP_SORT)?;
+    /// for (k, v) in [("a", "1"), ("a", "2"), ("b", "1")] {
+    ///     w.put(db, k.as_bytes(), v.as_bytes(), WriteFlags::EMPTY)?;
+    /// }
+    /// let mut c = CursorState::new(&w, db)?;
+    /// c.get(&w, CursorOp::First)?;
+    /// assert!(c.on_dups(&w)?);
+    /// c.get(&w, CursorOp::NextNodup)?;
+    /// assert!(!c.on_dups(&w)?);
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn on_dups<T: Snapshot>(&mut self, txn: &T) -> Result<bool> {
+        let rec = txn.db(self.db)?;
+        self.resync(txn, &rec)?;
+        self.pos.on_dups(txn)
+    }
+
+    /// Whether the cursor has been positioned.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// let mut c = CursorState::new(&w, Database::MAIN)?;
+    /// assert!(!c.is_positioned());
+    /// assert_eq!(c.get(&w, CursorOp::First)?, None); // empty database
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// c.get(&w, CursorOp::First)?;
+    /// assert!(c.is_positioned());
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn is_positioned(&self) -> bool {
+        !self.pos.unset()
+    }
+}
