@@ -39,6 +39,7 @@ use crate::format::page::{
 };
 use crate::mmap::Map;
 use crate::tree::MAX_DEPTH;
+use crate::txn::{RoTxn, Txn};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd};
@@ -335,7 +336,7 @@ impl Env {
             let v = VERSION_OFF as usize;
             m[v..v + 4].copy_from_slice(&VERSION.to_le_bytes());
         }
-        let t = crate::Txn::id(&txn);
+        let t = Txn::id(&txn);
         let decode = |i: usize| Meta::decode(&metas[i * ps..i * ps + META_LEN]);
         let meta = [decode((t & 1) as usize), decode((t & 1 ^ 1) as usize)]
             .into_iter()
@@ -543,7 +544,7 @@ enum Chunk {
 
 /// The copy's snapshot: the read transaction that pins it, and its metas.
 pub(crate) struct CopySnapshot<'e> {
-    _txn: crate::RoTxn<'e>,
+    _txn: RoTxn<'e>,
     /// Pages 0 and 1 as they were when the snapshot was taken.
     pub(crate) metas: Vec<u8>,
     /// The snapshot's own meta.

@@ -13,8 +13,8 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::meta::{pick_meta, Meta, META_LEN, META_WRITE_LEN, META_WRITE_OFF};
+use crate::format::patch::Patch;
 use crate::mmap::Map;
-use crate::wal::patch::Patch;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;

@@ -273,9 +273,9 @@ fn replay_records(
             .expand(&mut pages, |pg, page| {
                 let off = pg
                     .checked_mul(psize as u64)
-                    .ok_or(crate::ErrorKind::Corrupted)?;
+                    .ok_or(crate::error::ErrorKind::Corrupted)?;
                 std::os::unix::fs::FileExt::read_exact_at(&out.file, page, off)
-                    .map_err(|_| crate::ErrorKind::Corrupted.into())
+                    .map_err(|_| crate::error::ErrorKind::Corrupted.into())
             })
             .map_err(|_| bad("a page it changes is missing from the restored file"))?;
         for (pg, b) in runs {

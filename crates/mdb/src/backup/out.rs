@@ -185,7 +185,7 @@ impl DirLock {
             let e = std::io::Error::last_os_error();
             if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
                 return Err(BackupError {
-                    code: crate::ErrorKind::Os(libc::EBUSY).into(),
+                    code: crate::error::ErrorKind::Os(libc::EBUSY).into(),
                     path: Some(dir.to_path_buf()),
                     message: "another backup or restore is writing here".into(),
                 });

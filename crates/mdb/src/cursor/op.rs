@@ -82,7 +82,7 @@ pub enum CursorOp<'k> {
 impl CursorOp<'_> {
     /// `e`, saying that this operation on `db` failed.
     #[cold]
-    pub(super) fn failed(&self, e: Error, env: &crate::env::Env, db: Database) -> Error {
+    pub(crate) fn failed(&self, e: Error, env: &crate::env::Env, db: Database) -> Error {
         let (name, key, val) = self.described();
         env.failed(e, name, db, key, val)
     }

@@ -5,10 +5,8 @@ use super::op::{apply, count, CursorOp};
 use crate::db::Database;
 use crate::error::Result;
 use crate::format::meta::DbRecord;
-use crate::pager::PageRead;
 use crate::position::Position;
 use crate::snapshot::Snapshot;
-use crate::tree::check_key;
 use crate::tree::Item;
 
 /// What [`CursorState::seek_leaf`] found: the item, and the leaf page the
@@ -161,7 +159,7 @@ impl CursorState {
     /// A positioned cursor of a plain database whose transaction has not
     /// changed since its last call: NEXT may step without a re-sync.
     #[inline(always)]
-    fn in_step<T: Snapshot>(&self, txn: &T) -> bool {
+    pub(crate) fn in_step<T: Snapshot>(&self, txn: &T) -> bool {
         self.gen == txn.generation_of(self.db) && self.pos.dcmp.is_none() && !self.pos.unset()
     }
 
@@ -256,66 +254,6 @@ impl CursorState {
             self.remember(cur, true);
         }
         Ok(r)
-    }
-
-    /// The leaf page a positioned cursor of a plain database stands on in
-    /// read transaction `txn`, with its level in the cursor's stack and the
-    /// cursor's index in it: for a binding that steps along the leaf itself
-    /// with [`page::plain_item`](crate::page::plain_item) and reports each
-    /// step with [`set_leaf_index`](Self::set_leaf_index). `None` when the
-    /// next `Next` needs the general path (DUPSORT, unpositioned, just
-    /// deleted). The bytes are the snapshot's, unchanged while it lives.
-    #[doc(hidden)]
-    pub fn leaf_of<'t>(&self, txn: &'t crate::RoTxn<'_>) -> Option<(&'t [u8], usize, usize)> {
-        if !self.in_step(txn) || self.pos.just_deleted || self.pos.main.path.len == 0 {
-            return None;
-        }
-        let path = &self.pos.main.path;
-        let l = path.leaf();
-        let b = txn.page_bytes(path.pg[l]).ok()?;
-        Some((b, l, path.ix[l]))
-    }
-
-    /// SET or SET_KEY (`exact`), else SET_RANGE, at `k` in a plain
-    /// database of read transaction `txn`: the item, and the leaf as
-    /// [`leaf_of`](Self::leaf_of) gives it after, from one lookup of the
-    /// leaf (the general path looks it up for the item, then again for the
-    /// leaf). `None` (nothing done) for a DUPSORT database or a cursor last
-    /// used in another snapshot: the general path then takes over.
-    #[doc(hidden)]
-    pub fn seek_leaf<'t>(
-        &mut self,
-        txn: &'t crate::RoTxn<'_>,
-        k: &[u8],
-        exact: bool,
-    ) -> Option<Result<SeekLeaf<'t>>> {
-        if self.pos.dcmp.is_some() || self.gen != txn.generation() {
-            return None;
-        }
-        let r = (|| {
-            check_key(k)?;
-            let rec = txn.db(self.db)?;
-            let hit = self.pos.seek(txn, &rec, k)?;
-            let path = &self.pos.main.path;
-            if self.pos.unset() || path.len == 0 {
-                return Ok((None, None));
-            }
-            let l = path.leaf();
-            let (b, ix) = (txn.page_bytes(path.pg[l])?, path.ix[l]);
-            let item = match crate::format::page::plain_item(b, ix) {
-                _ if exact && !hit => None,
-                Some(item) => Some(item),
-                // Past the leaf's end, or not a plain item (overflow).
-                None => self.pos.current(txn)?,
-            };
-            Ok((item, Some((b, l, ix))))
-        })();
-        let op = if exact {
-            CursorOp::Set(k)
-        } else {
-            CursorOp::SetRange(k)
-        };
-        Some(r.map_err(|e| op.failed(e, txn.env(), self.db)))
     }
 
     /// Record that the cursor moved to item `ix` of the leaf at `level`

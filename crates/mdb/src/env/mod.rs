@@ -170,7 +170,7 @@ impl Env {
     /// assert_eq!(env.wal_info().unwrap().checkpoint_txnid, t);
     /// # Ok::<(), mdb::Error>(())
     /// ```
-    pub fn wal_info(&self) -> Option<crate::WalInfo> {
+    pub fn wal_info(&self) -> Option<crate::wal::mode::WalInfo> {
         self.wal.as_ref().map(|w| w.wal.info())
     }
 
@@ -722,7 +722,7 @@ mod tests {
             .unwrap();
         let commit = |k: &[u8]| {
             let mut w = env.write_txn().unwrap();
-            w.put(Database::MAIN, k, b"v", crate::WriteFlags::EMPTY)
+            w.put(Database::MAIN, k, b"v", crate::tree::WriteFlags::EMPTY)
                 .unwrap();
             w.commit().unwrap();
         };

@@ -14,6 +14,7 @@
 //! log aside deletes it when its data file holds every record in it (it was
 //! closed cleanly), else keeps it as `wal.orphan-<identity>/`.
 
+use super::options::EnvFlags;
 use crate::env::EnvOptions;
 use crate::error::{ErrorKind, Result};
 use crate::format::meta::VERSION;
@@ -22,7 +23,6 @@ use crate::lock::LockFile;
 use crate::wal::checkpoint::{self, CheckpointState};
 use crate::wal::mode::{dir_for, marked, page_size, set_version, Wal};
 use crate::wal::tie;
-use crate::EnvFlags;
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -134,7 +134,7 @@ pub(crate) fn open_wal(
 }
 
 /// The error for a data file that waits for a log it does not have.
-fn missing_log(dir: &Path, found: Option<&Option<CheckpointState>>) -> crate::Error {
+fn missing_log(dir: &Path, found: Option<&Option<CheckpointState>>) -> crate::error::Error {
     let d = dir.display();
     let (kind, what) = match found {
         None => (
@@ -157,7 +157,7 @@ fn missing_log(dir: &Path, found: Option<&Option<CheckpointState>>) -> crate::Er
             ),
         ),
     };
-    crate::Error::from(kind).with_detail(format!(
+    crate::error::Error::from(kind).with_detail(format!(
         "{what}; commits since the last checkpoint are lost unless that log is put \
          back (`mdb checkpoint --accept-log-loss` takes the data file as it is)"
     ))

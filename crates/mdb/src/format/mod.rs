@@ -1,6 +1,7 @@
 //! The on-disk layout (lmdb-format.md): constants, page and node views,
-//! meta pages, database records and flags, and the key orders LMDB derives
-//! from those flags.
+//! meta pages, database records and flags, the key orders LMDB derives
+//! from those flags, the free list's records, and a page told by its
+//! differences from a base page (`patch.rs`, the write-ahead log's patches).
 //!
 //! This layer is pure: it works on byte slices, has no `unsafe` but the call
 //! of a user's C comparator (`cmp.rs`), and never panics on corrupt input: a view that does not fit its page is
@@ -17,6 +18,7 @@ pub mod flags;
 pub mod freelist;
 pub mod meta;
 pub mod page;
+pub(crate) mod patch;
 
 /// A fixed xorshift sequence for tests: deterministic, cheap enough for
 /// Miri, no dependency.

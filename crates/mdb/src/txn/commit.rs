@@ -6,11 +6,11 @@ use crate::env::EnvFlags;
 use crate::error::{ErrorKind, Result};
 use crate::format::meta::{DbRecord, Meta};
 use crate::format::page::NodeData;
+use crate::format::patch::{self, Patch};
 use crate::sink::{Commit, CommitFailure, CommitSink, Pending};
 use crate::tree;
+use crate::tree::WriteFlags;
 use crate::txn::RwTxn;
-use crate::wal::patch::{self, Patch};
-use crate::WriteFlags;
 
 /// Pages freed by a commit up to which each page it makes anew is
 /// compared with them all, for the one it differs least from.
@@ -34,7 +34,7 @@ impl RwTxn<'_> {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn commit(mut self) -> Result<()> {
-        let during = |e: crate::Error| e.during_op("commit");
+        let during = |e: crate::error::Error| e.during_op("commit");
         if self.broken.get() {
             return Err(during(ErrorKind::BadTxn.into()));
         }

@@ -15,6 +15,7 @@
 mod changes;
 mod commit;
 mod cursor;
+mod leaf;
 mod nested;
 mod placed;
 mod read;
@@ -124,8 +125,8 @@ pub trait Txn: Snapshot + Sized {
         &self,
         db: Database,
         range: R,
-    ) -> Result<crate::Entries<'_, Self>> {
-        crate::Entries::new(self, db, range)
+    ) -> Result<crate::entries::Entries<'_, Self>> {
+        crate::entries::Entries::new(self, db, range)
     }
 
     /// The items of `db` whose keys start with `prefix`, from either end
@@ -144,8 +145,8 @@ pub trait Txn: Snapshot + Sized {
     /// assert_eq!(w.prefix(Database::MAIN, b"user")?.count(), 3);
     /// # Ok::<(), mdb::Error>(())
     /// ```
-    fn prefix(&self, db: Database, prefix: &[u8]) -> Result<crate::Entries<'_, Self>> {
-        crate::Entries::prefix(self, db, prefix)
+    fn prefix(&self, db: Database, prefix: &[u8]) -> Result<crate::entries::Entries<'_, Self>> {
+        crate::entries::Entries::prefix(self, db, prefix)
     }
 
     /// Every key of `db` with its values as a nested iterator (a DUPSORT
@@ -205,10 +206,10 @@ pub trait Txn: Snapshot + Sized {
     /// assert_eq!(w.db_flags(Database::MAIN)?, DbFlags::EMPTY);
     /// # Ok::<(), mdb::Error>(())
     /// ```
-    fn db_flags(&self, db: Database) -> Result<crate::DbFlags> {
+    fn db_flags(&self, db: Database) -> Result<crate::format::flags::DbFlags> {
         let rec = db.check_env(self.env().tag()).and_then(|()| self.db(db));
         let rec = rec.map_err(|e| self.env().failed(e, "db flags", db, None, None))?;
-        Ok(crate::DbFlags(rec.flags))
+        Ok(crate::format::flags::DbFlags(rec.flags))
     }
 
     /// The id of this transaction (the snapshot's id for readers).

@@ -200,7 +200,7 @@ impl Env {
             txn.view.last = txn.meta.last_pgno;
             Ok(txn)
         };
-        begin().map_err(|e: crate::Error| e.during_op("begin read transaction"))
+        begin().map_err(|e: crate::error::Error| e.during_op("begin read transaction"))
     }
 }
 

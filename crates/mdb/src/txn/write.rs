@@ -262,7 +262,11 @@ impl<'env> RwTxn<'env> {
     /// w.commit()?;
     /// # Ok::<(), mdb::Error>(())
     /// ```
-    pub fn create_db(&mut self, name: impl AsRef<[u8]>, flags: crate::DbFlags) -> Result<Database> {
+    pub fn create_db(
+        &mut self,
+        name: impl AsRef<[u8]>,
+        flags: crate::format::flags::DbFlags,
+    ) -> Result<Database> {
         let name = name.as_ref();
         let r: Result<Database> = (|| {
             check_name(self.env, name)?;
@@ -297,7 +301,7 @@ impl<'env> RwTxn<'env> {
                         &mut m,
                         name,
                         crate::format::page::NodeData::SubDb(&rec.encode()),
-                        crate::WriteFlags::NO_OVERWRITE,
+                        crate::tree::WriteFlags::NO_OVERWRITE,
                     );
                     self.set_rec(Database::MAIN, m.rec);
                     r?;
@@ -331,7 +335,7 @@ impl<'env> RwTxn<'env> {
     /// assert!(w.set_main_flags(DbFlags::EMPTY).is_err()); // not empty any more
     /// # Ok::<(), mdb::Error>(())
     /// ```
-    pub fn set_main_flags(&mut self, flags: crate::DbFlags) -> Result<()> {
+    pub fn set_main_flags(&mut self, flags: crate::format::flags::DbFlags) -> Result<()> {
         check_supported(flags.0)?;
         let mut rec = self.rec(Database::MAIN)?;
         if rec.flags == flags.0 {

@@ -7,8 +7,9 @@
 //! The log itself, beside `io` (it knows bytes and files, not pages or
 //! transactions):
 //! - `record.rs`: one commit record, encoded and parsed (never trusting the
-//!   bytes); `compact.rs` the varints of its version 5 tables; `patch.rs`:
-//!   a page told by its differences from a base page.
+//!   bytes); `compact.rs` the varints of its version 5 tables. Its pages
+//!   may be patches, told by their differences from a base page
+//!   (`format/patch.rs`: page bytes, below the I/O seam that carries them).
 //! - `segment.rs`: the segment files and their headers, the pool of spares.
 //! - `log.rs`, `open.rs`: the log, appends and syncs at its tail, recycling
 //!   checkpointed segments, and finding the tail at open.
@@ -32,9 +33,8 @@
 //!
 //! Every write and sync goes through the I/O seam (`IoOp::Log*`,
 //! `IoOp::Checkpoint*`). The log itself (records, segments, the
-//! checkpoint file, the tie) knows bytes and files; `patch.rs` knows pages
-//! (a page told by the byte ranges that differ from its base), and
-//! `mode.rs` the environment's commits, opens and checkpoints.
+//! checkpoint file, the tie) knows bytes and files, and `mode.rs` the
+//! environment's commits, opens and checkpoints.
 
 pub(crate) mod archive;
 pub(crate) mod checkpoint;
@@ -45,7 +45,6 @@ mod hold;
 pub(crate) mod log;
 pub(crate) mod mode;
 mod open;
-pub(crate) mod patch;
 pub(crate) mod record;
 mod seam;
 pub(crate) mod segment;

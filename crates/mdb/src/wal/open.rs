@@ -244,7 +244,7 @@ impl Loss {
 
     /// `Corrupted`, saying where: `chain` is the log's end as found, in
     /// segment `last` at offset (`seq`, `end`).
-    fn error(&self, dir: &Path, chain: ChainEnd, last: Option<(u64, u64)>) -> crate::Error {
+    fn error(&self, dir: &Path, chain: ChainEnd, last: Option<(u64, u64)>) -> crate::error::Error {
         let name = |seq: u64| format!("{seq:016x}.wal");
         let end = match (chain, last) {
             (Some((t, _)), Some((seq, off))) => format!(
@@ -270,7 +270,7 @@ impl Loss {
                 name(seq)
             ),
         };
-        crate::Error::from(ErrorKind::Corrupted).with_detail(format!(
+        crate::error::Error::from(ErrorKind::Corrupted).with_detail(format!(
             "write-ahead log {}: {what}; {end}. Acknowledged commits are lost \
              unless the segment is put back (`mdb checkpoint --accept-log-loss` \
              keeps what is whole)",

@@ -52,8 +52,8 @@ use std::borrow::Cow;
 use crate::error::{ErrorKind, Result};
 use crate::format::bytes::{get16, get32, get64, sub};
 use crate::format::page::free_gap;
+use crate::format::patch::{self, Patch};
 use crate::wal::compact;
-use crate::wal::patch::{self, Patch};
 
 /// "MDWR": marks the start of a record.
 const MAGIC: u32 = 0x5257_444d;

@@ -100,7 +100,9 @@ impl Rec {
             runs: {
                 let mut buf = Vec::new();
                 let runs = v
-                    .expand(&mut buf, |_, _| Err(crate::ErrorKind::Corrupted.into()))
+                    .expand(&mut buf, |_, _| {
+                        Err(crate::error::ErrorKind::Corrupted.into())
+                    })
                     .unwrap();
                 runs.into_iter().map(|(p, b)| (p, b.to_vec())).collect()
             },
