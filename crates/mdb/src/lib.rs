@@ -54,7 +54,6 @@ mod io;
 pub(crate) mod lock;
 mod mmap;
 mod pager;
-mod position;
 mod sink;
 mod snapshot;
 mod tree;

@@ -1,10 +1,13 @@
 //! Cursors: ordered navigation over one database ([`Cursor`], here), the
 //! iterators over it (`iter`), LMDB's cursor operations and the one place
-//! their rules live (`op`), and the cursor that owns its position for the
-//! C ABI (`state`).
+//! their rules live (`op`), the cursor that owns its position for the
+//! C ABI (`state`), and the position every cursor moves (`position`: the
+//! key's place in the main tree and, for DUPSORT, the value's place among
+//! the key's values).
 
 mod iter;
 mod op;
+pub(crate) mod position;
 mod state;
 
 pub use iter::{Iter, Range};
@@ -18,10 +21,10 @@ use crate::error::{Error, Result};
 use crate::format::cmp::CmpFn;
 use crate::format::meta::DbRecord;
 use crate::format::page::{Leaf, Page};
-use crate::position::PosBox;
 use crate::snapshot::Snapshot;
 use crate::tree::check_key;
 use crate::tree::Item;
+use position::PosBox;
 
 /// A read cursor. Items borrow from the transaction, not from the cursor,
 /// so they stay usable while the cursor moves on.

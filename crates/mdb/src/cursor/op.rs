@@ -1,10 +1,10 @@
 //! LMDB's cursor operations (`MDB_cursor_op`) and [`apply`], the single
 //! place their rules live, shared by every cursor.
 
+use super::position::Position;
 use crate::db::Database;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::meta::DbRecord;
-use crate::position::Position;
 use crate::snapshot::Snapshot;
 use crate::tree::check_key;
 use crate::tree::Item;

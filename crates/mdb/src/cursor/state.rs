@@ -2,10 +2,10 @@
 //! its transaction, for the C ABI.
 
 use super::op::{apply, count, CursorOp};
+use super::position::Position;
 use crate::db::Database;
 use crate::error::Result;
 use crate::format::meta::DbRecord;
-use crate::position::Position;
 use crate::snapshot::Snapshot;
 use crate::tree::Item;
 

@@ -2,9 +2,9 @@
 //! detached [`CursorState`] (what the C API's cursors use).
 
 use super::*;
+use crate::cursor::position::DupDel;
 use crate::cursor::{CursorOp, CursorState};
 use crate::error::ErrorKind;
-use crate::position::DupDel;
 use crate::tree::{Item, WriteFlags};
 
 /// A cursor of the write transaction that can also put and delete
