@@ -1,7 +1,7 @@
 //! The Rust iterators over a cursor: every following item ([`Iter`]) or a
 //! key range ([`Range`]).
 
-use super::Cursor;
+use super::nav::Cursor;
 use crate::error::Result;
 use crate::snapshot::Snapshot;
 use crate::tree::Item;

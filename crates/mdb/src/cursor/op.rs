@@ -9,7 +9,7 @@ use crate::snapshot::Snapshot;
 use crate::tree::check_key;
 use crate::tree::Item;
 
-/// A cursor operation for [`Cursor::op`](super::Cursor::op), [`RwCursor::op`](crate::RwCursor::op)
+/// A cursor operation for [`Cursor::op`](super::nav::Cursor::op), [`RwCursor::op`](crate::RwCursor::op)
 /// and [`CursorState::get`](super::CursorState::get) (LMDB's `MDB_cursor_op`), for code that
 /// chooses the move at run time; the cursors' methods name each one.
 ///
