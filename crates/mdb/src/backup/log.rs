@@ -6,7 +6,7 @@
 //! `MDBLOG03`, page size u32, 0 u32, first and last txnid u64, count u64),
 //! then per record: txnid u64, commit time u64 (nanoseconds since the Unix
 //! epoch, 0 if the log record had none), length u64, then the log record
-//! itself, as the log holds it (padding included, `wal/record.rs`), so
+//! itself, as the log holds it (padding included, `wal/record/`), so
 //! that the archive is as small as the log: pages told by their
 //! differences from a page of the snapshot before. Replay applies the
 //! records in order onto the restored file, which holds those bases: the

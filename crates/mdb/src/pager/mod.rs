@@ -136,7 +136,7 @@ pub(crate) struct Pager<'env> {
     path: Option<Box<Path>>,
     /// WAL mode: the committed page each dirty page was copied from on
     /// write, so that the commit's record tells the page by its
-    /// differences (`wal/patch.rs`). Entries of pages freed or renumbered
+    /// differences (`format/patch.rs`). Entries of pages freed or renumbered
     /// since may be stale: their base is still a page of the base
     /// snapshot, which only makes the difference larger.
     pub(crate) bases: Option<PgnoMap<u64>>,

@@ -8,6 +8,7 @@
 //!
 //! `read`: [`RoTxn`] and reader slots; `write`: [`RwTxn`], its database
 //! table and `update` (puts and deletes); `cursor`: writes through cursors;
+//! `leaf`: the leaf a read cursor stands on, for the C ABI's scan;
 //! `placed`: a put that starts and ends at its cursor;
 //! `nested`: child transactions; `commit`; `changes`: what detached
 //! cursors must re-find their item after.

@@ -1,4 +1,4 @@
-//! The compact encodings of a version 5 record (`record.rs`): unsigned
+//! The compact encodings of a version 5 record (`record/`): unsigned
 //! LEB128 varints, zigzag for signed deltas, and the meta update as
 //! varints of its little-endian 64-bit words (its counts and page numbers
 //! are small: 120 bytes take about 35).

@@ -182,7 +182,7 @@ pub(crate) struct Log {
     /// See [`LogOptions::replay_only`].
     pub(super) replay_only: bool,
     /// The newest record known durable (synced by this handle): what the
-    /// durable mark of the next record says (`record.rs`).
+    /// durable mark of the next record says (`record/`).
     pub(super) durable: Option<u64>,
 }
 

@@ -6,7 +6,7 @@
 //!
 //! The log itself, beside `io` (it knows bytes and files, not pages or
 //! transactions):
-//! - `record.rs`: one commit record, encoded and parsed (never trusting the
+//! - `record/`: one commit record, encoded and parsed (never trusting the
 //!   bytes); `compact.rs` the varints of its version 5 tables. Its pages
 //!   may be patches, told by their differences from a base page
 //!   (`format/patch.rs`: page bytes, below the I/O seam that carries them).
