@@ -14,6 +14,7 @@ mod phases;
 #[cfg(feature = "rocksdb")]
 mod rocks;
 mod suite;
+mod walbatch;
 mod workloads;
 
 use std::path::Path;
@@ -22,6 +23,7 @@ fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     match argv.first().map(String::as_str) {
         Some("instr") => std::process::exit(instr::main(&argv[1..])),
+        Some("wal-batch") => std::process::exit(walbatch::main(&argv[1..])),
         #[cfg(feature = "matrix")]
         Some("matrix") => std::process::exit(matrix::main(&argv[1..])),
         #[cfg(not(feature = "matrix"))]
