@@ -1226,6 +1226,14 @@ impl CursorState {
         txn: &'t T,
         op: CursorOp<'_>,
     ) -> Result<Option<Item<'t>>> {
+        if let (CursorOp::First, true) = (op, self.in_step(txn)) {
+            if let Some(item) = self.pos.first_in_place(txn) {
+                if self.gen != 0 {
+                    self.remember(Some(item), true);
+                }
+                return Ok(Some(item));
+            }
+        }
         if let CursorOp::Next = op {
             if self.in_step(txn) {
                 if self.pos.just_deleted {
