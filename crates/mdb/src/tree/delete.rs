@@ -295,14 +295,30 @@ fn leaves_in_place(
         edit::remove(pager.dirty.get_mut(&parent).unwrap(), ri);
         return Ok(Some(rebalance(pager, t, path, lvl - 1)));
     }
-    // The right page keeps its other entries, rebuilt from a copy.
-    edit::copy_page(copy, rb);
-    let c = Page::new(copy)?;
-    edit::init(rb, rpg, rflags);
-    if !edit::append_nodes(rb, &c, k..c.len())? {
-        return Err(ErrorKind::PageFull.into());
+    // The right page keeps its other entries: moved up in place when the
+    // moved ones were the top of its node area (a page in key order, as
+    // a walk from the front finds them), else rebuilt from a copy.
+    let in_place = edit::remove_first(rb, k);
+    let mut klen = 0;
+    if in_place {
+        let key = Page::new(rb)?.key(0)?;
+        copy[..key.len()].copy_from_slice(key);
+        klen = key.len();
+    } else {
+        edit::copy_page(copy, rb);
+        let c = Page::new(copy)?;
+        edit::init(rb, rpg, rflags);
+        if !edit::append_nodes(rb, &c, k..c.len())? {
+            return Err(ErrorKind::PageFull.into());
+        }
     }
-    let new_sep = raw_key(c.raw_entry(k)?);
+    let c;
+    let new_sep = if in_place {
+        &copy[..klen]
+    } else {
+        c = Page::new(copy)?;
+        raw_key(c.raw_entry(k)?)
+    };
     if new_sep != sep {
         let pb = pager.dirty.get_mut(&parent).ok_or(ErrorKind::Corrupted)?;
         // Same length (fixed-size keys): rewrite it in place; otherwise
