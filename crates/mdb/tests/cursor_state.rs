@@ -326,6 +326,120 @@ fn prev_and_next_after_cursor_deletes_match_a_model() {
     assert!(rep.is_ok(), "{:?}", rep.problems);
 }
 
+/// A queue drained from its head (FIRST, then a cursor delete there, as
+/// `mdb-bench`'s `first_delete`), FIRST coming without a descent while the
+/// cursor's path is the tree's, interleaved with what must make it descend
+/// again: puts in front of the head and elsewhere, deletes through another
+/// cursor and the transaction, overflow values, moves elsewhere; against
+/// a BTreeMap.
+#[test]
+fn first_after_deletes_at_the_head_matches_a_model() {
+    let (dir, env) = env_256m();
+    let m = Database::MAIN;
+    let mut model = BTreeMap::new();
+    let mut rnd = xorshift(0x2545_F491_4F6C_DD1D);
+    let value = |n: u64| {
+        let len = if n.is_multiple_of(40) {
+            6000
+        } else {
+            (n % 120) as usize
+        };
+        vec![b'a' + (n % 26) as u8; len]
+    };
+    let mut w = env.write_txn().unwrap();
+    for i in 0..8000u64 {
+        let k = format!("{:08}", 10_000 + i * 3).into_bytes();
+        w.put(m, &k, &value(i), WriteFlags::APPEND).unwrap();
+        model.insert(k, value(i));
+    }
+    w.commit().unwrap();
+    for round in 0..6 {
+        let mut w = env.write_txn().unwrap();
+        let mut c = CursorState::new(&w, m).unwrap();
+        let mut other = CursorState::new(&w, m).unwrap();
+        for step in 0..1500 {
+            let got = c
+                .get(&w, CursorOp::First)
+                .unwrap()
+                .map(|(k, v)| (k.to_vec(), v.to_vec()));
+            let want = model.iter().next().map(|(k, v)| (k.clone(), v.clone()));
+            assert_eq!(got, want, "round {round} step {step}");
+            let Some((k, _)) = got else { break };
+            match rnd() % 16 {
+                // In front of the head, or anywhere.
+                0 | 1 => {
+                    let n = rnd();
+                    let at = if n.is_multiple_of(2) { 0 } else { 10_000 };
+                    let k2 = format!("{:08}", at + n % 40_000).into_bytes();
+                    w.put(m, &k2, &value(n), WriteFlags::EMPTY).unwrap();
+                    model.insert(k2, value(n));
+                }
+                // Another cursor deletes the head or an item further on.
+                2 => {
+                    let n = rnd() % 30_000;
+                    let from = format!("{:08}", if n.is_multiple_of(3) { 0 } else { n });
+                    if other
+                        .get(&w, CursorOp::SetRange(from.as_bytes()))
+                        .unwrap()
+                        .is_some()
+                    {
+                        let gone = other.get(&w, CursorOp::GetCurrent).unwrap().unwrap().0;
+                        model.remove(gone);
+                        w.cursor_del(&mut other, false).unwrap();
+                    }
+                }
+                3 => {
+                    if let Some(k2) = model.keys().nth(1).cloned() {
+                        w.del(m, &k2).unwrap();
+                        model.remove(&k2);
+                    }
+                }
+                // The cursor moves away, then comes back with FIRST.
+                4 => {
+                    let last = c.get(&w, CursorOp::Last).unwrap().map(|(k, _)| k.to_vec());
+                    assert_eq!(last.as_ref(), model.keys().next_back());
+                }
+                // Elsewhere, at times on the first item of another leaf.
+                7 | 8 => {
+                    let to = format!("{:08}", rnd() % 40_000).into_bytes();
+                    let at = c.get(&w, CursorOp::SetRange(&to)).unwrap();
+                    assert_eq!(
+                        at.map(|(k, _)| k),
+                        model.range(to..).next().map(|(k, _)| &k[..])
+                    );
+                }
+                // A step along the first leaf, then FIRST again.
+                5 => {
+                    let next = c.get(&w, CursorOp::Next).unwrap().map(|(k, _)| k.to_vec());
+                    assert_eq!(next.as_ref(), model.keys().nth(1));
+                }
+                // The head stays: the next FIRST finds it again.
+                6 => {}
+                _ => {
+                    w.cursor_del(&mut c, false).unwrap();
+                    model.remove(&k);
+                    // NEXT after the delete: the new head.
+                    if step % 7 == 0 {
+                        let next = c.get(&w, CursorOp::Next).unwrap().map(|(k, _)| k.to_vec());
+                        assert_eq!(next.as_ref(), model.keys().next());
+                    }
+                }
+            }
+        }
+        w.commit().unwrap();
+        let r = env.read_txn().unwrap();
+        assert_eq!(r.stat(m).unwrap().entries, model.len() as u64);
+        let mut rc = CursorState::new(&r, m).unwrap();
+        let first = rc
+            .get(&r, CursorOp::First)
+            .unwrap()
+            .map(|(k, _)| k.to_vec());
+        assert_eq!(first.as_ref(), model.keys().next(), "round {round}");
+    }
+    let rep = mdb::check::check_file(&dir.path().join("data.mdb")).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+}
+
 /// A fresh environment with a 256 MiB map.
 fn env_256m() -> (tempfile::TempDir, mdb::Env) {
     let dir = tempfile::tempdir().unwrap();

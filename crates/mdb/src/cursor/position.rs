@@ -299,6 +299,27 @@ impl Position {
         self.edge_item(s, leaf, false)
     }
 
+    /// `first` without a descent, for a plain database's position that is
+    /// the tree's as it is now (nothing changed the tree since the cursor
+    /// last moved or deleted): at index 0 of every level it stands on the
+    /// first leaf already, as after deleting the first item (a queue
+    /// drained from its head: 544 Ir an op saved). `None` when that does
+    /// not apply or the item is not a plain one; the caller descends.
+    #[inline]
+    pub(crate) fn first_in_place<'a, S: PageRead>(&mut self, s: &'a S) -> Option<Item<'a>> {
+        let path = &self.main.path;
+        if self.dcmp.is_some() || self.main.unset || path.len == 0 {
+            return None;
+        }
+        if path.ix.get(..path.len)?.iter().any(|&i| i != 0) {
+            return None;
+        }
+        let item = plain_item(s.page_bytes(path.pg[path.len - 1]).ok()?, 0)?;
+        self.settle();
+        self.sub = Sub::Single;
+        Some(item)
+    }
+
     pub(crate) fn last<'a, S: PageRead>(
         &mut self,
         s: &'a S,

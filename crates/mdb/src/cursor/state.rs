@@ -191,11 +191,18 @@ impl CursorState {
         // leaf: nothing changed since the last call, so no record or
         // re-sync is needed. Small enough to inline into the caller.
         if let CursorOp::Next = op {
-            if self.in_step(txn) && !self.pos.just_deleted {
-                if let Some(item) = self.pos.next_plain(txn) {
-                    if self.gen != 0 {
-                        self.remember(Some(item), true);
+            if self.in_step(txn) {
+                if !self.pos.just_deleted {
+                    if let Some(item) = self.pos.next_plain(txn) {
+                        if self.gen != 0 {
+                            self.remember(Some(item), true);
+                        }
+                        return Ok(Some(item));
                     }
+                } else if let Some(item) = self.pos.current_plain(txn) {
+                    // A delete left the cursor on this item and remembered
+                    // its key.
+                    self.pos.just_deleted = false;
                     return Ok(Some(item));
                 }
             }
@@ -212,30 +219,30 @@ impl CursorState {
         txn: &'t T,
         op: CursorOp<'_>,
     ) -> Result<Option<Item<'t>>> {
-        if let CursorOp::Next = op {
-            if self.in_step(txn) {
-                if self.pos.just_deleted {
-                    // A delete left the cursor on this item and remembered
-                    // its key.
-                    if let Some(item) = self.pos.current_plain(txn) {
-                        self.pos.just_deleted = false;
-                        return Ok(Some(item));
-                    }
-                } else {
-                    // The next leaf: no re-sync, the position is current.
-                    let rec = txn.db(self.db)?;
-                    if !self.pos.main.move_next(txn, &rec)? {
-                        return Ok(None);
-                    }
-                    let item = match self.pos.current_plain(txn) {
-                        Some(item) => Some(item),
-                        None => self.pos.current(txn)?,
-                    };
-                    if self.gen != 0 {
-                        self.remember(item, true);
-                    }
-                    return Ok(item);
+        if let (CursorOp::First, true) = (op, self.in_step(txn)) {
+            if let Some(item) = self.pos.first_in_place(txn) {
+                if self.gen != 0 {
+                    self.remember(Some(item), true);
                 }
+                return Ok(Some(item));
+            }
+        }
+        // (After a delete, `get` returned a plain item the cursor was left on.)
+        if let CursorOp::Next = op {
+            if self.in_step(txn) && !self.pos.just_deleted {
+                // The next leaf: no re-sync, the position is current.
+                let rec = txn.db(self.db)?;
+                if !self.pos.main.move_next(txn, &rec)? {
+                    return Ok(None);
+                }
+                let item = match self.pos.current_plain(txn) {
+                    Some(item) => Some(item),
+                    None => self.pos.current(txn)?,
+                };
+                if self.gen != 0 {
+                    self.remember(item, true);
+                }
+                return Ok(item);
             }
         }
         let rec = txn.db(self.db)?;

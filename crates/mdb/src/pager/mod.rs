@@ -428,7 +428,7 @@ impl PageRead for MapView<'_> {
         let ps = self.env.psize;
         Page::new(self.map.slice(pgno as usize * ps, ps)?)
     }
-    #[inline]
+    #[inline(always)]
     fn page_bytes(&self, pgno: u64) -> Result<&[u8]> {
         if pgno >= self.bound.get() || pgno < 2 {
             reach(self.env, &self.bound, self.last, pgno, 1)?;

@@ -127,18 +127,22 @@ pub(crate) fn remove_at(
     // place when the rebalance left it there (a delete walk from the front
     // of a leaf moves its right sibling's nodes in behind it, and merges
     // into it: searching again from the root cost 1,400 instructions).
-    let next = match (&cur, i < len) {
-        (Some(_), true) => Some(p.key(i)?.to_vec()),
-        _ => None,
+    // (Kept in the cursor's buffer: the deleted key, which it needs if
+    // not, is copied back after.)
+    let Some(c) = cur.filter(|_| i < len) else {
+        rebalance(pager, t, path, lvl)?;
+        return Ok(None);
     };
-    rebalance(pager, t, path, lvl)?;
-    if let (Some(c), Some(next)) = (cur, next) {
-        if let Some(len) = still_at(pager, t, path, i, &next)? {
-            *c.key = next;
-            return Ok(Some(len));
-        }
+    let klen = c.key.len();
+    c.key.extend_from_slice(p.key(i)?);
+    let at =
+        rebalance(pager, t, path, lvl).and_then(|()| still_at(pager, t, path, i, &c.key[klen..]));
+    if let Ok(Some(len)) = at {
+        c.key.drain(..klen);
+        return Ok(Some(len));
     }
-    Ok(None)
+    c.key.truncate(klen);
+    at.map(|_| None)
 }
 
 /// Whether `path` still leads from the root to a leaf whose item `i` has
@@ -209,32 +213,46 @@ pub(crate) fn rebalance(
     }
     let parent = path.pg[lvl - 1];
     let pi = path.ix[lvl - 1];
-    let plen = pager.page(parent)?.len();
-    if plen < 2 {
-        // A lone child under a non-root branch: let the parent level handle it.
-        return rebalance(pager, t, path, lvl - 1);
-    }
-    // Pair the page with a sibling: (left index, right index) in the parent.
+    // Pair the page with a sibling: (left index, right index) in the
+    // parent, read from one lookup of it; the separator goes to a spare
+    // buffer (no allocation).
     let (li, ri) = if pi > 0 { (pi - 1, pi) } else { (0, 1) };
-    touch_child(pager, parent, if pi > 0 { pi - 1 } else { 1 })?;
-    let lpg = pager.page(parent)?.child(li)?;
-    let rpg = pager.page(parent)?.child(ri)?;
-    let sep = pager.page(parent)?.key(ri)?.to_vec();
-    let mut copy = pager.take_buf();
-    let done = leaves_in_place(pager, t, path, lvl, (lpg, rpg, ri), &sep, &mut copy);
+    let (mut copy, mut sep) = (pager.take_buf(), pager.take_buf());
+    let r = (|| {
+        let p = pager.page(parent)?;
+        if p.len() < 2 {
+            // A lone child under a non-root branch: the parent level's case.
+            return Ok(None);
+        }
+        let (mut lpg, mut rpg) = (p.child(li)?, p.child(ri)?);
+        let key = p.key(ri)?;
+        let slen = key.len();
+        sep.get_mut(..slen)
+            .ok_or(ErrorKind::Corrupted)?
+            .copy_from_slice(key);
+        if pi > 0 {
+            lpg = touch_child(pager, parent, li, lpg)?;
+        } else {
+            rpg = touch_child(pager, parent, ri, rpg)?;
+        }
+        let sep = &sep[..slen];
+        if let Some(r) = leaves_in_place(pager, t, path, lvl, (lpg, rpg, ri), sep, &mut copy)? {
+            return r.map(Some);
+        }
+        // Both pages' nodes as slices of copies (the rebuild overwrites them).
+        let mut rcopy = pager.take_buf();
+        copy.copy_from_slice(pager.page(lpg)?.bytes());
+        rcopy.copy_from_slice(pager.page(rpg)?.bytes());
+        let r = merge_or_share(pager, t, path, lvl, (li, ri), sep, (&copy, &rcopy));
+        pager.spare.push(rcopy);
+        r.map(Some)
+    })();
     pager.spare.push(copy);
-    if let Some(r) = done? {
-        return r;
+    pager.spare.push(sep);
+    match r? {
+        Some(()) => Ok(()),
+        None => rebalance(pager, t, path, lvl - 1),
     }
-    // Both pages' nodes as slices of copies (the rebuild overwrites them).
-    let mut lcopy = pager.take_buf();
-    let mut rcopy = pager.take_buf();
-    lcopy.copy_from_slice(pager.page(lpg)?.bytes());
-    rcopy.copy_from_slice(pager.page(rpg)?.bytes());
-    let r = merge_or_share(pager, t, path, lvl, (li, ri), &sep, (&lcopy, &rcopy));
-    pager.spare.push(lcopy);
-    pager.spare.push(rcopy);
-    r
 }
 
 /// Rebalance two sibling leaves (not LEAF2) by moving the right one's first
@@ -295,14 +313,30 @@ fn leaves_in_place(
         edit::remove(pager.dirty.get_mut(&parent).unwrap(), ri);
         return Ok(Some(rebalance(pager, t, path, lvl - 1)));
     }
-    // The right page keeps its other entries, rebuilt from a copy.
-    edit::copy_page(copy, rb);
-    let c = Page::new(copy)?;
-    edit::init(rb, rpg, rflags);
-    if !edit::append_nodes(rb, &c, k..c.len())? {
-        return Err(ErrorKind::PageFull.into());
+    // The right page keeps its other entries: moved up in place when the
+    // moved ones were the top of its node area (a page in key order, as
+    // a walk from the front finds them), else rebuilt from a copy.
+    let in_place = edit::remove_first(rb, k);
+    let mut klen = 0;
+    if in_place {
+        let key = Page::new(rb)?.key(0)?;
+        copy[..key.len()].copy_from_slice(key);
+        klen = key.len();
+    } else {
+        edit::copy_page(copy, rb);
+        let c = Page::new(copy)?;
+        edit::init(rb, rpg, rflags);
+        if !edit::append_nodes(rb, &c, k..c.len())? {
+            return Err(ErrorKind::PageFull.into());
+        }
     }
-    let new_sep = raw_key(c.raw_entry(k)?);
+    let c;
+    let new_sep = if in_place {
+        &copy[..klen]
+    } else {
+        c = Page::new(copy)?;
+        raw_key(c.raw_entry(k)?)
+    };
     if new_sep != sep {
         let pb = pager.dirty.get_mut(&parent).ok_or(ErrorKind::Corrupted)?;
         // Same length (fixed-size keys): rewrite it in place; otherwise
@@ -391,9 +425,8 @@ pub(crate) fn merge_or_share(
     Ok(())
 }
 
-/// Copy-on-write the child `i` of dirty branch `parent`.
-pub(crate) fn touch_child(pager: &mut Pager<'_>, parent: u64, i: usize) -> Result<u64> {
-    let old = pager.page(parent)?.child(i)?;
+/// Copy-on-write the child `i` (page `old`) of dirty branch `parent`.
+fn touch_child(pager: &mut Pager<'_>, parent: u64, i: usize, old: u64) -> Result<u64> {
     if pager.dirty.contains_key(&old) || pager.unspill(old)? {
         return Ok(old);
     }

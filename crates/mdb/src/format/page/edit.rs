@@ -246,6 +246,45 @@ pub fn remove(b: &mut [u8], i: usize) {
     wr16(b, UPPER_AT, (up + fp) as u16);
 }
 
+/// Remove nodes `0..k` in place when they fill the top of the node area,
+/// as in a page built in key order (appended, or rebuilt): one move of
+/// the nodes stored below them, not a copy and rebuild of the page.
+/// False, with `b` unchanged, when they do not (or `k` is out of range).
+pub fn remove_first(b: &mut [u8], k: usize) -> bool {
+    let (lo, up) = (lower(b), upper(b));
+    let n = lo.saturating_sub(HDR) / 2;
+    if k == 0 || k > n || up > b.len() {
+        return false;
+    }
+    let leaf = rd16(b, FLAGS_AT) & P_LEAF != 0;
+    let (mut gone, mut low) = (0, b.len());
+    for j in 0..k {
+        let off = rd16(b, HDR + 2 * j) as usize;
+        let Some(h) = NodeHeader::read(b, off) else {
+            return false;
+        };
+        gone += footprint(h.ksize as usize, h.stored(leaf));
+        low = low.min(off);
+    }
+    // Disjoint nodes of `gone` bytes, none starting below `top`, are
+    // exactly the bytes from `top` to the end; the others lie below.
+    let Some(top) = b.len().checked_sub(gone) else {
+        return false;
+    };
+    if low < top || up > top {
+        return false;
+    }
+    b.copy_within(up..top, up + gone);
+    for j in k..n {
+        let at = HDR + 2 * j;
+        wr16(b, at, rd16(b, at) + gone as u16);
+    }
+    b.copy_within(HDR + 2 * k..lo, HDR);
+    wr16(b, LOWER_AT, (lo - 2 * k) as u16);
+    wr16(b, UPPER_AT, (up + gone) as u16);
+    true
+}
+
 /// Initialise an empty LEAF2 page for keys of `size` bytes.
 pub fn init_leaf2(b: &mut [u8], pgno: u64, flags: u16, size: usize) {
     init(b, pgno, flags);

@@ -175,6 +175,50 @@ fn append_nodes_moves_runs_in_order() {
     assert_eq!(before, dst);
 }
 
+/// Removing a page's first nodes in place works when they fill the top
+/// of its node area (a page in key order) and leaves the rest as they
+/// were; a page in another order is left alone, for the caller's rebuild.
+#[test]
+fn remove_first_in_place_only_from_the_top_of_the_node_area() {
+    let node = |i: usize| {
+        (
+            format!("key{i:02}").into_bytes(),
+            vec![b'a' + i as u8; i * 3 + 1],
+        )
+    };
+    // In key order: appended one after another.
+    let mut b = vec![0u8; 512];
+    edit::init(&mut b, 1, P_LEAF);
+    for i in 0..10 {
+        let (k, v) = node(i);
+        assert!(edit::insert_leaf(&mut b, i, &k, NodeData::Inline(&v)));
+    }
+    let used = Page::new(&b).unwrap().used();
+    let gone: usize = (0..4)
+        .map(|j| Page::new(&b).unwrap().node(j).unwrap().footprint() + 2)
+        .sum();
+    assert!(!edit::remove_first(&mut b, 11));
+    assert!(edit::remove_first(&mut b, 4));
+    let p = Page::new(&b).unwrap();
+    assert_eq!((p.len(), p.used()), (6, used - gone));
+    assert_eq!(p.upper() as usize, 512 - (used - gone - 2 * 6));
+    for j in 0..6 {
+        let (k, v) = node(j + 4);
+        let n = p.node(j).unwrap();
+        assert_eq!((n.key(), n.data()), (&k[..], &v[..]));
+    }
+    // Inserted back to front: the first nodes are the lowest.
+    let mut b = vec![0u8; 512];
+    edit::init(&mut b, 1, P_LEAF);
+    for i in (0..10).rev() {
+        let (k, v) = node(i);
+        assert!(edit::insert_leaf(&mut b, 0, &k, NodeData::Inline(&v)));
+    }
+    let before = b.clone();
+    assert!(!edit::remove_first(&mut b, 3));
+    assert_eq!(b, before);
+}
+
 /// Random inserts and removes on a leaf page against a sorted model,
 /// then every single-byte corruption of the result: views fail with
 /// `Corrupted`, never panic (small enough for Miri).
