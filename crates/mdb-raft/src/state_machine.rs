@@ -1,0 +1,199 @@
+//! The state machine: the node's own mdb environment, a plain LMDB file.
+//! Applying committed entries is one write transaction that makes their
+//! write sets and the last applied log id durable together, so a restart
+//! knows exactly what is applied and applies nothing twice.
+
+use crate::types::{Applied, Batch, Entry, LogId, Member, NodeId, Op, TypeConfig};
+use mdb::{Database, DbFlags, Env, RwTxn, Txn, WriteFlags};
+use openraft::storage::RaftStateMachine;
+use openraft::{
+    EntryPayload, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageError, StorageIOError,
+    StoredMembership,
+};
+use std::collections::HashMap;
+use std::io::Cursor;
+use std::sync::Arc;
+
+type StorageResult<T> = Result<T, StorageError<NodeId>>;
+
+/// The database of the data file reserved for replication's bookkeeping:
+/// the last applied log id and membership. Applications must not write it.
+pub const RESERVED_DB: &str = "__mdb_raft";
+const APPLIED_KEY: &[u8] = b"applied";
+const MEMBERSHIP_KEY: &[u8] = b"membership";
+
+fn sm_read_err(e: impl std::error::Error + 'static) -> StorageError<NodeId> {
+    StorageIOError::read_state_machine(&e).into()
+}
+fn sm_write_err(e: impl std::error::Error + 'static) -> StorageError<NodeId> {
+    StorageIOError::write_state_machine(&e).into()
+}
+
+/// The state machine over the node's data environment.
+pub struct StateMachine {
+    env: Arc<Env>,
+    reserved: Database,
+}
+
+/// The last applied log id recorded in the data file, read in `txn`.
+pub fn applied_in(txn: &impl Txn, reserved: Database) -> mdb::Result<Option<LogId>> {
+    Ok(match txn.get(reserved, APPLIED_KEY)? {
+        Some(v) => serde_json::from_slice(v).ok(),
+        None => None,
+    })
+}
+
+impl StateMachine {
+    /// Wrap `env`, creating the reserved database if needed.
+    pub fn new(env: Arc<Env>) -> mdb::Result<StateMachine> {
+        let mut w = env.write_txn()?;
+        let reserved = w.create_db(RESERVED_DB, DbFlags::EMPTY)?;
+        w.commit()?;
+        Ok(StateMachine { env, reserved })
+    }
+
+    /// The handle of the reserved database.
+    pub fn reserved(&self) -> Database {
+        self.reserved
+    }
+}
+
+/// Apply one write set inside `w`; the caller decides on commit.
+fn apply_batch<'b>(w: &mut RwTxn<'_>, batch: &'b Batch) -> mdb::Result<()> {
+    let mut dbs: HashMap<&str, Database> = HashMap::new();
+    let mut handle = |w: &mut RwTxn<'_>, name: &'b Option<String>| -> mdb::Result<Database> {
+        match name {
+            None => Ok(Database::MAIN),
+            Some(n) if n == RESERVED_DB => Err(mdb::ErrorKind::Incompatible.into()),
+            Some(n) => {
+                if let Some(db) = dbs.get(n.as_str()) {
+                    return Ok(*db);
+                }
+                let db = w.create_db(n, DbFlags::EMPTY)?;
+                dbs.insert(n.as_str(), db);
+                Ok(db)
+            }
+        }
+    };
+    for op in &batch.ops {
+        match op {
+            Op::Put { db, key, value } => {
+                let db = handle(w, db)?;
+                w.put(db, key, value, WriteFlags::EMPTY)?;
+            }
+            Op::Delete { db, key } => {
+                let db = handle(w, db)?;
+                w.del(db, key)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotBuilder = SnapshotBuilder;
+
+    async fn applied_state(
+        &mut self,
+    ) -> StorageResult<(Option<LogId>, StoredMembership<NodeId, Member>)> {
+        let r = self.env.read_txn().map_err(sm_read_err)?;
+        let applied = applied_in(&r, self.reserved).map_err(sm_read_err)?;
+        let membership = match r.get(self.reserved, MEMBERSHIP_KEY).map_err(sm_read_err)? {
+            Some(v) => serde_json::from_slice(v).map_err(sm_read_err)?,
+            None => StoredMembership::default(),
+        };
+        Ok((applied, membership))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> StorageResult<Vec<Applied>>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        // All entries openraft hands over at once go into one transaction:
+        // one sync for many client writes, and still all or nothing.
+        let mut w = self.env.write_txn().map_err(sm_write_err)?;
+        let mut out = Vec::new();
+        let mut last = None;
+        for e in entries {
+            last = Some(e.log_id);
+            let mut res = Applied::default();
+            match &e.payload {
+                EntryPayload::Blank => {}
+                EntryPayload::Normal(batch) => {
+                    // A refused write set is undone alone; every node
+                    // refuses it the same way, so the replicas stay equal.
+                    let mut n = w.nested().map_err(sm_write_err)?;
+                    match apply_batch(&mut n, batch) {
+                        Ok(()) => n.commit().map_err(sm_write_err)?,
+                        Err(err) => {
+                            n.abort();
+                            res.error = Some(err.to_string());
+                        }
+                    }
+                }
+                EntryPayload::Membership(m) => {
+                    let sm = StoredMembership::new(Some(e.log_id), m.clone());
+                    let bytes = serde_json::to_vec(&sm).map_err(sm_write_err)?;
+                    w.put(self.reserved, MEMBERSHIP_KEY, &bytes, WriteFlags::EMPTY)
+                        .map_err(sm_write_err)?;
+                }
+            }
+            out.push(res);
+        }
+        if let Some(id) = last {
+            let bytes = serde_json::to_vec(&id).map_err(sm_write_err)?;
+            w.put(self.reserved, APPLIED_KEY, &bytes, WriteFlags::EMPTY)
+                .map_err(sm_write_err)?;
+            w.commit().map_err(sm_write_err)?;
+        }
+        Ok(out)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        SnapshotBuilder {
+            env: self.env.clone(),
+            reserved: self.reserved,
+        }
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> StorageResult<Box<Cursor<Vec<u8>>>> {
+        Err(no_snapshots())
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        _meta: &SnapshotMeta<NodeId, Member>,
+        _snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> StorageResult<()> {
+        Err(no_snapshots())
+    }
+
+    async fn get_current_snapshot(&mut self) -> StorageResult<Option<Snapshot<TypeConfig>>> {
+        // No snapshot is ever built (the policy is `Never`, logs are never
+        // purged): a lagging node catches up from the log.
+        Ok(None)
+    }
+}
+
+fn no_snapshots() -> StorageError<NodeId> {
+    StorageIOError::write_snapshot(
+        None,
+        &std::io::Error::other("snapshots are not supported yet: the log is never purged"),
+    )
+    .into()
+}
+
+/// Builds snapshots of the data environment (not supported yet).
+pub struct SnapshotBuilder {
+    #[allow(dead_code)]
+    env: Arc<Env>,
+    #[allow(dead_code)]
+    reserved: Database,
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
+    async fn build_snapshot(&mut self) -> StorageResult<Snapshot<TypeConfig>> {
+        Err(no_snapshots())
+    }
+}
