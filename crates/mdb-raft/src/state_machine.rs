@@ -197,3 +197,74 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         Err(no_snapshots())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::CommittedLeaderId;
+
+    fn entry(index: u64, batch: Batch) -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(batch),
+        }
+    }
+
+    fn open(dir: &std::path::Path) -> StateMachine {
+        let env = mdb::EnvOptions::new().max_dbs(4).open(dir).unwrap();
+        StateMachine::new(Arc::new(env)).unwrap()
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    #[test]
+    fn applied_id_is_recorded_with_the_writes_and_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sm = open(dir.path());
+        let mut b1 = Batch::new();
+        b1.put(None, b"a", b"1").put(Some("users"), b"ada", b"1815");
+        let mut b2 = Batch::new();
+        b2.delete(None, b"a").put(None, b"b", b"2");
+        let out = block_on(sm.apply([entry(1, b1), entry(2, b2)])).unwrap();
+        assert_eq!(out, vec![Applied::default(), Applied::default()]);
+        drop(sm);
+        let mut sm = open(dir.path());
+        let (applied, _) = block_on(sm.applied_state()).unwrap();
+        assert_eq!(applied.map(|a| a.index), Some(2));
+        let r = sm.env.read_txn().unwrap();
+        assert_eq!(r.get(Database::MAIN, b"a").unwrap(), None);
+        assert_eq!(r.get(Database::MAIN, b"b").unwrap(), Some(&b"2"[..]));
+        let users = r.open_db("users").unwrap();
+        assert_eq!(r.get(users, b"ada").unwrap(), Some(&b"1815"[..]));
+        assert_eq!(applied_in(&r, sm.reserved()).unwrap(), applied);
+    }
+
+    #[test]
+    fn a_refused_write_set_is_undone_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sm = open(dir.path());
+        let long = vec![b'k'; mdb::MAX_KEY_SIZE + 1];
+        let mut bad = Batch::new();
+        bad.put(None, b"first", b"x").put(None, &long, b"y");
+        let mut reserved = Batch::new();
+        reserved.put(Some(RESERVED_DB), APPLIED_KEY, b"forged");
+        let mut good = Batch::new();
+        good.put(None, b"good", b"z");
+        let out = block_on(sm.apply([entry(1, bad), entry(2, reserved), entry(3, good)])).unwrap();
+        assert!(out[0].error.is_some(), "{out:?}");
+        assert!(out[1].error.is_some(), "{out:?}");
+        assert_eq!(out[2].error, None);
+        let r = sm.env.read_txn().unwrap();
+        assert_eq!(r.get(Database::MAIN, b"first").unwrap(), None);
+        assert_eq!(r.get(Database::MAIN, b"good").unwrap(), Some(&b"z"[..]));
+        assert_eq!(
+            applied_in(&r, sm.reserved()).unwrap().map(|a| a.index),
+            Some(3)
+        );
+    }
+}
