@@ -53,10 +53,13 @@ pub struct Status {
 
 /// Answer of `GET /raft/read_index` (asked of the leader by a follower).
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct ReadIndexReply {
-    pub read_log_id: Option<LogId>,
-    pub not_leader: Option<Option<(NodeId, String)>>,
-    pub error: Option<String>,
+pub(crate) enum ReadIndexReply {
+    /// The leader confirmed it leads: reads must see up to here.
+    ReadIndex(Option<LogId>),
+    /// The node asked does not lead; it names the leader it knows.
+    NotLeader(Option<(NodeId, String)>),
+    /// It could not confirm its leadership.
+    Error(String),
 }
 
 /// The shared state of a running node.
@@ -121,13 +124,11 @@ impl Node {
                 }
                 .await
                 .map_err(|e| Error::Unavailable(format!("asking the leader: {e}")))?;
-                if let Some(leader) = reply.not_leader {
-                    return Err(Error::NotLeader { leader });
+                match reply {
+                    ReadIndexReply::ReadIndex(read) => Ok(read),
+                    ReadIndexReply::NotLeader(leader) => Err(Error::NotLeader { leader }),
+                    ReadIndexReply::Error(e) => Err(Error::Unavailable(e)),
                 }
-                if let Some(e) = reply.error {
-                    return Err(Error::Unavailable(e));
-                }
-                Ok(reply.read_log_id)
             }
             Err(e) => Err(Error::Unavailable(e.to_string())),
         }
@@ -136,21 +137,11 @@ impl Node {
     /// The read index as the answer to a follower's request.
     pub async fn read_index_reply(&self) -> ReadIndexReply {
         match self.raft.get_read_log_id().await {
-            Ok((read, _)) => ReadIndexReply {
-                read_log_id: read,
-                not_leader: None,
-                error: None,
-            },
-            Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => ReadIndexReply {
-                read_log_id: None,
-                not_leader: Some(f.leader_id.zip(f.leader_node.map(|n| n.addr))),
-                error: None,
-            },
-            Err(e) => ReadIndexReply {
-                read_log_id: None,
-                not_leader: None,
-                error: Some(e.to_string()),
-            },
+            Ok((read, _)) => ReadIndexReply::ReadIndex(read),
+            Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
+                ReadIndexReply::NotLeader(f.leader_id.zip(f.leader_node.map(|n| n.addr)))
+            }
+            Err(e) => ReadIndexReply::Error(e.to_string()),
         }
     }
 
