@@ -151,10 +151,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
-        SnapshotBuilder {
-            env: self.env.clone(),
-            reserved: self.reserved,
-        }
+        SnapshotBuilder
     }
 
     async fn begin_receiving_snapshot(&mut self) -> StorageResult<Box<Cursor<Vec<u8>>>> {
@@ -184,13 +181,9 @@ fn no_snapshots() -> StorageError<NodeId> {
     .into()
 }
 
-/// Builds snapshots of the data environment (not supported yet).
-pub struct SnapshotBuilder {
-    #[allow(dead_code)]
-    env: Arc<Env>,
-    #[allow(dead_code)]
-    reserved: Database,
-}
+/// Would build snapshots of the data environment: not supported yet (the
+/// snapshot policy is `Never`, so openraft never asks).
+pub struct SnapshotBuilder;
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> StorageResult<Snapshot<TypeConfig>> {
