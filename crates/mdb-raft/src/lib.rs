@@ -121,6 +121,11 @@ impl ReplicatedEnv {
         let env = Arc::new(
             EnvOptions::new()
                 .max_dbs(config.max_dbs + 1)
+                // Durability comes from the Raft log (synced, never purged):
+                // a commit lost to a power cut (its meta unsynced) rolls the
+                // file and its applied id back together, to a consistent
+                // state, and the entries are applied again from the log.
+                .flags(mdb::EnvFlags::NO_META_SYNC)
                 .open(&data_dir)?,
         );
         let sm = StateMachine::new(env.clone())?;
