@@ -1,0 +1,70 @@
+//! One node of a replicated key-value service over HTTP:
+//!
+//! ```text
+//! mdb-raft-node --id 1 --dir /var/lib/n1 \
+//!     --members 1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003
+//! curl -X PUT --data-binary v http://127.0.0.1:7001/kv/k   # on the leader
+//! curl http://127.0.0.1:7002/kv/k?read=local               # any node
+//! curl http://127.0.0.1:7002/status
+//! ```
+//!
+//! It runs until killed; every acknowledged write is durable on a quorum.
+
+use mdb_raft::{Config, ReplicatedEnv};
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+const USAGE: &str =
+    "usage: mdb-raft-node --id N --dir DIR --members ID=HOST:PORT,... [--heartbeat-ms MS]";
+
+fn parse(args: &[String]) -> Result<Config, String> {
+    let (mut id, mut dir, mut members, mut hb) = (None, None, BTreeMap::new(), 100);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--id" => id = Some(val()?.parse::<u64>().map_err(|e| format!("--id: {e}"))?),
+            "--dir" => dir = Some(val()?.clone()),
+            "--heartbeat-ms" => hb = val()?.parse().map_err(|e| format!("--heartbeat-ms: {e}"))?,
+            "--members" => {
+                for m in val()?.split(',') {
+                    let (i, addr) = m
+                        .split_once('=')
+                        .ok_or(format!("member {m:?}: want ID=HOST:PORT"))?;
+                    let i = i.parse::<u64>().map_err(|e| format!("member {m:?}: {e}"))?;
+                    members.insert(i, addr.to_string());
+                }
+            }
+            _ => return Err(format!("unknown argument {a:?}")),
+        }
+    }
+    let mut c = Config::new(
+        id.ok_or("--id is required")?,
+        dir.ok_or("--dir is required")?,
+        members,
+    );
+    c.kv_api = true;
+    c.heartbeat_ms = hb;
+    Ok(c)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let config = match parse(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("mdb-raft-node: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let _node = match ReplicatedEnv::open(config) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("mdb-raft-node: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    loop {
+        std::thread::park();
+    }
+}

@@ -1,0 +1,140 @@
+//! The node's HTTP server: the Raft RPCs (`/raft/...`), `/status`, and,
+//! when asked for, a key-value API on the main database (`/kv/{key}`).
+
+use crate::error::Error;
+use crate::node::Node;
+use crate::types::{Batch, NodeId, TypeConfig};
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use mdb::{Database, Txn};
+use openraft::error::{InstallSnapshotError, RaftError};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use serde::Deserialize;
+use std::sync::Arc;
+
+type N = Arc<Node>;
+
+/// The router of one node.
+pub(crate) fn router(node: N, kv_api: bool) -> Router {
+    let mut r = Router::new()
+        .route("/raft/append", post(append))
+        .route("/raft/vote", post(vote))
+        .route("/raft/snapshot", post(snapshot))
+        .route("/raft/read_index", get(read_index))
+        .route("/status", get(status));
+    if kv_api {
+        r = r.route("/kv/{key}", get(kv_get).put(kv_put).delete(kv_delete));
+    }
+    r.with_state(node)
+}
+
+async fn append(
+    State(n): State<N>,
+    Json(req): Json<AppendEntriesRequest<TypeConfig>>,
+) -> Json<Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>> {
+    n.heard_commit(req.leader_commit);
+    Json(n.raft.append_entries(req).await)
+}
+
+async fn vote(
+    State(n): State<N>,
+    Json(req): Json<VoteRequest<NodeId>>,
+) -> Json<Result<VoteResponse<NodeId>, RaftError<NodeId>>> {
+    Json(n.raft.vote(req).await)
+}
+
+async fn snapshot(
+    State(n): State<N>,
+    Json(req): Json<InstallSnapshotRequest<TypeConfig>>,
+) -> Json<Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>> {
+    Json(n.raft.install_snapshot(req).await)
+}
+
+async fn read_index(State(n): State<N>) -> Response {
+    Json(n.read_index_reply().await).into_response()
+}
+
+async fn status(State(n): State<N>) -> Response {
+    Json(n.status()).into_response()
+}
+
+/// An error as the KV API answers it: 421 with the leader for a write on
+/// a follower, 422 for a refused write set, 503 for the rest.
+fn error_response(e: Error) -> Response {
+    let (code, leader) = match &e {
+        Error::NotLeader { leader } => (StatusCode::MISDIRECTED_REQUEST, leader.clone()),
+        Error::Refused(_) => (StatusCode::UNPROCESSABLE_ENTITY, None),
+        _ => (StatusCode::SERVICE_UNAVAILABLE, None),
+    };
+    let body = serde_json::json!({
+        "error": e.to_string(),
+        "leader_id": leader.as_ref().map(|l| l.0),
+        "leader_addr": leader.map(|l| l.1),
+    });
+    (code, Json(body)).into_response()
+}
+
+async fn write(n: N, batch: Batch) -> Response {
+    match n.write(batch).await {
+        Ok(id) => {
+            Json(serde_json::json!({"index": id.index, "term": id.leader_id.term})).into_response()
+        }
+        Err(e) => error_response(e),
+    }
+}
+
+async fn kv_put(State(n): State<N>, Path(key): Path<String>, body: Bytes) -> Response {
+    let mut b = Batch::new();
+    b.put(None, key.as_bytes(), &body);
+    write(n, b).await
+}
+
+async fn kv_delete(State(n): State<N>, Path(key): Path<String>) -> Response {
+    let mut b = Batch::new();
+    b.delete(None, key.as_bytes());
+    write(n, b).await
+}
+
+#[derive(Deserialize)]
+struct ReadQuery {
+    /// `local` (may lag) or `linearizable` (the default).
+    read: Option<String>,
+}
+
+async fn kv_get(
+    State(n): State<N>,
+    Path(key): Path<String>,
+    Query(q): Query<ReadQuery>,
+) -> Response {
+    if q.read.as_deref() != Some("local") {
+        let read = match n.read_index().await {
+            Ok(r) => r,
+            Err(e) => return error_response(e),
+        };
+        if let Err(e) = n.wait_applied(read).await {
+            return error_response(e);
+        }
+    }
+    let (value, info) = match n.local_txn().and_then(|(txn, info)| {
+        let v = txn.get(Database::MAIN, key.as_bytes())?.map(<[u8]>::to_vec);
+        Ok((v, info))
+    }) {
+        Ok(r) => r,
+        Err(e) => return error_response(e),
+    };
+    let mut h = HeaderMap::new();
+    let applied = info.applied.map_or(0, |a| a.index);
+    h.insert("x-applied-index", HeaderValue::from(applied));
+    h.insert("x-lag", HeaderValue::from(info.lag));
+    match value {
+        Some(v) => (StatusCode::OK, h, v).into_response(),
+        None => (StatusCode::NOT_FOUND, h).into_response(),
+    }
+}

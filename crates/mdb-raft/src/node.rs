@@ -1,0 +1,208 @@
+//! A running node: openraft over the two environments, and the async
+//! operations the HTTP server and [`crate::ReplicatedEnv`] call.
+
+use crate::error::{Error, Result};
+use crate::state_machine::applied_in;
+use crate::types::{Batch, LogId, Member, NodeId, Raft};
+use mdb::{Database, Env, RoTxn};
+use openraft::error::{CheckIsLeaderError, ClientWriteError, ForwardToLeader, RaftError};
+use openraft::ServerState;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a linearizable read waits for this node to apply up to the
+/// leader's read index.
+const READ_WAIT: Duration = Duration::from_secs(10);
+
+/// Where a local read stood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadInfo {
+    /// The last log id applied to the snapshot the read saw.
+    pub applied: Option<LogId>,
+    /// Entries this node knows are committed but had not applied when
+    /// the read began (from the leader's last message; 0 on a node that
+    /// has heard of nothing newer).
+    pub lag: u64,
+}
+
+/// A node's view of the cluster (`GET /status`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// This node.
+    pub id: NodeId,
+    /// Leader, Follower, Candidate or Learner.
+    pub state: String,
+    /// The current term.
+    pub term: u64,
+    /// The leader this node knows of.
+    pub leader: Option<NodeId>,
+    /// Its address.
+    pub leader_addr: Option<String>,
+    /// The voters and their addresses.
+    pub members: BTreeMap<NodeId, String>,
+    /// The index of the last entry applied to the data file.
+    pub applied_index: Option<u64>,
+    /// The index of the last entry in this node's Raft log.
+    pub last_log_index: Option<u64>,
+    /// Committed entries not applied here yet (see [`ReadInfo::lag`]).
+    pub lag: u64,
+}
+
+/// Answer of `GET /raft/read_index` (asked of the leader by a follower).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum ReadIndexReply {
+    /// The leader confirmed it leads: reads must see up to here.
+    ReadIndex(Option<LogId>),
+    /// The node asked does not lead; it names the leader it knows.
+    NotLeader(Option<(NodeId, String)>),
+    /// It could not confirm its leadership.
+    Error(String),
+}
+
+/// The shared state of a running node.
+pub(crate) struct Node {
+    pub id: NodeId,
+    pub raft: Raft,
+    pub env: Arc<Env>,
+    pub reserved: Database,
+    /// The highest commit index a leader has told this node of.
+    pub leader_commit: AtomicU64,
+    pub client: reqwest::Client,
+}
+
+fn forward(f: &ForwardToLeader<NodeId, Member>) -> Error {
+    Error::NotLeader {
+        leader: f
+            .leader_id
+            .zip(f.leader_node.as_ref().map(|n| n.addr.clone())),
+    }
+}
+
+impl Node {
+    /// Replicate `batch`; returns once a quorum holds it and this node
+    /// (the leader) has applied it.
+    pub async fn write(&self, batch: Batch) -> Result<LogId> {
+        match self.raft.client_write(batch).await {
+            Ok(resp) => match resp.data.error {
+                None => Ok(resp.log_id),
+                Some(e) => Err(Error::Refused(e)),
+            },
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => Err(forward(&f)),
+            Err(e) => Err(Error::Unavailable(e.to_string())),
+        }
+    }
+
+    /// The leader and its address, as this node knows them.
+    pub fn leader(&self) -> Option<(NodeId, String)> {
+        let m = self.raft.metrics().borrow().clone();
+        let id = m.current_leader?;
+        let addr = m.membership_config.membership().get_node(&id)?.addr.clone();
+        Some((id, addr))
+    }
+
+    /// The read index: confirmed by the leader with a quorum (here if
+    /// this node leads, else asked of the leader over HTTP).
+    pub async fn read_index(&self) -> Result<Option<LogId>> {
+        match self.raft.get_read_log_id().await {
+            Ok((read, _applied)) => Ok(read),
+            Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
+                let Some((_, addr)) = f.leader_id.zip(f.leader_node.as_ref()) else {
+                    return Err(forward(&f));
+                };
+                let url = format!("http://{}/raft/read_index", addr.addr);
+                let reply: ReadIndexReply = async {
+                    self.client
+                        .get(url)
+                        .timeout(READ_WAIT)
+                        .send()
+                        .await?
+                        .json()
+                        .await
+                }
+                .await
+                .map_err(|e| Error::Unavailable(format!("asking the leader: {e}")))?;
+                match reply {
+                    ReadIndexReply::ReadIndex(read) => Ok(read),
+                    ReadIndexReply::NotLeader(leader) => Err(Error::NotLeader { leader }),
+                    ReadIndexReply::Error(e) => Err(Error::Unavailable(e)),
+                }
+            }
+            Err(e) => Err(Error::Unavailable(e.to_string())),
+        }
+    }
+
+    /// The read index as the answer to a follower's request.
+    pub async fn read_index_reply(&self) -> ReadIndexReply {
+        match self.raft.get_read_log_id().await {
+            Ok((read, _)) => ReadIndexReply::ReadIndex(read),
+            Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
+                ReadIndexReply::NotLeader(f.leader_id.zip(f.leader_node.map(|n| n.addr)))
+            }
+            Err(e) => ReadIndexReply::Error(e.to_string()),
+        }
+    }
+
+    /// Wait until this node applied `read` (bounded).
+    pub async fn wait_applied(&self, read: Option<LogId>) -> Result<()> {
+        let Some(read) = read else { return Ok(()) };
+        self.raft
+            .wait(Some(READ_WAIT))
+            .applied_index_at_least(Some(read.index), "linearizable read")
+            .await
+            .map(|_| ())
+            .map_err(|e| Error::Unavailable(format!("waiting to apply {read}: {e}")))
+    }
+
+    /// A read transaction and where it stands.
+    pub fn local_txn(&self) -> Result<(RoTxn<'_>, ReadInfo)> {
+        let txn = self.env.read_txn()?;
+        let applied = applied_in(&txn, self.reserved)?;
+        let applied_index = applied.map_or(0, |a| a.index);
+        let m = self.raft.metrics().borrow().clone();
+        let known = if m.state == ServerState::Leader {
+            m.last_log_index.unwrap_or(0)
+        } else {
+            self.leader_commit.load(Ordering::Relaxed)
+        };
+        let lag = known.saturating_sub(applied_index);
+        Ok((txn, ReadInfo { applied, lag }))
+    }
+
+    /// Record the commit index a leader sent.
+    pub fn heard_commit(&self, c: Option<LogId>) {
+        if let Some(c) = c {
+            self.leader_commit.fetch_max(c.index, Ordering::Relaxed);
+        }
+    }
+
+    /// This node's view of the cluster.
+    pub fn status(&self) -> Status {
+        let m = self.raft.metrics().borrow().clone();
+        let membership = m.membership_config.membership();
+        let members: BTreeMap<NodeId, String> = membership
+            .nodes()
+            .map(|(id, n)| (*id, n.addr.clone()))
+            .collect();
+        let leader_addr = m.current_leader.and_then(|l| members.get(&l).cloned());
+        let applied_index = m.last_applied.map(|a| a.index);
+        let known = if m.state == ServerState::Leader {
+            m.last_log_index.unwrap_or(0)
+        } else {
+            self.leader_commit.load(Ordering::Relaxed)
+        };
+        Status {
+            id: self.id,
+            state: format!("{:?}", m.state),
+            term: m.current_term,
+            leader: m.current_leader,
+            leader_addr,
+            members,
+            applied_index,
+            last_log_index: m.last_log_index,
+            lag: known.saturating_sub(applied_index.unwrap_or(0)),
+        }
+    }
+}
