@@ -162,8 +162,11 @@ fn lexical_loop<const WORD: bool>(p: &Page<'_>, key: &[u8], kw: u64) -> Result<(
 
 /// The key of the node at `off` (its header checked to lie between the
 /// pointer array's end `lower` and the page's end, its key within the
-/// page) compared with `key`.
-#[inline(always)]
+/// page) compared with `key`. Out of line: the loop's registers then
+/// stay its own, and a search key that passes the first words reaches it
+/// at most once (its exact match) in most trees.
+#[cold]
+#[inline(never)]
 fn probe_whole(b: &[u8], lower: usize, off: usize, key: &[u8]) -> Result<std::cmp::Ordering> {
     let ks = match b.get(off..off + NODE_HDR) {
         Some(h) if off >= lower => u16::from_le_bytes([h[6], h[7]]) as usize,
