@@ -370,7 +370,10 @@ impl PageRead for Pager<'_> {
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
         Page::new(self.page_bytes(pgno)?)
     }
-    #[inline]
+    // Always inlined: a descent's cost then does not depend on how the
+    // crate's code happens to be split into codegen units (`mdb-bench
+    // instr` moved by 20 instructions a put or a FIRST with it).
+    #[inline(always)]
     fn page_bytes(&self, pgno: u64) -> Result<&[u8]> {
         if let Some(b) = self.dirty.get(&pgno) {
             return Ok(b);

@@ -362,7 +362,7 @@ impl PageRead for RwTxn<'_> {
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
         self.pg.page(pgno)
     }
-    #[inline]
+    #[inline(always)]
     fn page_bytes(&self, pgno: u64) -> Result<&[u8]> {
         self.pg.page_bytes(pgno)
     }
