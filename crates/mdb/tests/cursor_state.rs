@@ -682,3 +682,86 @@ fn cursor_puts_across_databases_keep_their_places() {
     assert!(work.placed * 20 >= puts * 19, "{work:?} of {puts} puts");
     w.commit().unwrap();
 }
+
+/// `count` of a key whose values are in a sub-database comes from the
+/// record the cursor read when it entered them: it must follow puts and
+/// deletes through the cursor, through another cursor and through the
+/// transaction, a nested transaction's abort, and a read snapshot.
+#[test]
+fn count_follows_every_change_to_a_keys_values() {
+    let (_d, env) = env_256m_dbs();
+    let mut w = env.write_txn().unwrap();
+    let db = w.create_db("c", DbFlags::DUP_SORT).unwrap();
+    let mut model: BTreeMap<u32, u64> = BTreeMap::new();
+    let put = |w: &mut mdb::RwTxn<'_>, st: Option<&mut CursorState>, k: u32, v: u32| {
+        let (k, v) = (k.to_be_bytes(), format!("value-{v:08}"));
+        match st {
+            Some(st) => w.cursor_put(st, &k, v.as_bytes(), WriteFlags::EMPTY),
+            None => w.put(db, &k, v.as_bytes(), WriteFlags::EMPTY),
+        }
+        .unwrap();
+    };
+    let mut a = CursorState::new(&w, db).unwrap();
+    let mut b = CursorState::new(&w, db).unwrap();
+    let mut next = xorshift(7);
+    for i in 0..6000u32 {
+        let k = (next() % 4) as u32;
+        match next() % 6 {
+            0 => put(&mut w, Some(&mut b), k, i),
+            1 => put(&mut w, None, k, i),
+            2 => put(&mut w, Some(&mut a), k, i),
+            3 => {
+                // Delete a's current value, if a stands on one.
+                if a.get(&w, CursorOp::GetCurrent).ok().flatten().is_some() {
+                    let key = a.get(&w, CursorOp::GetCurrent).unwrap().unwrap().0;
+                    let kk = u32::from_be_bytes(key.try_into().unwrap());
+                    w.cursor_del(&mut a, false).unwrap();
+                    *model.get_mut(&kk).unwrap() -= 1;
+                    if model[&kk] == 0 {
+                        model.remove(&kk);
+                    }
+                }
+                continue;
+            }
+            4 => {
+                let _ = a.get(&w, CursorOp::Set(&k.to_be_bytes())).unwrap();
+                continue;
+            }
+            _ => {
+                let _ = a.get(&w, CursorOp::Next).unwrap();
+                continue;
+            }
+        }
+        *model.entry(k).or_default() += 1;
+        // a counts the key it stands on, whatever moved since: first with
+        // no other call between (the change may be another handle's).
+        let n = a.count(&w);
+        if let Ok(Some((key, _))) = a.get(&w, CursorOp::GetCurrent) {
+            let kk = u32::from_be_bytes(key.try_into().unwrap());
+            assert_eq!(n.unwrap(), model[&kk], "step {i}, key {kk}");
+            // Again: from the record kept.
+            assert_eq!(a.count(&w).unwrap(), model[&kk], "step {i}, key {kk}");
+        }
+    }
+    // A nested transaction's puts, then its abort: back to the parent's.
+    a.get(&w, CursorOp::Set(&1u32.to_be_bytes())).unwrap();
+    let before = a.count(&w).unwrap();
+    assert!(before > 100, "key 1 has a sub-database");
+    {
+        let mut c = w.nested().unwrap();
+        for i in 0..50u32 {
+            put(&mut c, None, 1, 900_000 + i);
+        }
+        assert_eq!(a.count(&*c).unwrap(), before + 50);
+        c.abort();
+    }
+    assert_eq!(a.count(&w).unwrap(), before);
+    w.commit().unwrap();
+    let r = env.read_txn().unwrap();
+    let mut c = CursorState::new(&r, db).unwrap();
+    for (k, n) in &model {
+        c.get(&r, CursorOp::Set(&k.to_be_bytes())).unwrap().unwrap();
+        assert_eq!(c.count(&r).unwrap(), *n);
+        assert_eq!(c.count(&r).unwrap(), *n);
+    }
+}

@@ -203,23 +203,52 @@ impl Position {
 
     /// Enter the values of the key under the main cursor, at the first or last.
     fn load<S: PageRead>(&mut self, s: &S, last: bool) -> Result<()> {
-        self.sub = Sub::Single;
-        if self.dcmp.is_none() {
-            return Ok(());
-        }
-        let Some(n) = self.node(s)? else {
-            return Ok(());
+        let n = match self.dcmp {
+            Some(_) => self.node(s),
+            None => Ok(None),
         };
-        self.sub = match dups_of(s, n)? {
-            Dups::Single(_) => Sub::Single,
-            Dups::SubPage(p) => Sub::Page(if last { p.len().saturating_sub(1) } else { 0 }),
-            Dups::SubDb(rec) => {
-                let mut pos = CursorPos::new();
-                pos.move_edge(s, &rec, last)?;
-                Sub::Tree(rec, pos)
+        let dups = match n {
+            Ok(Some(n)) => dups_of(s, n),
+            Ok(None) => Ok(Dups::Single(&[])),
+            Err(e) => Err(e),
+        };
+        let dups = match dups {
+            Ok(d) => d,
+            Err(e) => {
+                self.sub = Sub::Single;
+                return Err(e);
             }
         };
+        match dups {
+            Dups::Single(_) => self.sub = Sub::Single,
+            Dups::SubPage(p) => {
+                self.sub = Sub::Page(if last { p.len().saturating_sub(1) } else { 0 });
+            }
+            Dups::SubDb(rec) => {
+                if let Err(e) = self.sub_tree(rec).move_edge(s, &rec, last) {
+                    self.sub = Sub::Single;
+                    return Err(e);
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The sub-database position, for `rec`'s tree, reused in place if
+    /// the cursor has one (a position is 530 bytes: building one and
+    /// moving it in was two copies per entry into a key's values).
+    #[inline]
+    fn sub_tree(&mut self, rec: DbRecord) -> &mut CursorPos {
+        if !matches!(self.sub, Sub::Tree(..)) {
+            self.sub = Sub::Tree(rec, CursorPos::new());
+        }
+        match &mut self.sub {
+            Sub::Tree(r, pos) => {
+                *r = rec;
+                pos
+            }
+            _ => unreachable!("set just above"),
+        }
     }
 
     /// The item under the cursor.
@@ -557,25 +586,24 @@ impl Position {
         val: &[u8],
     ) -> Result<bool> {
         self.settle();
-        self.main.path = *path;
+        self.main.path.assign(path);
         self.main.unset = false;
-        self.sub = Sub::Single;
         if self.dcmp.is_none() {
+            self.sub = Sub::Single;
             return Ok(true);
         }
         if sub.len > 0 {
             if let Some(Dups::SubDb(r)) = self.node(s)?.map(|n| dups_of(s, n)).transpose()? {
                 // The put's own descent, if the record it left is this one.
                 if sub.pg[0] == r.root && sub.len == r.depth as usize {
-                    let pos = CursorPos {
-                        path: *sub,
-                        unset: false,
-                    };
-                    self.sub = Sub::Tree(r, pos);
+                    let pos = self.sub_tree(r);
+                    pos.path.assign(sub);
+                    pos.unset = false;
                     return Ok(true);
                 }
             }
         }
+        self.sub = Sub::Single;
         Ok(self.seek_value(s, val, true)?.is_some())
     }
 
@@ -600,15 +628,23 @@ impl Position {
                 found || (!exact && at < p.len())
             }
             Dups::SubDb(r) => {
-                let mut pos = CursorPos::new();
-                let found = pos.seek(s, &r, dcmp, val)?;
-                let on = pos.current_key(s)?.is_some();
-                if !on {
-                    // Past the last value: rest on it, as on a sub-page.
-                    pos.move_edge(s, &r, true)?;
+                let pos = self.sub_tree(r);
+                let r2 = (|| {
+                    let found = pos.seek(s, &r, dcmp, val)?;
+                    let on = pos.current_key(s)?.is_some();
+                    if !on {
+                        // Past the last value: rest on it, as on a sub-page.
+                        pos.move_edge(s, &r, true)?;
+                    }
+                    Ok::<_, crate::error::Error>(found || (!exact && on))
+                })();
+                match r2 {
+                    Ok(hit) => hit,
+                    Err(e) => {
+                        self.sub = Sub::Single;
+                        return Err(e);
+                    }
                 }
-                self.sub = Sub::Tree(r, pos);
-                found || (!exact && on)
             }
         };
         if hit {
@@ -696,6 +732,15 @@ impl Position {
     pub(crate) fn on_dups<S: PageRead>(&self, s: &S) -> Result<bool> {
         let n = self.node(s)?.ok_or(ErrorKind::NotFound)?;
         Ok(!matches!(dups_of(s, n)?, Dups::Single(_)))
+    }
+
+    /// The number of values of the current key when they are in a
+    /// sub-database the cursor entered (its record, as read then).
+    pub(crate) fn sub_entries(&self) -> Option<u64> {
+        match self.sub {
+            Sub::Tree(r, _) if !self.main.unset && self.dcmp.is_some() => Some(r.entries),
+            _ => None,
+        }
     }
 
     /// Number of values of the current key.

@@ -317,8 +317,18 @@ impl CursorState {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn count<T: Snapshot>(&mut self, txn: &T) -> Result<u64> {
-        let rec = txn.db(self.db)?;
-        self.resync(txn, &rec)?;
+        if self.gen != txn.generation_of(self.db) {
+            let rec = txn.db(self.db)?;
+            self.resync(txn, &rec)?;
+        } else if self.saved || txn.generation() == 0 {
+            // Nothing changed since the cursor stood on its item (a write
+            // cursor re-found or put it; a reader's snapshot is fixed): a
+            // key's sub-database record, read as the cursor entered it,
+            // holds the count (slapd counts after every MDB_SET).
+            if let Some(n) = self.pos.sub_entries() {
+                return Ok(n);
+            }
+        }
         count(&self.pos, txn)
     }
 

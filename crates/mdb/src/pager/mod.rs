@@ -131,9 +131,11 @@ pub(crate) struct Pager<'env> {
     pub(crate) splits: u64,
     /// Operations since the last `spill::evict_own`.
     since_evict: u32,
-    /// A root-to-leaf path for the next put to fill: kept, not zeroed
-    /// again for every put (520 bytes).
-    path: Option<Box<Path>>,
+    /// Root-to-leaf paths for the next puts to fill: kept, not zeroed
+    /// again for every put (520 bytes); boxed, so handed out and taken
+    /// back without a copy.
+    #[allow(clippy::vec_box)]
+    paths: Vec<Box<Path>>,
     /// WAL mode: the committed page each dirty page was copied from on
     /// write, so that the commit's record tells the page by its
     /// differences (`format/patch.rs`). Entries of pages freed or renumbered
@@ -222,7 +224,7 @@ impl<'env> Pager<'env> {
             spills: 0,
             splits: 0,
             since_evict: 0,
-            path: None,
+            paths: Vec::new(),
             bases: env.wal.is_some().then(PgnoMap::default),
         }
     }
@@ -283,16 +285,18 @@ impl<'env> Pager<'env> {
         }
     }
 
-    /// The kept path (see `path`), or a new one.
+    /// A kept path (see `paths`), or a new one.
     #[inline]
     pub(crate) fn take_path(&mut self) -> Box<Path> {
-        self.path.take().unwrap_or_else(|| Box::new(Path::new()))
+        self.paths.pop().unwrap_or_else(|| Box::new(Path::new()))
     }
 
-    /// Keep `p` for the next put.
+    /// Keep `p` for the next put (a few: a cursor's put takes two).
     #[inline]
     pub(crate) fn give_path(&mut self, p: Box<Path>) {
-        self.path = Some(p);
+        if self.paths.len() < 4 {
+            self.paths.push(p);
+        }
     }
 
     /// End of the transaction: keep page buffers for the next writer, so it

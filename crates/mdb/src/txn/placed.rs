@@ -22,18 +22,35 @@ impl RwTxn<'_> {
         flags: WriteFlags,
         known: bool,
     ) -> Result<()> {
+        // Kept paths, copied only as deep as the cursor's (a whole path
+        // is 520 bytes).
+        let (mut path, mut sub) = (self.pg.take_path(), self.pg.take_path());
+        path.assign(&st.pos.main.path);
+        sub.len = 0;
+        let r = self.put_with_paths(st, (key, val), flags, known, (&mut path, &mut sub));
+        self.pg.give_path(sub);
+        self.pg.give_path(path);
+        r
+    }
+
+    fn put_with_paths(
+        &mut self,
+        st: &mut CursorState,
+        (key, val): (&[u8], &[u8]),
+        flags: WriteFlags,
+        known: bool,
+        (path, sub): (&mut Path, &mut Path),
+    ) -> Result<()> {
         let db = st.db;
-        let mut path = st.pos.main.path;
         let at = if known && !st.pos.unset() {
-            self.leaf_hint(st, key, &mut path)?
+            self.leaf_hint(st, key, path)?
         } else {
             None
         };
         if at.is_some() {
             self.gen.note(|w| w.from_leaf += 1);
         }
-        let mut sub = Path::new();
-        let r = self.put_placed(db, (key, val), flags, (&mut path, at), &mut sub);
+        let r = self.put_placed(db, (key, val), flags, (&mut *path, at), sub);
         let placed = match &r {
             Ok(kept) => *kept,
             Err(e) if *e == ErrorKind::KeyExist => false,
@@ -42,7 +59,7 @@ impl RwTxn<'_> {
         let rec = self.db(db)?;
         if placed {
             self.gen.note(|w| w.placed += 1);
-            st.pos.place(&*self, (&path, &sub), val)?;
+            st.pos.place(&*self, (path, sub), val)?;
         } else if st.pos.dcmp.is_some() && r.is_ok() {
             st.pos.seek_both(&*self, &rec, key, val, true)?;
         } else {
