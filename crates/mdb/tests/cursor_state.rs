@@ -765,3 +765,99 @@ fn count_follows_every_change_to_a_keys_values() {
         assert_eq!(c.count(&r).unwrap(), *n);
     }
 }
+
+/// Values ordered by their first 4 bytes only, as slapd's dn2id orders a
+/// parent's children by name and keeps a count after it.
+fn by_prefix(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    a[..4.min(a.len())].cmp(&b[..4.min(b.len())])
+}
+
+/// `CURRENT` on a duplicate with a value of the same size that sorts the
+/// same overwrites it in place (LMDB's way; slapd's dn2id updates counts
+/// so), for a key with one value, a sub-page and a sub-database: the
+/// values, the cursor's place and other cursors' are as after a delete
+/// and a put.
+#[test]
+fn current_put_of_an_equal_duplicate_overwrites_it_in_place() {
+    let (_d, env) = env_256m_dbs();
+    let mut w = env.write_txn().unwrap();
+    let db = w.create_db("d", DbFlags::DUP_SORT).unwrap();
+    env.set_dupsort(db, by_prefix).unwrap();
+    // Key 0: one value; key 1: a sub-page; key 2: a sub-database.
+    let val = |i: u32, n: u32| [i.to_be_bytes(), n.to_be_bytes()].concat();
+    let sizes = [1u32, 20, 2000];
+    for (k, &n) in sizes.iter().enumerate() {
+        for i in 0..n {
+            w.put(db, &[k as u8], &val(i, 0), WriteFlags::EMPTY)
+                .unwrap();
+        }
+    }
+    let mut c = CursorState::new(&w, db).unwrap();
+    let mut other = CursorState::new(&w, db).unwrap();
+    let mut puts = 0;
+    for (k, &n) in sizes.iter().enumerate() {
+        let key = [k as u8];
+        for i in (0..n).step_by(7) {
+            let old = val(i, 0);
+            let got = c.get(&w, CursorOp::GetBoth(&key, &old)).unwrap();
+            assert_eq!(got.unwrap().1, &old[..]);
+            other.get(&w, CursorOp::GetBoth(&key, &old)).unwrap();
+            let new = val(i, i + 1);
+            w.cursor_put(&mut c, &key, &new, WriteFlags::CURRENT)
+                .unwrap();
+            puts += 1;
+            assert_eq!(
+                c.get(&w, CursorOp::GetCurrent).unwrap().unwrap().1,
+                &new[..]
+            );
+            assert_eq!(c.count(&w).unwrap(), n as u64);
+            // The other cursor, on the same value, reads the new bytes.
+            let o = other.get(&w, CursorOp::GetCurrent).unwrap().unwrap();
+            assert_eq!(o.1, &new[..], "key {k} value {i}");
+            // And the cursor steps on from there.
+            let next = c
+                .get(&w, CursorOp::NextDup)
+                .unwrap()
+                .map(|kv| kv.1.to_vec());
+            assert_eq!(
+                next,
+                (i + 1 < n).then(|| val(i + 1, 0)),
+                "key {k} value {i}"
+            );
+        }
+    }
+    // A value of another size, or sorting elsewhere: a delete and a put.
+    c.get(&w, CursorOp::GetBoth(&[1], &val(3, 0)))
+        .unwrap()
+        .unwrap();
+    w.cursor_put(
+        &mut c,
+        &[1],
+        &[val(3, 9), vec![0]].concat(),
+        WriteFlags::CURRENT,
+    )
+    .unwrap();
+    assert_eq!(w.cursor_work().in_place, puts);
+    w.commit().unwrap();
+    let r = env.read_txn().unwrap();
+    for (k, &n) in sizes.iter().enumerate() {
+        let mut rc = CursorState::new(&r, db).unwrap();
+        let mut got = vec![rc
+            .get(&r, CursorOp::Set(&[k as u8]))
+            .unwrap()
+            .unwrap()
+            .1
+            .to_vec()];
+        while let Some((_, v)) = rc.get(&r, CursorOp::NextDup).unwrap() {
+            got.push(v.to_vec());
+        }
+        let want: Vec<Vec<u8>> = (0..n)
+            .map(|i| match (k, i) {
+                (1, 3) => [val(3, 9), vec![0]].concat(),
+                _ if i % 7 == 0 => val(i, i + 1),
+                _ => val(i, 0),
+            })
+            .collect();
+        assert_eq!(got, want, "key {k}");
+    }
+}

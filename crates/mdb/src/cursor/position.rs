@@ -734,6 +734,31 @@ impl Position {
         Ok(!matches!(dups_of(s, n)?, Dups::Single(_)))
     }
 
+    /// Overwrite the value under the cursor in place with `val`, of its
+    /// size and sorting as it does (`tree::dups::dup_overwrite`); the
+    /// cursor's paths follow the pages made dirty.
+    pub(crate) fn overwrite_dup(
+        &mut self,
+        pager: &mut crate::pager::Pager<'_>,
+        t: &mut Tree,
+        val: &[u8],
+    ) -> Result<()> {
+        let at = match &mut self.sub {
+            Sub::Single => DupAt::Single,
+            Sub::Page(ix) => DupAt::Page(*ix),
+            Sub::Tree(_, pos) => DupAt::Tree(&mut pos.path),
+        };
+        dup_overwrite(pager, t, &mut self.main.path, at, val)?;
+        if let Sub::Tree(r, _) = &mut self.sub {
+            let n = self.main.leaf_node(&*pager)?.ok_or(ErrorKind::Corrupted)?;
+            match dups_of(&*pager, n.0.node(n.1)?)? {
+                Dups::SubDb(rec) => *r = rec,
+                _ => return Err(ErrorKind::Corrupted.into()),
+            }
+        }
+        Ok(())
+    }
+
     /// The number of values of the current key when they are in a
     /// sub-database the cursor entered (its record, as read then).
     pub(crate) fn sub_entries(&self) -> Option<u64> {

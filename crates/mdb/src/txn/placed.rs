@@ -50,19 +50,24 @@ impl RwTxn<'_> {
         if at.is_some() {
             self.gen.note(|w| w.from_leaf += 1);
         }
-        let r = self.put_placed(db, (key, val), flags, (&mut *path, at), sub);
+        // The cursor's comparators: the env's for `db` when it was opened
+        // (looking them up again takes the handle registry's lock when a
+        // database has its own, as slapd's do).
+        let cmps = (st.pos.kcmp, st.pos.dcmp);
+        let r = self.put_placed(db, (key, val), flags, (&mut *path, at), sub, cmps);
         let placed = match &r {
             Ok(kept) => *kept,
             Err(e) if *e == ErrorKind::KeyExist => false,
             Err(_) => return r.map(|_| ()),
         };
-        let rec = self.db(db)?;
         if placed {
             self.gen.note(|w| w.placed += 1);
             st.pos.place(&*self, (path, sub), val)?;
         } else if st.pos.dcmp.is_some() && r.is_ok() {
+            let rec = self.db(db)?;
             st.pos.seek_both(&*self, &rec, key, val, true)?;
         } else {
+            let rec = self.db(db)?;
             st.pos.seek(&*self, &rec, key)?;
         }
         let cur = st.pos.current(&*self)?;
