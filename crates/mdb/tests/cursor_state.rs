@@ -861,3 +861,48 @@ fn current_put_of_an_equal_duplicate_overwrites_it_in_place() {
         assert_eq!(got, want, "key {k}");
     }
 }
+
+/// A cursor whose item moved (another handle changed its database) does
+/// not search for it again before an op that places it anew (SET, FIRST,
+/// GET_BOTH, ...) or before a put other than `CURRENT`: slapd's dn2id
+/// cursor did one such search per entry added. Ops that step from the
+/// item still re-find it, also after a failed placing op.
+#[test]
+fn placing_ops_and_puts_skip_the_refind_of_a_moved_item() {
+    let (_d, env) = env_256m_dbs();
+    let mut w = env.write_txn().unwrap();
+    let db = w.create_db("d", DbFlags::DUP_SORT).unwrap();
+    let key = |i: u32| i.to_be_bytes();
+    for i in (0..400u32).step_by(2) {
+        w.put(db, &key(i), b"v", WriteFlags::EMPTY).unwrap();
+    }
+    let mut a = CursorState::new(&w, db).unwrap();
+    let mut placing = 0;
+    for i in (1..399u32).step_by(2) {
+        a.get(&w, CursorOp::Set(&key(i - 1))).unwrap().unwrap();
+        w.put(db, &key(i), b"v", WriteFlags::EMPTY).unwrap();
+        // A placing op right after the change: no refind.
+        let got = match i % 3 {
+            0 => a.get(&w, CursorOp::Set(&key(i))).unwrap(),
+            1 => a.get(&w, CursorOp::GetBoth(&key(i), b"v")).unwrap(),
+            _ => a.get(&w, CursorOp::SetRange(&key(i))).unwrap(),
+        };
+        assert_eq!(got.unwrap().0, key(i));
+        placing += 1;
+        w.put(db, &key(i + 1000), b"w", WriteFlags::EMPTY).unwrap();
+        // A put through the cursor: no refind, and it stands on the item.
+        w.cursor_put(&mut a, &key(i), b"x", WriteFlags::EMPTY)
+            .unwrap();
+        let got = a.get(&w, CursorOp::GetCurrent).unwrap().unwrap();
+        assert_eq!(got, (&key(i)[..], &b"x"[..]));
+    }
+    assert_eq!(w.cursor_work().refinds, 0, "{placing} placing ops");
+    // A step after a change re-finds the item; so does a step after a
+    // placing op that failed.
+    a.get(&w, CursorOp::Set(&key(100))).unwrap().unwrap();
+    w.del(db, &key(101)).unwrap();
+    assert!(a.get(&w, CursorOp::Set(b"")).is_err());
+    let next = a.get(&w, CursorOp::NextNodup).unwrap().unwrap();
+    assert_eq!(next.0, key(102));
+    assert_eq!(w.cursor_work().refinds, 1);
+}

@@ -80,6 +80,16 @@ pub enum CursorOp<'k> {
 }
 
 impl CursorOp<'_> {
+    /// Whether the operation places the cursor from the root, whatever its
+    /// position was: a cursor whose item moved need not re-find it first.
+    pub(crate) fn repositions(&self) -> bool {
+        use CursorOp::*;
+        matches!(
+            self,
+            First | Last | Set(_) | SetKey(_) | SetRange(_) | GetBoth(..) | GetBothRange(..)
+        )
+    }
+
     /// `e`, saying that this operation on `db` failed.
     #[cold]
     pub(crate) fn failed(&self, e: Error, env: &crate::env::Env, db: Database) -> Error {

@@ -399,12 +399,16 @@ impl RwTxn<'_> {
     ) -> Result<()> {
         let db = st.db;
         // The cursor's path is the tree's now if nothing changed it since
-        // its last operation, or if the re-sync re-finds its item.
+        // its last operation. Only `CURRENT` needs its item re-found after
+        // a change: any other put places the cursor on the item put (and
+        // until it does, the cursor stays behind, to re-find its item on
+        // its next op).
         let same = st.gen == self.generation_of(db);
-        let mut known = same || st.saved;
-        if !same {
+        let mut known = same;
+        if !same && flags.contains(WriteFlags::CURRENT) {
             let rec = self.db(db)?;
             st.resync(&*self, &rec)?;
+            known = st.saved;
         }
         if flags.contains(WriteFlags::CURRENT) {
             if st.pos.unset() {
