@@ -906,3 +906,37 @@ fn placing_ops_and_puts_skip_the_refind_of_a_moved_item() {
     assert_eq!(next.0, key(102));
     assert_eq!(w.cursor_work().refinds, 1);
 }
+
+/// A cursor put of a duplicate that compares equal to one stored (other
+/// bytes, a database's own order) leaves the cursor on the stored one,
+/// and there it stays when the database changes elsewhere: the re-find
+/// goes by the order, not the bytes.
+#[test]
+fn cursor_on_an_equal_duplicate_refinds_it_by_order() {
+    let (_d, env) = env_256m_dbs();
+    let mut w = env.write_txn().unwrap();
+    let db = w.create_db("d", DbFlags::DUP_SORT).unwrap();
+    env.set_dupsort(db, by_prefix).unwrap();
+    for (k, n) in [(b"a", 3u32), (b"b", 40), (b"c", 3000)] {
+        for i in 0..n {
+            let v = [i.to_be_bytes(), [0; 4]].concat();
+            w.put(db, k, &v, WriteFlags::EMPTY).unwrap();
+        }
+    }
+    let mut c = CursorState::new(&w, db).unwrap();
+    for k in [b"a", b"b", b"c"] {
+        let v = [1u32.to_be_bytes(), [9; 4]].concat();
+        w.cursor_put(&mut c, k, &v, WriteFlags::EMPTY).unwrap();
+        w.put(db, b"z", b"other", WriteFlags::EMPTY).unwrap();
+        // A step first: from the item as the put left it.
+        let next = c.get(&w, CursorOp::NextDup).unwrap().unwrap();
+        assert_eq!(next.1, [2u32.to_be_bytes(), [0; 4]].concat());
+        let stored = [1u32.to_be_bytes(), [0; 4]].concat();
+        w.cursor_put(&mut c, k, &v, WriteFlags::EMPTY).unwrap();
+        w.put(db, b"z", b"more", WriteFlags::EMPTY).unwrap();
+        let cur = c.get(&w, CursorOp::GetCurrent).unwrap().unwrap();
+        assert_eq!(cur, (&k[..], &stored[..]));
+        let next = c.get(&w, CursorOp::NextDup).unwrap().unwrap();
+        assert_eq!(next.1, [2u32.to_be_bytes(), [0; 4]].concat());
+    }
+}

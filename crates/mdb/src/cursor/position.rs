@@ -171,9 +171,11 @@ impl Position {
         val: &[u8],
     ) -> Result<bool> {
         let on_key = self.seek(s, rec, key)?;
-        if on_key && self.dcmp.is_some() {
+        if let (true, Some(dcmp)) = (on_key, self.dcmp) {
+            // The same value by the database's order (a put keeps the
+            // value it was given, which compares equal to the one stored).
             match self.seek_value(s, val, false)? {
-                Some((_, v)) if v == val => return Ok(true),
+                Some((_, v)) if dcmp.compare(v, val) == Ordering::Equal => return Ok(true),
                 Some(_) => self.dup_del = DupDel::Next,
                 None => {
                     self.load(s, true)?;

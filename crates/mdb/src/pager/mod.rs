@@ -131,11 +131,11 @@ pub(crate) struct Pager<'env> {
     pub(crate) splits: u64,
     /// Operations since the last `spill::evict_own`.
     since_evict: u32,
-    /// Root-to-leaf paths for the next puts to fill: kept, not zeroed
-    /// again for every put (520 bytes); boxed, so handed out and taken
-    /// back without a copy.
-    #[allow(clippy::vec_box)]
-    paths: Vec<Box<Path>>,
+    /// A root-to-leaf path for the next put to fill: kept, not zeroed
+    /// again for every put (520 bytes).
+    path: Option<Box<Path>>,
+    /// A second one, for a cursor's put (its path and its sub-database's).
+    path2: Option<Box<Path>>,
     /// WAL mode: the committed page each dirty page was copied from on
     /// write, so that the commit's record tells the page by its
     /// differences (`format/patch.rs`). Entries of pages freed or renumbered
@@ -224,7 +224,8 @@ impl<'env> Pager<'env> {
             spills: 0,
             splits: 0,
             since_evict: 0,
-            paths: Vec::new(),
+            path: None,
+            path2: None,
             bases: env.wal.is_some().then(PgnoMap::default),
         }
     }
@@ -285,18 +286,30 @@ impl<'env> Pager<'env> {
         }
     }
 
-    /// A kept path (see `paths`), or a new one.
+    /// The kept path (see `path`), or a new one.
     #[inline]
     pub(crate) fn take_path(&mut self) -> Box<Path> {
-        self.paths.pop().unwrap_or_else(|| Box::new(Path::new()))
+        self.path.take().unwrap_or_else(|| Box::new(Path::new()))
     }
 
-    /// Keep `p` for the next put (a few: a cursor's put takes two).
+    /// Keep `p` for the next put.
     #[inline]
     pub(crate) fn give_path(&mut self, p: Box<Path>) {
-        if self.paths.len() < 4 {
-            self.paths.push(p);
-        }
+        self.path = Some(p);
+    }
+
+    /// Two kept paths (see `path2`), or new ones.
+    #[inline]
+    pub(crate) fn take_paths(&mut self) -> (Box<Path>, Box<Path>) {
+        let second = self.path2.take().unwrap_or_else(|| Box::new(Path::new()));
+        (self.take_path(), second)
+    }
+
+    /// Keep both for the next cursor put.
+    #[inline]
+    pub(crate) fn give_paths(&mut self, (p, q): (Box<Path>, Box<Path>)) {
+        self.path = Some(p);
+        self.path2 = Some(q);
     }
 
     /// End of the transaction: keep page buffers for the next writer, so it

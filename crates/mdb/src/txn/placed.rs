@@ -24,12 +24,11 @@ impl RwTxn<'_> {
     ) -> Result<()> {
         // Kept paths, copied only as deep as the cursor's (a whole path
         // is 520 bytes).
-        let (mut path, mut sub) = (self.pg.take_path(), self.pg.take_path());
+        let (mut path, mut sub) = self.pg.take_paths();
         path.assign(&st.pos.main.path);
         sub.len = 0;
         let r = self.put_with_paths(st, (key, val), flags, known, (&mut path, &mut sub));
-        self.pg.give_path(sub);
-        self.pg.give_path(path);
+        self.pg.give_paths((path, sub));
         r
     }
 
@@ -60,18 +59,26 @@ impl RwTxn<'_> {
             Err(e) if *e == ErrorKind::KeyExist => false,
             Err(_) => return r.map(|_| ()),
         };
-        if placed {
+        // On the item put, the cursor keeps the put's key and value for a
+        // re-find (they compare equal to what is stored): no read of it.
+        let on_put = placed && {
             self.gen.note(|w| w.placed += 1);
-            st.pos.place(&*self, (path, sub), val)?;
-        } else if st.pos.dcmp.is_some() && r.is_ok() {
-            let rec = self.db(db)?;
-            st.pos.seek_both(&*self, &rec, key, val, true)?;
+            st.pos.place(&*self, (path, sub), val)?
+        };
+        if on_put {
+            st.remember(Some((key, val)), true);
         } else {
-            let rec = self.db(db)?;
-            st.pos.seek(&*self, &rec, key)?;
+            if !placed {
+                let rec = self.db(db)?;
+                if st.pos.dcmp.is_some() && r.is_ok() {
+                    st.pos.seek_both(&*self, &rec, key, val, true)?;
+                } else {
+                    st.pos.seek(&*self, &rec, key)?;
+                }
+            }
+            let cur = st.pos.current(&*self)?;
+            st.remember(cur, true);
         }
-        let cur = st.pos.current(&*self)?;
-        st.remember(cur, true);
         st.gen = self.generation_of(db);
         r.map(|_| ())
     }
