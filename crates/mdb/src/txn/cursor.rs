@@ -443,15 +443,7 @@ impl RwTxn<'_> {
         }
         let r = self.put(db, key, val, plain);
         if r.is_ok() || r == Err(ErrorKind::KeyExist.into()) {
-            let rec = self.db(db)?;
-            if st.pos.dcmp.is_some() && r.is_ok() {
-                st.pos.seek_both(&*self, &rec, key, val, true)?;
-            } else {
-                st.pos.seek(&*self, &rec, key)?;
-            }
-            let cur = st.pos.current(&*self)?;
-            st.remember(cur, true);
-            st.gen = self.generation_of(st.db);
+            self.land_after_put(st, (key, val), r.is_ok())?;
         }
         r
     }

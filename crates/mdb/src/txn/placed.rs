@@ -67,20 +67,35 @@ impl RwTxn<'_> {
         };
         if on_put {
             st.remember(Some((key, val)), true);
-        } else {
-            if !placed {
-                let rec = self.db(db)?;
-                if st.pos.dcmp.is_some() && r.is_ok() {
-                    st.pos.seek_both(&*self, &rec, key, val, true)?;
-                } else {
-                    st.pos.seek(&*self, &rec, key)?;
-                }
-            }
+            st.gen = self.generation_of(db);
+        } else if placed {
             let cur = st.pos.current(&*self)?;
             st.remember(cur, true);
+            st.gen = self.generation_of(db);
+        } else {
+            self.land_after_put(st, (key, val), r.is_ok())?;
         }
-        st.gen = self.generation_of(db);
         r.map(|_| ())
+    }
+
+    /// Put cursor `st` on the item a put of `key`/`val` left (`added`: the
+    /// value went in; else on the key's existing item), found from the root.
+    pub(super) fn land_after_put(
+        &self,
+        st: &mut CursorState,
+        (key, val): (&[u8], &[u8]),
+        added: bool,
+    ) -> Result<()> {
+        let rec = self.db(st.db)?;
+        if st.pos.dcmp.is_some() && added {
+            st.pos.seek_both(self, &rec, key, val, true)?;
+        } else {
+            st.pos.seek(self, &rec, key)?;
+        }
+        let cur = st.pos.current(self)?;
+        st.remember(cur, true);
+        st.gen = self.generation_of(st.db);
+        Ok(())
     }
 
     /// Where `key` goes on the leaf of `path` (the cursor's, valid), if it
