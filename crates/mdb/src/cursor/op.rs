@@ -205,16 +205,14 @@ pub(super) fn apply<'t, T: Snapshot>(
         }
         CursorOp::Set(k) | CursorOp::SetKey(k) => {
             check_key(k)?;
-            if pos.seek(txn, rec, k)? {
-                pos.current(txn)?
-            } else {
-                None
+            match pos.seek_item(txn, rec, k)? {
+                (true, item) => item,
+                (false, _) => None,
             }
         }
         CursorOp::SetRange(k) => {
             check_key(k)?;
-            pos.seek(txn, rec, k)?;
-            pos.current(txn)?
+            pos.seek_item(txn, rec, k)?.1
         }
         CursorOp::GetBoth(k, v) | CursorOp::GetBothRange(k, v) => {
             need(dups)?;

@@ -555,6 +555,52 @@ impl Position {
         self.current(s)
     }
 
+    /// [`seek`](Self::seek) and the item it lands on, from one read of
+    /// the key's node (SET reads it to enter the values, then for the
+    /// result).
+    pub(crate) fn seek_item<'a, S: PageRead>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+        key: &[u8],
+    ) -> Result<(bool, Option<Item<'a>>)> {
+        self.settle();
+        let exact = self.main.seek(s, rec, self.kcmp, key)?;
+        if self.dcmp.is_none() {
+            self.sub = Sub::Single;
+            return Ok((exact, self.current(s)?));
+        }
+        let Some(n) = self.node(s)? else {
+            self.sub = Sub::Single;
+            return Ok((exact, None));
+        };
+        let v = match dups_of(s, n) {
+            Ok(Dups::Single(v)) => {
+                self.sub = Sub::Single;
+                v
+            }
+            Ok(Dups::SubPage(p)) => {
+                self.sub = Sub::Page(0);
+                p.key(0)?
+            }
+            Ok(Dups::SubDb(rec)) => {
+                let pos = self.sub_tree(rec);
+                match pos.move_edge(s, &rec, false) {
+                    Ok(_) => pos.current_key(s)?.ok_or(ErrorKind::Corrupted)?,
+                    Err(e) => {
+                        self.sub = Sub::Single;
+                        return Err(e);
+                    }
+                }
+            }
+            Err(e) => {
+                self.sub = Sub::Single;
+                return Err(e);
+            }
+        };
+        Ok((exact, Some((n.key(), v))))
+    }
+
     /// Position at the first key >= `key` (its first value); whether it matched.
     pub(crate) fn seek<S: PageRead>(&mut self, s: &S, rec: &DbRecord, key: &[u8]) -> Result<bool> {
         self.settle();
