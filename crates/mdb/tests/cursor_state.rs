@@ -796,3 +796,261 @@ fn cursor_puts_across_databases_keep_their_places() {
     assert!(work.placed * 20 >= puts * 19, "{work:?} of {puts} puts");
     w.commit().unwrap();
 }
+
+/// `count` of a key whose values are in a sub-database comes from the
+/// record the cursor read when it entered them: it must follow puts and
+/// deletes through the cursor, through another cursor and through the
+/// transaction, a nested transaction's abort, and a read snapshot.
+#[test]
+fn count_follows_every_change_to_a_keys_values() {
+    let (_d, env) = env_256m_dbs();
+    let mut w = env.write_txn().unwrap();
+    let db = w.create_db("c", DbFlags::DUP_SORT).unwrap();
+    let mut model: BTreeMap<u32, u64> = BTreeMap::new();
+    let put = |w: &mut mdb::RwTxn<'_>, st: Option<&mut CursorState>, k: u32, v: u32| {
+        let (k, v) = (k.to_be_bytes(), format!("value-{v:08}"));
+        match st {
+            Some(st) => w.cursor_put(st, &k, v.as_bytes(), WriteFlags::EMPTY),
+            None => w.put(db, &k, v.as_bytes(), WriteFlags::EMPTY),
+        }
+        .unwrap();
+    };
+    let mut a = CursorState::new(&w, db).unwrap();
+    let mut b = CursorState::new(&w, db).unwrap();
+    let mut next = xorshift(7);
+    for i in 0..6000u32 {
+        let k = (next() % 4) as u32;
+        match next() % 6 {
+            0 => put(&mut w, Some(&mut b), k, i),
+            1 => put(&mut w, None, k, i),
+            2 => put(&mut w, Some(&mut a), k, i),
+            3 => {
+                // Delete a's current value, if a stands on one.
+                if a.get(&w, CursorOp::GetCurrent).ok().flatten().is_some() {
+                    let key = a.get(&w, CursorOp::GetCurrent).unwrap().unwrap().0;
+                    let kk = u32::from_be_bytes(key.try_into().unwrap());
+                    w.cursor_del(&mut a, false).unwrap();
+                    *model.get_mut(&kk).unwrap() -= 1;
+                    if model[&kk] == 0 {
+                        model.remove(&kk);
+                    }
+                }
+                continue;
+            }
+            4 => {
+                let _ = a.get(&w, CursorOp::Set(&k.to_be_bytes())).unwrap();
+                continue;
+            }
+            _ => {
+                let _ = a.get(&w, CursorOp::Next).unwrap();
+                continue;
+            }
+        }
+        *model.entry(k).or_default() += 1;
+        // a counts the key it stands on, whatever moved since: first with
+        // no other call between (the change may be another handle's).
+        let n = a.count(&w);
+        if let Ok(Some((key, _))) = a.get(&w, CursorOp::GetCurrent) {
+            let kk = u32::from_be_bytes(key.try_into().unwrap());
+            assert_eq!(n.unwrap(), model[&kk], "step {i}, key {kk}");
+            // Again: from the record kept.
+            assert_eq!(a.count(&w).unwrap(), model[&kk], "step {i}, key {kk}");
+        }
+    }
+    // A nested transaction's puts, then its abort: back to the parent's.
+    a.get(&w, CursorOp::Set(&1u32.to_be_bytes())).unwrap();
+    let before = a.count(&w).unwrap();
+    assert!(before > 100, "key 1 has a sub-database");
+    {
+        let mut c = w.nested().unwrap();
+        for i in 0..50u32 {
+            put(&mut c, None, 1, 900_000 + i);
+        }
+        assert_eq!(a.count(&*c).unwrap(), before + 50);
+        c.abort();
+    }
+    assert_eq!(a.count(&w).unwrap(), before);
+    w.commit().unwrap();
+    let r = env.read_txn().unwrap();
+    let mut c = CursorState::new(&r, db).unwrap();
+    for (k, n) in &model {
+        c.get(&r, CursorOp::Set(&k.to_be_bytes())).unwrap().unwrap();
+        assert_eq!(c.count(&r).unwrap(), *n);
+        assert_eq!(c.count(&r).unwrap(), *n);
+    }
+}
+
+/// Values ordered by their first 4 bytes only, as slapd's dn2id orders a
+/// parent's children by name and keeps a count after it.
+fn by_prefix(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    a[..4.min(a.len())].cmp(&b[..4.min(b.len())])
+}
+
+/// `CURRENT` on a duplicate with a value of the same size that sorts the
+/// same overwrites it in place (LMDB's way; slapd's dn2id updates counts
+/// so), for a key with one value, a sub-page and a sub-database: the
+/// values, the cursor's place and other cursors' are as after a delete
+/// and a put.
+#[test]
+fn current_put_of_an_equal_duplicate_overwrites_it_in_place() {
+    let (_d, env) = env_256m_dbs();
+    let mut w = env.write_txn().unwrap();
+    let db = w.create_db("d", DbFlags::DUP_SORT).unwrap();
+    env.set_dupsort(db, by_prefix).unwrap();
+    // Key 0: one value; key 1: a sub-page; key 2: a sub-database.
+    let val = |i: u32, n: u32| [i.to_be_bytes(), n.to_be_bytes()].concat();
+    let sizes = [1u32, 20, 2000];
+    for (k, &n) in sizes.iter().enumerate() {
+        for i in 0..n {
+            w.put(db, &[k as u8], &val(i, 0), WriteFlags::EMPTY)
+                .unwrap();
+        }
+    }
+    let mut c = CursorState::new(&w, db).unwrap();
+    let mut other = CursorState::new(&w, db).unwrap();
+    let mut puts = 0;
+    for (k, &n) in sizes.iter().enumerate() {
+        let key = [k as u8];
+        for i in (0..n).step_by(7) {
+            let old = val(i, 0);
+            let got = c.get(&w, CursorOp::GetBoth(&key, &old)).unwrap();
+            assert_eq!(got.unwrap().1, &old[..]);
+            other.get(&w, CursorOp::GetBoth(&key, &old)).unwrap();
+            let new = val(i, i + 1);
+            w.cursor_put(&mut c, &key, &new, WriteFlags::CURRENT)
+                .unwrap();
+            puts += 1;
+            assert_eq!(
+                c.get(&w, CursorOp::GetCurrent).unwrap().unwrap().1,
+                &new[..]
+            );
+            assert_eq!(c.count(&w).unwrap(), n as u64);
+            // The other cursor, on the same value, reads the new bytes.
+            let o = other.get(&w, CursorOp::GetCurrent).unwrap().unwrap();
+            assert_eq!(o.1, &new[..], "key {k} value {i}");
+            // And the cursor steps on from there.
+            let next = c
+                .get(&w, CursorOp::NextDup)
+                .unwrap()
+                .map(|kv| kv.1.to_vec());
+            assert_eq!(
+                next,
+                (i + 1 < n).then(|| val(i + 1, 0)),
+                "key {k} value {i}"
+            );
+        }
+    }
+    // A value of another size, or sorting elsewhere: a delete and a put.
+    c.get(&w, CursorOp::GetBoth(&[1], &val(3, 0)))
+        .unwrap()
+        .unwrap();
+    w.cursor_put(
+        &mut c,
+        &[1],
+        &[val(3, 9), vec![0]].concat(),
+        WriteFlags::CURRENT,
+    )
+    .unwrap();
+    assert_eq!(w.cursor_work().in_place, puts);
+    w.commit().unwrap();
+    let r = env.read_txn().unwrap();
+    for (k, &n) in sizes.iter().enumerate() {
+        let mut rc = CursorState::new(&r, db).unwrap();
+        let mut got = vec![rc
+            .get(&r, CursorOp::Set(&[k as u8]))
+            .unwrap()
+            .unwrap()
+            .1
+            .to_vec()];
+        while let Some((_, v)) = rc.get(&r, CursorOp::NextDup).unwrap() {
+            got.push(v.to_vec());
+        }
+        let want: Vec<Vec<u8>> = (0..n)
+            .map(|i| match (k, i) {
+                (1, 3) => [val(3, 9), vec![0]].concat(),
+                _ if i % 7 == 0 => val(i, i + 1),
+                _ => val(i, 0),
+            })
+            .collect();
+        assert_eq!(got, want, "key {k}");
+    }
+}
+
+/// A cursor whose item moved (another handle changed its database) does
+/// not search for it again before an op that places it anew (SET, FIRST,
+/// GET_BOTH, ...) or before a put other than `CURRENT`: slapd's dn2id
+/// cursor did one such search per entry added. Ops that step from the
+/// item still re-find it, also after a failed placing op.
+#[test]
+fn placing_ops_and_puts_skip_the_refind_of_a_moved_item() {
+    let (_d, env) = env_256m_dbs();
+    let mut w = env.write_txn().unwrap();
+    let db = w.create_db("d", DbFlags::DUP_SORT).unwrap();
+    let key = |i: u32| i.to_be_bytes();
+    for i in (0..400u32).step_by(2) {
+        w.put(db, &key(i), b"v", WriteFlags::EMPTY).unwrap();
+    }
+    let mut a = CursorState::new(&w, db).unwrap();
+    let mut placing = 0;
+    for i in (1..399u32).step_by(2) {
+        a.get(&w, CursorOp::Set(&key(i - 1))).unwrap().unwrap();
+        w.put(db, &key(i), b"v", WriteFlags::EMPTY).unwrap();
+        // A placing op right after the change: no refind.
+        let got = match i % 3 {
+            0 => a.get(&w, CursorOp::Set(&key(i))).unwrap(),
+            1 => a.get(&w, CursorOp::GetBoth(&key(i), b"v")).unwrap(),
+            _ => a.get(&w, CursorOp::SetRange(&key(i))).unwrap(),
+        };
+        assert_eq!(got.unwrap().0, key(i));
+        placing += 1;
+        w.put(db, &key(i + 1000), b"w", WriteFlags::EMPTY).unwrap();
+        // A put through the cursor: no refind, and it stands on the item.
+        w.cursor_put(&mut a, &key(i), b"x", WriteFlags::EMPTY)
+            .unwrap();
+        let got = a.get(&w, CursorOp::GetCurrent).unwrap().unwrap();
+        assert_eq!(got, (&key(i)[..], &b"x"[..]));
+    }
+    assert_eq!(w.cursor_work().refinds, 0, "{placing} placing ops");
+    // A step after a change re-finds the item; so does a step after a
+    // placing op that failed.
+    a.get(&w, CursorOp::Set(&key(100))).unwrap().unwrap();
+    w.del(db, &key(101)).unwrap();
+    assert!(a.get(&w, CursorOp::Set(b"")).is_err());
+    let next = a.get(&w, CursorOp::NextNodup).unwrap().unwrap();
+    assert_eq!(next.0, key(102));
+    assert_eq!(w.cursor_work().refinds, 1);
+}
+
+/// A cursor put of a duplicate that compares equal to one stored (other
+/// bytes, a database's own order) leaves the cursor on the stored one,
+/// and there it stays when the database changes elsewhere: the re-find
+/// goes by the order, not the bytes.
+#[test]
+fn cursor_on_an_equal_duplicate_refinds_it_by_order() {
+    let (_d, env) = env_256m_dbs();
+    let mut w = env.write_txn().unwrap();
+    let db = w.create_db("d", DbFlags::DUP_SORT).unwrap();
+    env.set_dupsort(db, by_prefix).unwrap();
+    for (k, n) in [(b"a", 3u32), (b"b", 40), (b"c", 3000)] {
+        for i in 0..n {
+            let v = [i.to_be_bytes(), [0; 4]].concat();
+            w.put(db, k, &v, WriteFlags::EMPTY).unwrap();
+        }
+    }
+    let mut c = CursorState::new(&w, db).unwrap();
+    for k in [b"a", b"b", b"c"] {
+        let v = [1u32.to_be_bytes(), [9; 4]].concat();
+        w.cursor_put(&mut c, k, &v, WriteFlags::EMPTY).unwrap();
+        w.put(db, b"z", b"other", WriteFlags::EMPTY).unwrap();
+        // A step first: from the item as the put left it.
+        let next = c.get(&w, CursorOp::NextDup).unwrap().unwrap();
+        assert_eq!(next.1, [2u32.to_be_bytes(), [0; 4]].concat());
+        let stored = [1u32.to_be_bytes(), [0; 4]].concat();
+        w.cursor_put(&mut c, k, &v, WriteFlags::EMPTY).unwrap();
+        w.put(db, b"z", b"more", WriteFlags::EMPTY).unwrap();
+        let cur = c.get(&w, CursorOp::GetCurrent).unwrap().unwrap();
+        assert_eq!(cur, (&k[..], &stored[..]));
+        let next = c.get(&w, CursorOp::NextDup).unwrap().unwrap();
+        assert_eq!(next.1, [2u32.to_be_bytes(), [0; 4]].concat());
+    }
+}

@@ -80,6 +80,16 @@ pub enum CursorOp<'k> {
 }
 
 impl CursorOp<'_> {
+    /// Whether the operation places the cursor from the root, whatever its
+    /// position was: a cursor whose item moved need not re-find it first.
+    pub(crate) fn repositions(&self) -> bool {
+        use CursorOp::*;
+        matches!(
+            self,
+            First | Last | Set(_) | SetKey(_) | SetRange(_) | GetBoth(..) | GetBothRange(..)
+        )
+    }
+
     /// `e`, saying that this operation on `db` failed.
     #[cold]
     pub(crate) fn failed(&self, e: Error, env: &crate::env::Env, db: Database) -> Error {
@@ -195,16 +205,14 @@ pub(super) fn apply<'t, T: Snapshot>(
         }
         CursorOp::Set(k) | CursorOp::SetKey(k) => {
             check_key(k)?;
-            if pos.seek(txn, rec, k)? {
-                pos.current(txn)?
-            } else {
-                None
+            match pos.seek_item(txn, rec, k)? {
+                (true, item) => item,
+                (false, _) => None,
             }
         }
         CursorOp::SetRange(k) => {
             check_key(k)?;
-            pos.seek(txn, rec, k)?;
-            pos.current(txn)?
+            pos.seek_item(txn, rec, k)?.1
         }
         CursorOp::GetBoth(k, v) | CursorOp::GetBothRange(k, v) => {
             need(dups)?;

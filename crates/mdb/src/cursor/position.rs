@@ -171,9 +171,11 @@ impl Position {
         val: &[u8],
     ) -> Result<bool> {
         let on_key = self.seek(s, rec, key)?;
-        if on_key && self.dcmp.is_some() {
+        if let (true, Some(dcmp)) = (on_key, self.dcmp) {
+            // The same value by the database's order (a put keeps the
+            // value it was given, which compares equal to the one stored).
             match self.seek_value(s, val, false)? {
-                Some((_, v)) if v == val => return Ok(true),
+                Some((_, v)) if dcmp.compare(v, val) == Ordering::Equal => return Ok(true),
                 Some(_) => self.dup_del = DupDel::Next,
                 None => {
                     self.load(s, true)?;
@@ -203,23 +205,52 @@ impl Position {
 
     /// Enter the values of the key under the main cursor, at the first or last.
     fn load<S: PageRead>(&mut self, s: &S, last: bool) -> Result<()> {
-        self.sub = Sub::Single;
-        if self.dcmp.is_none() {
-            return Ok(());
-        }
-        let Some(n) = self.node(s)? else {
-            return Ok(());
+        let n = match self.dcmp {
+            Some(_) => self.node(s),
+            None => Ok(None),
         };
-        self.sub = match dups_of(s, n)? {
-            Dups::Single(_) => Sub::Single,
-            Dups::SubPage(p) => Sub::Page(if last { p.len().saturating_sub(1) } else { 0 }),
-            Dups::SubDb(rec) => {
-                let mut pos = CursorPos::new();
-                pos.move_edge(s, &rec, last)?;
-                Sub::Tree(rec, pos)
+        let dups = match n {
+            Ok(Some(n)) => dups_of(s, n),
+            Ok(None) => Ok(Dups::Single(&[])),
+            Err(e) => Err(e),
+        };
+        let dups = match dups {
+            Ok(d) => d,
+            Err(e) => {
+                self.sub = Sub::Single;
+                return Err(e);
             }
         };
+        match dups {
+            Dups::Single(_) => self.sub = Sub::Single,
+            Dups::SubPage(p) => {
+                self.sub = Sub::Page(if last { p.len().saturating_sub(1) } else { 0 });
+            }
+            Dups::SubDb(rec) => {
+                if let Err(e) = self.sub_tree(rec).move_edge(s, &rec, last) {
+                    self.sub = Sub::Single;
+                    return Err(e);
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The sub-database position, for `rec`'s tree, reused in place if
+    /// the cursor has one (a position is 530 bytes: building one and
+    /// moving it in was two copies per entry into a key's values).
+    #[inline]
+    fn sub_tree(&mut self, rec: DbRecord) -> &mut CursorPos {
+        if !matches!(self.sub, Sub::Tree(..)) {
+            self.sub = Sub::Tree(rec, CursorPos::new());
+        }
+        match &mut self.sub {
+            Sub::Tree(r, pos) => {
+                *r = rec;
+                pos
+            }
+            _ => unreachable!("set just above"),
+        }
     }
 
     /// The item under the cursor.
@@ -545,6 +576,52 @@ impl Position {
         self.current(s)
     }
 
+    /// [`seek`](Self::seek) and the item it lands on, from one read of
+    /// the key's node (SET reads it to enter the values, then for the
+    /// result).
+    pub(crate) fn seek_item<'a, S: PageRead>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+        key: &[u8],
+    ) -> Result<(bool, Option<Item<'a>>)> {
+        self.settle();
+        let exact = self.main.seek(s, rec, self.kcmp, key)?;
+        if self.dcmp.is_none() {
+            self.sub = Sub::Single;
+            return Ok((exact, self.current(s)?));
+        }
+        let Some(n) = self.node(s)? else {
+            self.sub = Sub::Single;
+            return Ok((exact, None));
+        };
+        let v = match dups_of(s, n) {
+            Ok(Dups::Single(v)) => {
+                self.sub = Sub::Single;
+                v
+            }
+            Ok(Dups::SubPage(p)) => {
+                self.sub = Sub::Page(0);
+                p.key(0)?
+            }
+            Ok(Dups::SubDb(rec)) => {
+                let pos = self.sub_tree(rec);
+                match pos.move_edge(s, &rec, false) {
+                    Ok(_) => pos.current_key(s)?.ok_or(ErrorKind::Corrupted)?,
+                    Err(e) => {
+                        self.sub = Sub::Single;
+                        return Err(e);
+                    }
+                }
+            }
+            Err(e) => {
+                self.sub = Sub::Single;
+                return Err(e);
+            }
+        };
+        Ok((exact, Some((n.key(), v))))
+    }
+
     /// Position at the first key >= `key` (its first value); whether it matched.
     pub(crate) fn seek<S: PageRead>(&mut self, s: &S, rec: &DbRecord, key: &[u8]) -> Result<bool> {
         self.settle();
@@ -578,25 +655,24 @@ impl Position {
         val: &[u8],
     ) -> Result<bool> {
         self.settle();
-        self.main.path = *path;
+        self.main.path.assign(path);
         self.main.unset = false;
-        self.sub = Sub::Single;
         if self.dcmp.is_none() {
+            self.sub = Sub::Single;
             return Ok(true);
         }
         if sub.len > 0 {
             if let Some(Dups::SubDb(r)) = self.node(s)?.map(|n| dups_of(s, n)).transpose()? {
                 // The put's own descent, if the record it left is this one.
                 if sub.pg[0] == r.root && sub.len == r.depth as usize {
-                    let pos = CursorPos {
-                        path: *sub,
-                        unset: false,
-                    };
-                    self.sub = Sub::Tree(r, pos);
+                    let pos = self.sub_tree(r);
+                    pos.path.assign(sub);
+                    pos.unset = false;
                     return Ok(true);
                 }
             }
         }
+        self.sub = Sub::Single;
         Ok(self.seek_value(s, val, true)?.is_some())
     }
 
@@ -621,15 +697,23 @@ impl Position {
                 found || (!exact && at < p.len())
             }
             Dups::SubDb(r) => {
-                let mut pos = CursorPos::new();
-                let found = pos.seek(s, &r, dcmp, val)?;
-                let on = pos.current_key(s)?.is_some();
-                if !on {
-                    // Past the last value: rest on it, as on a sub-page.
-                    pos.move_edge(s, &r, true)?;
+                let pos = self.sub_tree(r);
+                let r2 = (|| {
+                    let found = pos.seek(s, &r, dcmp, val)?;
+                    let on = pos.current_key(s)?.is_some();
+                    if !on {
+                        // Past the last value: rest on it, as on a sub-page.
+                        pos.move_edge(s, &r, true)?;
+                    }
+                    Ok::<_, crate::error::Error>(found || (!exact && on))
+                })();
+                match r2 {
+                    Ok(hit) => hit,
+                    Err(e) => {
+                        self.sub = Sub::Single;
+                        return Err(e);
+                    }
                 }
-                self.sub = Sub::Tree(r, pos);
-                found || (!exact && on)
             }
         };
         if hit {
@@ -717,6 +801,40 @@ impl Position {
     pub(crate) fn on_dups<S: PageRead>(&self, s: &S) -> Result<bool> {
         let n = self.node(s)?.ok_or(ErrorKind::NotFound)?;
         Ok(!matches!(dups_of(s, n)?, Dups::Single(_)))
+    }
+
+    /// Overwrite the value under the cursor in place with `val`, of its
+    /// size and sorting as it does (`tree::dups::dup_overwrite`); the
+    /// cursor's paths follow the pages made dirty.
+    pub(crate) fn overwrite_dup(
+        &mut self,
+        pager: &mut crate::pager::Pager<'_>,
+        t: &mut Tree,
+        val: &[u8],
+    ) -> Result<()> {
+        let at = match &mut self.sub {
+            Sub::Single => DupAt::Single,
+            Sub::Page(ix) => DupAt::Page(*ix),
+            Sub::Tree(_, pos) => DupAt::Tree(&mut pos.path),
+        };
+        dup_overwrite(pager, t, &mut self.main.path, at, val)?;
+        if let Sub::Tree(r, _) = &mut self.sub {
+            let n = self.main.leaf_node(&*pager)?.ok_or(ErrorKind::Corrupted)?;
+            match dups_of(&*pager, n.0.node(n.1)?)? {
+                Dups::SubDb(rec) => *r = rec,
+                _ => return Err(ErrorKind::Corrupted.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// The number of values of the current key when they are in a
+    /// sub-database the cursor entered (its record, as read then).
+    pub(crate) fn sub_entries(&self) -> Option<u64> {
+        match self.sub {
+            Sub::Tree(r, _) if !self.main.unset && self.dcmp.is_some() => Some(r.entries),
+            _ => None,
+        }
     }
 
     /// Number of values of the current key.

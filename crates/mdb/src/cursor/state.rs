@@ -246,13 +246,22 @@ impl CursorState {
             }
         }
         let rec = txn.db(self.db)?;
-        self.resync(txn, &rec)?;
+        // An op that places the cursor anew does not need the old item
+        // re-found first (a search from the root). Until it succeeds the
+        // cursor stays behind, to re-find its item on its next op.
+        let stale = op.repositions() && self.gen != txn.generation_of(self.db);
+        if !stale {
+            self.resync(txn, &rec)?;
+        }
         // Every op but the MULTIPLE ones returns the item it lands on.
         let multiple = matches!(
             op,
             CursorOp::GetMultiple | CursorOp::NextMultiple | CursorOp::PrevMultiple
         );
         let r = apply(&mut self.pos, txn, &rec, self.flags, op)?;
+        if stale {
+            self.gen = txn.generation_of(self.db);
+        }
         if txn.generation() != 0 {
             let cur = match r {
                 Some(item) if !multiple => Some(item),
@@ -324,8 +333,18 @@ impl CursorState {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn count<T: Snapshot>(&mut self, txn: &T) -> Result<u64> {
-        let rec = txn.db(self.db)?;
-        self.resync(txn, &rec)?;
+        if self.gen != txn.generation_of(self.db) {
+            let rec = txn.db(self.db)?;
+            self.resync(txn, &rec)?;
+        } else if self.saved || txn.generation() == 0 {
+            // Nothing changed since the cursor stood on its item (a write
+            // cursor re-found or put it; a reader's snapshot is fixed): a
+            // key's sub-database record, read as the cursor entered it,
+            // holds the count (slapd counts after every MDB_SET).
+            if let Some(n) = self.pos.sub_entries() {
+                return Ok(n);
+            }
+        }
         count(&self.pos, txn)
     }
 

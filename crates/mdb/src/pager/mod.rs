@@ -134,6 +134,8 @@ pub(crate) struct Pager<'env> {
     /// A root-to-leaf path for the next put to fill: kept, not zeroed
     /// again for every put (520 bytes).
     path: Option<Box<Path>>,
+    /// A second one, for a cursor's put (its path and its sub-database's).
+    path2: Option<Box<Path>>,
     /// WAL mode: the committed page each dirty page was copied from on
     /// write, so that the commit's record tells the page by its
     /// differences (`format/patch.rs`). Entries of pages freed or renumbered
@@ -223,6 +225,7 @@ impl<'env> Pager<'env> {
             splits: 0,
             since_evict: 0,
             path: None,
+            path2: None,
             bases: env.wal.is_some().then(PgnoMap::default),
         }
     }
@@ -293,6 +296,20 @@ impl<'env> Pager<'env> {
     #[inline]
     pub(crate) fn give_path(&mut self, p: Box<Path>) {
         self.path = Some(p);
+    }
+
+    /// Two kept paths (see `path2`), or new ones.
+    #[inline]
+    pub(crate) fn take_paths(&mut self) -> (Box<Path>, Box<Path>) {
+        let second = self.path2.take().unwrap_or_else(|| Box::new(Path::new()));
+        (self.take_path(), second)
+    }
+
+    /// Keep both for the next cursor put.
+    #[inline]
+    pub(crate) fn give_paths(&mut self, (p, q): (Box<Path>, Box<Path>)) {
+        self.path = Some(p);
+        self.path2 = Some(q);
     }
 
     /// End of the transaction: keep page buffers for the next writer, so it

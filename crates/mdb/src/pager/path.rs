@@ -26,4 +26,15 @@ impl Path {
     pub(crate) fn leaf(&self) -> usize {
         self.len.saturating_sub(1)
     }
+
+    /// Become a copy of `other`, copying only the levels it uses (a whole
+    /// path is 520 bytes; a cursor's is 2-4 levels). At least level 0, so
+    /// an empty path's [`leaf`](Self::leaf) reads what `other`'s would.
+    #[inline]
+    pub(crate) fn assign(&mut self, other: &Path) {
+        let n = other.len.clamp(1, MAX_DEPTH);
+        self.pg[..n].copy_from_slice(&other.pg[..n]);
+        self.ix[..n].copy_from_slice(&other.ix[..n]);
+        self.len = other.len;
+    }
 }

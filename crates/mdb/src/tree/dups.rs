@@ -466,6 +466,60 @@ pub(crate) fn set_dup_values(
     replace_node(pager, t, path, i, key, NodeData::DupDb(&st.rec.encode()))
 }
 
+/// Where a cursor stands among its key's values, for [`dup_overwrite`].
+pub(crate) enum DupAt<'p> {
+    /// On the node's one value.
+    Single,
+    /// On entry `ix` of the node's sub-page.
+    Page(usize),
+    /// At the end of this path in the key's sub-database.
+    Tree(&'p mut Path),
+}
+
+/// LMDB's `MDB_CURRENT` put on a duplicate: the value under a cursor
+/// overwritten in place by `val`, of its size and sorting as it does (the
+/// caller checks both), with no delete and insert. `main` leads to the
+/// key's node; it and a sub-database path are made dirty and updated.
+pub(crate) fn dup_overwrite(
+    pager: &mut Pager<'_>,
+    t: &mut Tree,
+    main: &mut Path,
+    at: DupAt<'_>,
+    val: &[u8],
+) -> Result<()> {
+    let i = main.ix[main.leaf()];
+    touch_path(pager, t, main)?;
+    let leaf = main.pg[main.leaf()];
+    let target = match at {
+        DupAt::Single => {
+            let buf = pager.dirty.get_mut(&leaf).ok_or(ErrorKind::Corrupted)?;
+            Some(edit::data_mut(buf, i))
+        }
+        DupAt::Page(ix) => {
+            let buf = pager.dirty.get_mut(&leaf).ok_or(ErrorKind::Corrupted)?;
+            edit::key_mut(edit::data_mut(buf, i), ix)
+        }
+        DupAt::Tree(sub) => {
+            let Dups::SubDb(rec) = dups_of(&*pager, pager.page(leaf)?.node(i)?)? else {
+                return Err(ErrorKind::Corrupted.into());
+            };
+            let mut st = sub_tree(t, rec)?;
+            touch_path(pager, &mut st, sub)?;
+            // The sub-database's root may have moved: its record changes.
+            write_subdb_record(pager, main, i, &st.rec);
+            let buf = pager.dirty.get_mut(&sub.pg[sub.leaf()]);
+            buf.and_then(|b| edit::key_mut(b, sub.ix[sub.leaf()]))
+        }
+    };
+    match target {
+        Some(v) if v.len() == val.len() => {
+            v.copy_from_slice(val);
+            Ok(())
+        }
+        _ => Err(ErrorKind::Corrupted.into()),
+    }
+}
+
 /// Delete `val` from `key`'s values, or all of them with `None`.
 pub(crate) fn dup_del(
     pager: &mut Pager<'_>,

@@ -26,6 +26,8 @@ pub struct CursorWork {
     pub from_leaf: u64,
     /// Cursor puts that left the cursor on the item by their own path.
     pub placed: u64,
+    /// `CURRENT` puts that overwrote a duplicate in place.
+    pub in_place: u64,
 }
 
 /// Change counts of one write transaction.

@@ -5,7 +5,7 @@ use super::*;
 use crate::cursor::position::DupDel;
 use crate::cursor::{CursorOp, CursorState};
 use crate::error::ErrorKind;
-use crate::tree::{Item, WriteFlags};
+use crate::tree::{Item, Tree, WriteFlags};
 
 /// A cursor of the write transaction that can also put and delete
 /// ([`RwTxn::write_cursor`]). Items it returns borrow the cursor, so they
@@ -398,11 +398,18 @@ impl RwTxn<'_> {
         flags: WriteFlags,
     ) -> Result<()> {
         let db = st.db;
-        let rec = self.db(db)?;
         // The cursor's path is the tree's now if nothing changed it since
-        // its last operation, or if the re-sync re-finds its item.
-        let mut known = st.gen == self.generation_of(db) || st.saved;
-        st.resync(&*self, &rec)?;
+        // its last operation. Only `CURRENT` needs its item re-found after
+        // a change: any other put places the cursor on the item put (and
+        // until it does, the cursor stays behind, to re-find its item on
+        // its next op).
+        let same = st.gen == self.generation_of(db);
+        let mut known = same;
+        if !same && flags.contains(WriteFlags::CURRENT) {
+            let rec = self.db(db)?;
+            st.resync(&*self, &rec)?;
+            known = st.saved;
+        }
         if flags.contains(WriteFlags::CURRENT) {
             if st.pos.unset() {
                 return Err(ErrorKind::Misuse(Misuse::UnpositionedCursor).into());
@@ -417,6 +424,15 @@ impl RwTxn<'_> {
                 return Err(ErrorKind::Misuse(Misuse::KeyNotCurrent).into());
             }
             if dups && cv != val {
+                // Of the same size and sorting the same (slapd's dn2id
+                // counts in a parent's entry): in place, as LMDB.
+                let dcmp = st.pos.dcmp.ok_or(ErrorKind::Incompatible)?;
+                if flags == WriteFlags::CURRENT
+                    && cv.len() == val.len()
+                    && dcmp.compare(&cv, val) == std::cmp::Ordering::Equal
+                {
+                    return self.overwrite_dup(st, val);
+                }
                 self.del_dup(db, key, &cv)?;
                 known = false;
             }
@@ -427,17 +443,30 @@ impl RwTxn<'_> {
         }
         let r = self.put(db, key, val, plain);
         if r.is_ok() || r == Err(ErrorKind::KeyExist.into()) {
-            let rec = self.db(db)?;
-            if st.pos.dcmp.is_some() && r.is_ok() {
-                st.pos.seek_both(&*self, &rec, key, val, true)?;
-            } else {
-                st.pos.seek(&*self, &rec, key)?;
-            }
-            let cur = st.pos.current(&*self)?;
-            st.remember(cur, true);
-            st.gen = self.generation_of(st.db);
+            self.land_after_put(st, (key, val), r.is_ok())?;
         }
         r
+    }
+
+    /// `MDB_CURRENT` on the duplicate under `st` (re-synced): `val` of its
+    /// size and sorting as it does, written over it in place.
+    fn overwrite_dup(&mut self, st: &mut CursorState, val: &[u8]) -> Result<()> {
+        let db = st.db;
+        let rec = self.check_usable(db)?;
+        let mut t = Tree {
+            rec,
+            cmp: st.pos.kcmp,
+            dups: st.pos.dcmp,
+            fixed: 0,
+        };
+        let r = st.pos.overwrite_dup(&mut self.pg, &mut t, val);
+        self.set_rec(db, t.rec);
+        self.fail_on_fatal(r)?;
+        self.gen.note(|w| w.in_place += 1);
+        let cur = st.pos.current(&*self)?;
+        st.remember(cur, true);
+        st.gen = self.generation_of(db);
+        Ok(())
     }
 
     /// Delete the item at a detached cursor (`mdb_cursor_del`); with

@@ -22,36 +22,80 @@ impl RwTxn<'_> {
         flags: WriteFlags,
         known: bool,
     ) -> Result<()> {
+        // Kept paths, copied only as deep as the cursor's (a whole path
+        // is 520 bytes).
+        let (mut path, mut sub) = self.pg.take_paths();
+        path.assign(&st.pos.main.path);
+        sub.len = 0;
+        let r = self.put_with_paths(st, (key, val), flags, known, (&mut path, &mut sub));
+        self.pg.give_paths((path, sub));
+        r
+    }
+
+    fn put_with_paths(
+        &mut self,
+        st: &mut CursorState,
+        (key, val): (&[u8], &[u8]),
+        flags: WriteFlags,
+        known: bool,
+        (path, sub): (&mut Path, &mut Path),
+    ) -> Result<()> {
         let db = st.db;
-        let mut path = st.pos.main.path;
         let at = if known && !st.pos.unset() {
-            self.leaf_hint(st, key, &mut path)?
+            self.leaf_hint(st, key, path)?
         } else {
             None
         };
         if at.is_some() {
             self.gen.note(|w| w.from_leaf += 1);
         }
-        let mut sub = Path::new();
-        let r = self.put_placed(db, (key, val), flags, (&mut path, at), &mut sub);
+        // The cursor's comparators: the env's for `db` when it was opened
+        // (looking them up again takes the handle registry's lock when a
+        // database has its own, as slapd's do).
+        let cmps = (st.pos.kcmp, st.pos.dcmp);
+        let r = self.put_placed(db, (key, val), flags, (&mut *path, at), sub, cmps);
         let placed = match &r {
             Ok(kept) => *kept,
             Err(e) if *e == ErrorKind::KeyExist => false,
             Err(_) => return r.map(|_| ()),
         };
-        let rec = self.db(db)?;
-        if placed {
+        // On the item put, the cursor keeps the put's key and value for a
+        // re-find (they compare equal to what is stored): no read of it.
+        let on_put = placed && {
             self.gen.note(|w| w.placed += 1);
-            st.pos.place(&*self, (&path, &sub), val)?;
-        } else if st.pos.dcmp.is_some() && r.is_ok() {
-            st.pos.seek_both(&*self, &rec, key, val, true)?;
+            st.pos.place(&*self, (path, sub), val)?
+        };
+        if on_put {
+            st.remember(Some((key, val)), true);
+            st.gen = self.generation_of(db);
+        } else if placed {
+            let cur = st.pos.current(&*self)?;
+            st.remember(cur, true);
+            st.gen = self.generation_of(db);
         } else {
-            st.pos.seek(&*self, &rec, key)?;
+            self.land_after_put(st, (key, val), r.is_ok())?;
         }
-        let cur = st.pos.current(&*self)?;
-        st.remember(cur, true);
-        st.gen = self.generation_of(db);
         r.map(|_| ())
+    }
+
+    /// Put cursor `st` on the item a put of `key`/`val` left (`added`: the
+    /// value went in; else on the key's existing item), found from the root.
+    pub(super) fn land_after_put(
+        &self,
+        st: &mut CursorState,
+        (key, val): (&[u8], &[u8]),
+        added: bool,
+    ) -> Result<()> {
+        let rec = self.db(st.db)?;
+        if st.pos.dcmp.is_some() && added {
+            st.pos.seek_both(self, &rec, key, val, true)?;
+        } else {
+            st.pos.seek(self, &rec, key)?;
+        }
+        let cur = st.pos.current(self)?;
+        st.remember(cur, true);
+        st.gen = self.generation_of(st.db);
+        Ok(())
     }
 
     /// Where `key` goes on the leaf of `path` (the cursor's, valid), if it

@@ -13,7 +13,7 @@ use crate::tree::{self, Path, Tree, Value, WriteFlags};
 use crate::txn::RwTxn;
 
 impl<'env> RwTxn<'env> {
-    fn check_usable(&mut self, db: Database) -> Result<DbRecord> {
+    pub(super) fn check_usable(&mut self, db: Database) -> Result<DbRecord> {
         self.start_change(db)?;
         self.rec(db)
     }
@@ -170,7 +170,8 @@ impl<'env> RwTxn<'env> {
     /// tree, from the cursor), if known. Returns whether `path` then leads
     /// to the key's node, the tree unchanged in shape since (no split);
     /// `sub` to the value in the key's sub-database, if it went there
-    /// (`tree::dups::dup_put_at`).
+    /// (`tree::dups::dup_put_at`). `cmps`: the key and value comparators
+    /// (the cursor's).
     pub(crate) fn put_placed(
         &mut self,
         db: Database,
@@ -178,12 +179,18 @@ impl<'env> RwTxn<'env> {
         flags: WriteFlags,
         placed: (&mut Path, Option<(usize, bool)>),
         sub: &mut Path,
+        (cmp, dups): (CmpFn, Option<CmpFn>),
     ) -> Result<bool> {
         let r = (|| {
             let rec = self.check_usable(db)?;
             check_key(key)?;
             self.pg.puts += 1;
-            let mut t = self.tree_of(db, rec);
+            let mut t = Tree {
+                rec,
+                cmp,
+                dups,
+                fixed: 0,
+            };
             let splits = self.pg.splits;
             let path = &mut *placed.0;
             let r = if t.dups.is_some() {

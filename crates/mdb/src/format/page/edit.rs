@@ -361,6 +361,18 @@ pub(crate) fn set_big_dsize(b: &mut [u8], i: usize, dsize: usize) {
     wr16(b, off + 2, (dsize >> 16) as u16);
 }
 
+/// Mutable key of entry `i` of a leaf (a LEAF2 page's packed key too),
+/// for an overwrite of the same length; `None` if it lies outside `b`.
+pub fn key_mut(b: &mut [u8], i: usize) -> Option<&mut [u8]> {
+    if rd16(b, FLAGS_AT) & P_LEAF2 != 0 {
+        let ks = rd16(b, 8) as usize;
+        return b.get_mut(HDR + i * ks..HDR + (i + 1) * ks);
+    }
+    let off = rd16(b, HDR + 2 * i) as usize;
+    let ks = rd16(b, off + 6) as usize;
+    b.get_mut(off + NODE_HDR..off + NODE_HDR + ks)
+}
+
 /// Mutable inline data of leaf node `i`.
 pub fn data_mut(b: &mut [u8], i: usize) -> &mut [u8] {
     let off = rd16(b, HDR + 2 * i) as usize;
