@@ -39,13 +39,17 @@ pub use state_machine::RESERVED_DB;
 pub use types::{Applied, Batch, LogId, Member, NodeId, Op, TypeConfig};
 
 use log_store::LogStore;
-use mdb::{EnvOptions, RoTxn};
+use mdb::{EnvOptions, RoTxn, WalOptions};
 use node::Node;
 use state_machine::StateMachine;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+
+/// How often the data environment's log is synced in the background (its
+/// commits do not wait for it: see [`ReplicatedEnv::open`]).
+const DATA_SYNC_PERIOD: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// How to open one node of a cluster.
 #[derive(Debug, Clone)]
@@ -118,14 +122,18 @@ impl ReplicatedEnv {
         let raft_config = Arc::new(config.raft_config()?);
         let data_dir = config.dir.join("data");
         std::fs::create_dir_all(&data_dir).map_err(|e| Error::Engine(e.into()))?;
+        // Durability comes from the Raft log (synced, never purged): the
+        // data environment runs in WAL mode with relaxed commits, which a
+        // power cut may roll back, to a consistent earlier state whose
+        // applied id goes back with it; those entries are applied again
+        // from the log. Checkpoints (and the close) make it a plain LMDB
+        // file again.
+        let mut wal = WalOptions::default();
+        wal.sync_every = Some(DATA_SYNC_PERIOD);
         let env = Arc::new(
             EnvOptions::new()
                 .max_dbs(config.max_dbs + 1)
-                // Durability comes from the Raft log (synced, never purged):
-                // a commit lost to a power cut (its meta unsynced) rolls the
-                // file and its applied id back together, to a consistent
-                // state, and the entries are applied again from the log.
-                .flags(mdb::EnvFlags::NO_META_SYNC)
+                .wal(wal)
                 .open(&data_dir)?,
         );
         let sm = StateMachine::new(env.clone())?;
@@ -234,6 +242,10 @@ impl Drop for ReplicatedEnv {
         if let Some(rt) = self.rt.take() {
             let _ = rt.block_on(self.node.raft.shutdown());
             rt.shutdown_timeout(std::time::Duration::from_secs(5));
+            // Nothing applies any more: leave a plain LMDB file (the close
+            // does too, once the last handle goes; a task the runtime
+            // could not stop may still hold one).
+            let _ = self.node.env.checkpoint();
         }
     }
 }
