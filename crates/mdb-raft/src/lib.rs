@@ -1,13 +1,18 @@
 //! Replicas of an mdb environment kept in step through Raft.
 //!
-//! Each node keeps its data in a plain LMDB file (`<dir>/data`) that any
-//! LMDB program reads, and Raft's log and vote in a second environment in
-//! WAL mode (`<dir>/raft`). A write is one transaction's write set
-//! ([`Batch`]): the leader appends it to its log, a quorum syncs it, and
-//! every node applies it in one write transaction that also records the
-//! applied log id (in the reserved database [`RESERVED_DB`]), so a
-//! restarted node knows exactly what it applied. Consensus is openraft's;
-//! the transport is HTTP with JSON bodies (axum, reqwest).
+//! Each node keeps its data in an mdb environment (`<dir>/data`) in WAL
+//! mode, a plain LMDB file that any LMDB program reads once the node has
+//! stopped cleanly, and Raft's log and vote in a second environment in WAL
+//! mode (`<dir>/raft`). A write is one transaction's write set
+//! ([`Batch`]); the leader proposes the write sets that arrive together as
+//! one entry ([`Proposal`]), a quorum syncs it, and every node applies it
+//! in one write transaction that also records the applied log id (in the
+//! reserved database [`RESERVED_DB`]), so a restarted node knows exactly
+//! what it applied. The Raft log is the durable copy: the data
+//! environment's commits are relaxed (a power cut rolls it back to a
+//! consistent earlier state, which the log brings up to date again).
+//! Consensus is openraft's; the transport is HTTP with JSON bodies (axum,
+//! reqwest).
 //!
 //! ```no_run
 //! use mdb::Txn;
@@ -36,7 +41,7 @@ mod types;
 pub use error::{Error, Result};
 pub use node::{ReadInfo, Status};
 pub use state_machine::RESERVED_DB;
-pub use types::{Applied, Batch, LogId, Member, NodeId, Op, TypeConfig};
+pub use types::{Applied, Batch, LogId, Member, NodeId, Op, Proposal, TypeConfig};
 
 use log_store::LogStore;
 use mdb::{EnvOptions, RoTxn, WalOptions};
@@ -150,6 +155,8 @@ impl ReplicatedEnv {
             let raft = openraft::Raft::new(config.id, raft_config, network, log, sm)
                 .await
                 .map_err(|e| Error::Unavailable(e.to_string()))?;
+            let (proposals, queued) = tokio::sync::mpsc::unbounded_channel();
+            tokio::spawn(node::propose(raft.clone(), queued));
             let node = Arc::new(Node {
                 id: config.id,
                 raft,
@@ -157,6 +164,7 @@ impl ReplicatedEnv {
                 reserved,
                 leader_commit: AtomicU64::new(0),
                 client: reqwest::Client::new(),
+                proposals,
             });
             let listener = tokio::net::TcpListener::bind(&addr)
                 .await
