@@ -7,10 +7,12 @@ need=()
 # py-lmdb's sdist suite (crates/mdb-ffi/tests/pylmdb_suite.rs) is built and
 # run by Debian's python3 (its -dev headers, pip, setuptools and pytest).
 # OpenLDAP runs on our library in mdb-ffi's slapd test and in mdb-bench's
-# directory benchmark (slapd, ldap-utils, python3-ldap clients).
+# directory benchmark (slapd, ldap-utils, python3-ldap clients). mdb-raft's
+# benchmark (crates/mdb-raft/examples/bench.rs) runs Debian's etcd beside it.
 for p in lmdb-utils liblmdb-dev python3-lmdb python3-dev python3-pytest python3-pip \
     python3-setuptools liblmdb-file-perl gcc make pkg-config valgrind \
-    librocksdb-dev libclang-dev libsqlite3-dev fonts-dejavu-core slapd ldap-utils python3-ldap; do
+    librocksdb-dev libclang-dev libsqlite3-dev fonts-dejavu-core slapd ldap-utils python3-ldap \
+    etcd-server; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

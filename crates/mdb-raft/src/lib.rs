@@ -1,13 +1,18 @@
 //! Replicas of an mdb environment kept in step through Raft.
 //!
-//! Each node keeps its data in a plain LMDB file (`<dir>/data`) that any
-//! LMDB program reads, and Raft's log and vote in a second environment in
-//! WAL mode (`<dir>/raft`). A write is one transaction's write set
-//! ([`Batch`]): the leader appends it to its log, a quorum syncs it, and
-//! every node applies it in one write transaction that also records the
-//! applied log id (in the reserved database [`RESERVED_DB`]), so a
-//! restarted node knows exactly what it applied. Consensus is openraft's;
-//! the transport is HTTP with JSON bodies (axum, reqwest).
+//! Each node keeps its data in an mdb environment (`<dir>/data`) in WAL
+//! mode, a plain LMDB file that any LMDB program reads once the node has
+//! stopped cleanly, and Raft's log and vote in a second environment in WAL
+//! mode (`<dir>/raft`). A write is one transaction's write set
+//! ([`Batch`]); the leader proposes the write sets that arrive together as
+//! one entry ([`Proposal`]), a quorum syncs it, and every node applies it
+//! in one write transaction that also records the applied log id (in the
+//! reserved database [`RESERVED_DB`]), so a restarted node knows exactly
+//! what it applied. The Raft log is the durable copy: the data
+//! environment's commits are relaxed (a power cut rolls it back to a
+//! consistent earlier state, which the log brings up to date again).
+//! Consensus is openraft's; the transport is HTTP with JSON bodies (axum,
+//! reqwest).
 //!
 //! ```no_run
 //! use mdb::Txn;
@@ -36,16 +41,20 @@ mod types;
 pub use error::{Error, Result};
 pub use node::{ReadInfo, Status};
 pub use state_machine::RESERVED_DB;
-pub use types::{Applied, Batch, LogId, Member, NodeId, Op, TypeConfig};
+pub use types::{Applied, Batch, LogId, Member, NodeId, Op, Proposal, TypeConfig};
 
 use log_store::LogStore;
-use mdb::{EnvOptions, RoTxn};
+use mdb::{EnvOptions, RoTxn, WalOptions};
 use node::Node;
 use state_machine::StateMachine;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+
+/// How often the data environment's log is synced in the background (its
+/// commits do not wait for it: see [`ReplicatedEnv::open`]).
+const DATA_SYNC_PERIOD: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// How to open one node of a cluster.
 #[derive(Debug, Clone)]
@@ -118,14 +127,18 @@ impl ReplicatedEnv {
         let raft_config = Arc::new(config.raft_config()?);
         let data_dir = config.dir.join("data");
         std::fs::create_dir_all(&data_dir).map_err(|e| Error::Engine(e.into()))?;
+        // Durability comes from the Raft log (synced, never purged): the
+        // data environment runs in WAL mode with relaxed commits, which a
+        // power cut may roll back, to a consistent earlier state whose
+        // applied id goes back with it; those entries are applied again
+        // from the log. Checkpoints (and the close) make it a plain LMDB
+        // file again.
+        let mut wal = WalOptions::default();
+        wal.sync_every = Some(DATA_SYNC_PERIOD);
         let env = Arc::new(
             EnvOptions::new()
                 .max_dbs(config.max_dbs + 1)
-                // Durability comes from the Raft log (synced, never purged):
-                // a commit lost to a power cut (its meta unsynced) rolls the
-                // file and its applied id back together, to a consistent
-                // state, and the entries are applied again from the log.
-                .flags(mdb::EnvFlags::NO_META_SYNC)
+                .wal(wal)
                 .open(&data_dir)?,
         );
         let sm = StateMachine::new(env.clone())?;
@@ -142,6 +155,8 @@ impl ReplicatedEnv {
             let raft = openraft::Raft::new(config.id, raft_config, network, log, sm)
                 .await
                 .map_err(|e| Error::Unavailable(e.to_string()))?;
+            let (proposals, queued) = tokio::sync::mpsc::unbounded_channel();
+            tokio::spawn(node::propose(raft.clone(), queued));
             let node = Arc::new(Node {
                 id: config.id,
                 raft,
@@ -149,6 +164,7 @@ impl ReplicatedEnv {
                 reserved,
                 leader_commit: AtomicU64::new(0),
                 client: reqwest::Client::new(),
+                proposals,
             });
             let listener = tokio::net::TcpListener::bind(&addr)
                 .await
@@ -234,6 +250,10 @@ impl Drop for ReplicatedEnv {
         if let Some(rt) = self.rt.take() {
             let _ = rt.block_on(self.node.raft.shutdown());
             rt.shutdown_timeout(std::time::Duration::from_secs(5));
+            // Nothing applies any more: leave a plain LMDB file (the close
+            // does too, once the last handle goes; a task the runtime
+            // could not stop may still hold one).
+            let _ = self.node.env.checkpoint();
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::state_machine::applied_in;
-use crate::types::{Batch, LogId, Member, NodeId, Raft};
+use crate::types::{Applied, Batch, LogId, Member, NodeId, Proposal, Raft};
 use mdb::{Database, Env, RoTxn};
 use openraft::error::{CheckIsLeaderError, ClientWriteError, ForwardToLeader, RaftError};
 use openraft::ServerState;
@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, Semaphore};
 
 /// How long a linearizable read waits for this node to apply up to the
 /// leader's read index.
@@ -62,6 +63,19 @@ pub(crate) enum ReadIndexReply {
     Error(String),
 }
 
+/// Proposals the leader has in flight at once: while it commits, the
+/// write sets that arrive queue up and go together in the next one. One:
+/// openraft 0.9 syncs each entry's append before it appends the next, so a
+/// second proposal in flight only splits a group in two (measured: 3 nodes
+/// 986 writes/s with one, 921 with two, 590 with four; one node 2,998
+/// with one, 2,054 with two, `examples/bench`, one run each).
+const IN_FLIGHT: usize = 1;
+/// The most write sets one proposal carries.
+const MAX_GROUP: usize = 128;
+
+/// A writer waiting for its write set to be committed and applied.
+pub(crate) type Waiting = (Batch, oneshot::Sender<Result<LogId>>);
+
 /// The shared state of a running node.
 pub(crate) struct Node {
     pub id: NodeId,
@@ -71,6 +85,62 @@ pub(crate) struct Node {
     /// The highest commit index a leader has told this node of.
     pub leader_commit: AtomicU64,
     pub client: reqwest::Client,
+    /// The writers queued for the proposer ([`propose`]).
+    pub proposals: mpsc::UnboundedSender<Waiting>,
+}
+
+/// The proposer: takes the write sets queued while earlier proposals were
+/// in flight and proposes them as one Raft entry, so that concurrent
+/// writers share its log appends, syncs and round trips (openraft 0.9
+/// appends and syncs each client write on its own). Runs until every
+/// sender is gone.
+pub(crate) async fn propose(raft: Raft, mut rx: mpsc::UnboundedReceiver<Waiting>) {
+    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
+    while let Some(first) = rx.recv().await {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(w) => group.push(w),
+                Err(_) => break,
+            }
+        }
+        let raft = raft.clone();
+        tokio::spawn(async move {
+            let (batches, replies): (Vec<Batch>, Vec<_>) = group.into_iter().unzip();
+            let r = raft.client_write(Proposal { batches }).await;
+            drop(slot);
+            match r {
+                Ok(resp) => {
+                    let applied = resp
+                        .data
+                        .into_iter()
+                        .chain(std::iter::repeat(Applied::default()));
+                    for (reply, a) in replies.into_iter().zip(applied) {
+                        let _ = reply.send(match a.error {
+                            None => Ok(resp.log_id),
+                            Some(e) => Err(Error::Refused(e)),
+                        });
+                    }
+                }
+                Err(e) => {
+                    for reply in replies {
+                        let _ = reply.send(Err(write_error(&e)));
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// The error a writer gets when its proposal failed.
+fn write_error(e: &RaftError<NodeId, ClientWriteError<NodeId, Member>>) -> Error {
+    match e {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => forward(f),
+        e => Error::Unavailable(e.to_string()),
+    }
 }
 
 fn forward(f: &ForwardToLeader<NodeId, Member>) -> Error {
@@ -82,17 +152,14 @@ fn forward(f: &ForwardToLeader<NodeId, Member>) -> Error {
 }
 
 impl Node {
-    /// Replicate `batch`; returns once a quorum holds it and this node
-    /// (the leader) has applied it.
+    /// Replicate `batch` (through the proposer, with the write sets of
+    /// other writers); returns once a quorum holds it and this node (the
+    /// leader) has applied it.
     pub async fn write(&self, batch: Batch) -> Result<LogId> {
-        match self.raft.client_write(batch).await {
-            Ok(resp) => match resp.data.error {
-                None => Ok(resp.log_id),
-                Some(e) => Err(Error::Refused(e)),
-            },
-            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => Err(forward(&f)),
-            Err(e) => Err(Error::Unavailable(e.to_string())),
-        }
+        let (tx, rx) = oneshot::channel();
+        let gone = || Error::Unavailable("the node is shutting down".into());
+        self.proposals.send((batch, tx)).map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())?
     }
 
     /// The leader and its address, as this node knows them.

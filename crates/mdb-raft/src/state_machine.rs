@@ -3,6 +3,8 @@
 //! write sets and the last applied log id durable together, so a restart
 //! knows exactly what is applied and applies nothing twice.
 
+#[cfg(test)]
+use crate::types::Proposal;
 use crate::types::{Applied, Batch, Entry, LogId, Member, NodeId, Op, TypeConfig};
 use mdb::{Database, DbFlags, Env, RwTxn, Txn, WriteFlags};
 use openraft::storage::RaftStateMachine;
@@ -105,7 +107,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         Ok((applied, membership))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> StorageResult<Vec<Applied>>
+    async fn apply<I>(&mut self, entries: I) -> StorageResult<Vec<Vec<Applied>>>
     where
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
@@ -117,19 +119,23 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let mut last = None;
         for e in entries {
             last = Some(e.log_id);
-            let mut res = Applied::default();
+            let mut res = Vec::new();
             match &e.payload {
                 EntryPayload::Blank => {}
-                EntryPayload::Normal(batch) => {
-                    // A refused write set is undone alone; every node
-                    // refuses it the same way, so the replicas stay equal.
-                    let mut n = w.nested().map_err(sm_write_err)?;
-                    match apply_batch(&mut n, batch) {
-                        Ok(()) => n.commit().map_err(sm_write_err)?,
-                        Err(err) => {
-                            n.abort();
-                            res.error = Some(err.to_string());
+                EntryPayload::Normal(proposal) => {
+                    for batch in &proposal.batches {
+                        // A refused write set is undone alone; every node
+                        // refuses it the same way, so the replicas stay equal.
+                        let mut n = w.nested().map_err(sm_write_err)?;
+                        let mut a = Applied::default();
+                        match apply_batch(&mut n, batch) {
+                            Ok(()) => n.commit().map_err(sm_write_err)?,
+                            Err(err) => {
+                                n.abort();
+                                a.error = Some(err.to_string());
+                            }
                         }
+                        res.push(a);
                     }
                 }
                 EntryPayload::Membership(m) => {
@@ -199,7 +205,9 @@ mod tests {
     fn entry(index: u64, batch: Batch) -> Entry {
         Entry {
             log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
-            payload: EntryPayload::Normal(batch),
+            payload: EntryPayload::Normal(Proposal {
+                batches: vec![batch],
+            }),
         }
     }
 
@@ -224,7 +232,10 @@ mod tests {
         let mut b2 = Batch::new();
         b2.delete(None, b"a").put(None, b"b", b"2");
         let out = block_on(sm.apply([entry(1, b1), entry(2, b2)])).unwrap();
-        assert_eq!(out, vec![Applied::default(), Applied::default()]);
+        assert_eq!(
+            out,
+            vec![vec![Applied::default()], vec![Applied::default()]]
+        );
         drop(sm);
         let mut sm = open(dir.path());
         let (applied, _) = block_on(sm.applied_state()).unwrap();
@@ -235,6 +246,33 @@ mod tests {
         let users = r.open_db("users").unwrap();
         assert_eq!(r.get(users, b"ada").unwrap(), Some(&b"1815"[..]));
         assert_eq!(applied_in(&r, sm.reserved()).unwrap(), applied);
+    }
+
+    #[test]
+    fn write_sets_sharing_an_entry_are_applied_and_refused_each_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sm = open(dir.path());
+        let mut first = Batch::new();
+        first.put(None, b"a", b"1");
+        let mut bad = Batch::new();
+        bad.put(None, b"b", b"2")
+            .put(None, &vec![b'k'; mdb::MAX_KEY_SIZE + 1], b"y");
+        let mut last = Batch::new();
+        last.put(None, b"c", b"3").delete(None, b"a");
+        let e = Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), 1),
+            payload: EntryPayload::Normal(Proposal {
+                batches: vec![first, bad, last],
+            }),
+        };
+        let out = block_on(sm.apply([e])).unwrap();
+        assert_eq!(out.len(), 1, "one answer per entry");
+        let errors: Vec<bool> = out[0].iter().map(|a| a.error.is_some()).collect();
+        assert_eq!(errors, [false, true, false], "{out:?}");
+        let r = sm.env.read_txn().unwrap();
+        assert_eq!(r.get(Database::MAIN, b"a").unwrap(), None);
+        assert_eq!(r.get(Database::MAIN, b"b").unwrap(), None);
+        assert_eq!(r.get(Database::MAIN, b"c").unwrap(), Some(&b"3"[..]));
     }
 
     #[test]
@@ -249,9 +287,9 @@ mod tests {
         let mut good = Batch::new();
         good.put(None, b"good", b"z");
         let out = block_on(sm.apply([entry(1, bad), entry(2, reserved), entry(3, good)])).unwrap();
-        assert!(out[0].error.is_some(), "{out:?}");
-        assert!(out[1].error.is_some(), "{out:?}");
-        assert_eq!(out[2].error, None);
+        assert!(out[0][0].error.is_some(), "{out:?}");
+        assert!(out[1][0].error.is_some(), "{out:?}");
+        assert_eq!(out[2][0].error, None);
         let r = sm.env.read_txn().unwrap();
         assert_eq!(r.get(Database::MAIN, b"first").unwrap(), None);
         assert_eq!(r.get(Database::MAIN, b"good").unwrap(), Some(&b"z"[..]));

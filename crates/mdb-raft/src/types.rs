@@ -63,7 +63,16 @@ impl Batch {
     }
 }
 
-/// What applying an entry answers: the error of an op the engine
+/// What one Raft entry carries: the write sets of the writers whose
+/// requests arrived together (one entry, one log sync and one round trip
+/// for all of them), applied in order, each all or nothing on its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proposal {
+    /// The write sets, in the order they are applied.
+    pub batches: Vec<Batch>,
+}
+
+/// What applying a write set answers: the error of an op the engine
 /// refused (the whole write set was then not applied), else nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Applied {
@@ -90,8 +99,8 @@ pub type NodeId = u64;
 openraft::declare_raft_types!(
     /// The openraft type configuration of a replicated environment.
     pub TypeConfig:
-        D = Batch,
-        R = Applied,
+        D = Proposal,
+        R = Vec<Applied>,
         NodeId = NodeId,
         Node = Member,
         Entry = openraft::Entry<TypeConfig>,

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// Acknowledged writes: key -> value (`None`: deleted).
 type Acked = Arc<Mutex<BTreeMap<String, Option<Vec<u8>>>>>;
 
-fn check_all(c: &Cluster, acked: &BTreeMap<String, Option<Vec<u8>>>) {
+fn check_all(c: &mut Cluster, acked: &BTreeMap<String, Option<Vec<u8>>>) {
     c.settle();
     for i in 0..c.ports.len() {
         for (k, v) in acked {
@@ -36,7 +36,7 @@ fn check_all(c: &Cluster, acked: &BTreeMap<String, Option<Vec<u8>>>) {
 
 #[test]
 fn three_nodes_hold_every_acknowledged_write() {
-    let c = Cluster::start(3);
+    let mut c = Cluster::start(3);
     c.leader(None);
     let acked: Acked = Arc::default();
     let threads: Vec<_> = (0..4)
@@ -63,7 +63,7 @@ fn three_nodes_hold_every_acknowledged_write() {
     }
     let acked = acked.lock().unwrap().clone();
     assert_eq!(acked.len(), 160);
-    check_all(&c, &acked);
+    check_all(&mut c, &acked);
 }
 
 fn wait_acked(acked: &Acked, at_least: usize) {
@@ -112,5 +112,5 @@ fn leader_killed_under_load_loses_no_acknowledged_write() {
         t.join().expect("a client thread");
     }
     let acked = acked.lock().unwrap().clone();
-    check_all(&c, &acked); // the old leader caught up
+    check_all(&mut c, &acked); // the old leader caught up
 }

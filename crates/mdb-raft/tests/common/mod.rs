@@ -85,6 +85,30 @@ impl Cluster {
         }
     }
 
+    /// Stop node `i + 1` cleanly (SIGTERM) and wait for it to exit: its
+    /// data file is then a plain LMDB file.
+    pub fn stop(&mut self, i: usize) {
+        if let Some(mut c) = self.procs[i].take() {
+            let st = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status()
+                .expect("run kill");
+            assert!(st.success(), "kill -TERM node {}", i + 1);
+            let start = Instant::now();
+            loop {
+                if let Some(st) = c.try_wait().expect("wait for a node") {
+                    assert!(st.success(), "node {} stopped with {st}", i + 1);
+                    return;
+                }
+                if start.elapsed() > DEADLINE {
+                    let _ = c.kill();
+                    panic!("node {} did not stop in time", i + 1);
+                }
+                sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
     /// Start node `i + 1` again on its directory.
     pub fn restart(&mut self, i: usize) {
         self.spawn(i);
@@ -152,9 +176,13 @@ impl Cluster {
         Some(last)
     }
 
-    /// `mdb_dump -a` (Debian's) of every node's data file; the test fails
-    /// if the tool is missing.
-    pub fn dumps(&self) -> Vec<String> {
+    /// Stop every node cleanly, then `mdb_dump -a` (Debian's) of every
+    /// node's data file; the test fails if the tool is missing, or if a
+    /// stopped node left a file LMDB cannot read.
+    pub fn dumps(&mut self) -> Vec<String> {
+        for i in 0..self.ports.len() {
+            self.stop(i);
+        }
         (0..self.ports.len())
             .map(|i| {
                 let out = Command::new("mdb_dump")
