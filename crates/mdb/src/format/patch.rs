@@ -228,6 +228,14 @@ mod tests {
     }
 
     proptest! {
+        // CI runs Miri on `format::`: it has no file system for failure
+        // files and runs a thousand times slower, so a few cases there.
+        #![proptest_config(if cfg!(miri) {
+            ProptestConfig { cases: 4, failure_persistence: None, ..ProptestConfig::default() }
+        } else {
+            ProptestConfig::default()
+        })]
+
         #[test]
         fn diff_agrees_with_the_bytewise_form(
             base in prop::collection::vec(0u8..3, 16..1200),
