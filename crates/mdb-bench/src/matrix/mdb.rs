@@ -26,6 +26,13 @@ impl Store for Mdb {
     /// rows time the same work: ours syncs the copy before returning, and
     /// LMDB's row syncs its copy after `mdb_env_copy2`. (In place,
     /// [`Env::shrink`] gives back only the free pages that end the file.)
+    fn settle(&mut self) -> Res<()> {
+        if self.0.wal_info().is_some() {
+            self.0.checkpoint()?;
+        }
+        Ok(())
+    }
+
     fn compact(&mut self, scratch: &Path) -> Res<Option<PathBuf>> {
         self.0.copy_to_path(scratch, true)?;
         Ok(Some(scratch.to_path_buf()))

@@ -45,6 +45,7 @@ usage: mdb-bench matrix [--n N] [--reps R] [--engines E,E,...] [--dir PATH]
     remove                     N/2 keys, 1000 per durable commit
     compact                    the engine's compaction, and file sizes after
                                the load, the removals and the compaction
+                               (mdb WAL: after Env::checkpoint, log included)
     large_put, large_get       L values of 100 KB (10 per durable commit)
     scale                      random loads of each size of --scale, and N
   engines: lmdb, mdb, mdb-wal, redb, rocksdb (cargo feature rocksdb),

@@ -61,6 +61,7 @@ pub fn main_sequence(
     let t = Instant::now();
     write_all(s, &ids, LOAD_BATCH, val, 0)?;
     out.add(Metric::LoadRandom, ns_per(t, n));
+    s.settle()?;
     out.add(Metric::SizeLoaded, disk_usage(dir)? as f64);
 
     let mut h = s.handle()?;
@@ -177,6 +178,7 @@ pub fn main_sequence(
     let left = n + m + k - gone.len();
     let (count, _) = s.handle()?.scan()?;
     check("items after the removals", count, left as u64)?;
+    s.settle()?;
     out.add(Metric::SizeRemoved, disk_usage(dir)? as f64);
 
     let t = Instant::now();

@@ -399,6 +399,31 @@ impl Log {
         Ok(())
     }
 
+    /// After a checkpoint through `txnid` (segments released): leave the
+    /// log no larger at rest than it needs to be beside a data file of
+    /// `data_bytes`. A current segment made oversized for one large record
+    /// and wholly checkpointed is left for the regular next one (and
+    /// removed); the next segment is made ready; and spares are kept only
+    /// up to a 32nd of the data file, so that a small file's log is not
+    /// mostly zero-filled spares (a large file keeps them all, and skips
+    /// the zero-fill on the commit path).
+    pub(crate) fn settle(&mut self, txnid: u64, data_bytes: u64) -> Result<()> {
+        if self.replay_only {
+            return Ok(());
+        }
+        let regular = self.pool.segment_size;
+        if self.cur.size != regular
+            && self.done.is_empty()
+            && self.cur.last_txnid.is_some_and(|l| l <= txnid)
+        {
+            self.switch(0)?;
+            self.release_through(txnid)?;
+        }
+        self.prepare_next()?;
+        let keep = usize::try_from(data_bytes / regular.saturating_mul(32)).unwrap_or(usize::MAX);
+        self.pool.trim(keep)
+    }
+
     /// Start the log over: retire every segment (a checkpoint covers all
     /// their records: the data file moved past them without the log, as
     /// when a writer outside WAL mode committed), then continue in a new

@@ -614,7 +614,11 @@ impl Wal {
         let keep = super::archive::hold(&self.dir).map_or(meta.txnid, |h| h.min(meta.txnid));
         inner.log.release_through(keep)?;
         // The next segment is made ready here, off the commit path.
-        inner.log.prepare_next()
+        let data_bytes = meta
+            .last_pgno
+            .saturating_add(1)
+            .saturating_mul(u64::from(meta.psize()));
+        inner.log.settle(keep, data_bytes)
     }
 }
 

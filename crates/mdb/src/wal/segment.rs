@@ -377,6 +377,15 @@ impl Pool {
         }
     }
 
+    /// Delete the spares beyond the first `keep` (the oldest go first).
+    pub(crate) fn trim(&mut self, keep: usize) -> Result<()> {
+        while self.spares.len() > keep {
+            let seq = self.spares.remove(0);
+            std::fs::remove_file(path(&self.dir, seq))?;
+        }
+        Ok(())
+    }
+
     /// Retire a segment that held records (see [`retire`]) into the spares
     /// or out of the directory.
     pub(crate) fn retire(&mut self, seq: u64, size: u64) -> Result<()> {
