@@ -43,6 +43,8 @@ struct Wake {
     flush: bool,
     /// The log has no spare segment: make one off the commit path.
     spare: bool,
+    /// A record was appended ahead of its pages: sync the log now.
+    ahead: bool,
 }
 
 /// A background thread of an environment in WAL mode (the checkpointer,
@@ -147,6 +149,14 @@ impl WalEnv {
         }
     }
 
+    /// A durable commit appended its record ahead of its pages: the
+    /// flusher syncs the log while the committing thread writes them.
+    pub(super) fn sync_ahead_soon(&self) {
+        let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
+        w.ahead = true;
+        self.cv.notify_all();
+    }
+
     /// Ask the thread for a checkpoint soon (enough log was written).
     pub(super) fn kick(&self) {
         let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
@@ -195,7 +205,9 @@ impl Worker {
 
     /// The flusher of relaxed durability: once a relaxed commit is
     /// appended, wait for the period, then sync the log for every commit
-    /// appended. It also makes spare log segments ahead of need.
+    /// appended. It also syncs the log at once for a durable commit that
+    /// appended its record ahead of its pages, and makes spare log
+    /// segments ahead of need.
     pub(crate) fn flusher(shared: Arc<WalEnv>) -> Result<Worker> {
         Worker::spawn(shared, "mdb-log-flusher", flush_loop)
     }
@@ -226,11 +238,17 @@ fn wait_until<'a>(
 fn flush_loop(s: &WalEnv) {
     loop {
         let mut w = s.wake.lock().unwrap_or_else(|p| p.into_inner());
-        while !w.stop && !w.flush && !w.spare {
+        while !w.stop && !w.flush && !w.spare && !w.ahead {
             w = s.cv.wait(w).unwrap_or_else(|p| p.into_inner());
         }
         if w.stop {
             return;
+        }
+        if std::mem::take(&mut w.ahead) {
+            drop(w);
+            // A failure marks the group failed: the commit reports it.
+            s.group.sync_ahead(&s.wal, &s.file);
+            continue;
         }
         if std::mem::take(&mut w.spare) {
             drop(w);

@@ -108,6 +108,9 @@ struct State {
     pending: VecDeque<MetaUpdate>,
     /// A leader is syncing the log.
     syncing: bool,
+    /// The newest txnid a sync of the log covered (records appended ahead
+    /// of their pages are synced before they are pending).
+    synced_through: u64,
     /// Commits the last sync covered.
     last_group: usize,
     /// Threads waiting on `durable_cv`; the leader waiting on `gather_cv`
@@ -312,6 +315,16 @@ impl Group {
             if let Some(e) = &g.failed {
                 return Err(e.clone());
             }
+            if g.synced_through >= txnid {
+                // Its record was synced ahead of its pages (`sync_ahead`).
+                let through = g.synced_through;
+                if let Err(e) = publish(&mut g.pending, through, df, &sh.lock) {
+                    g.failed = Some(e);
+                    sh.durable_cv.notify_all();
+                    sh.token_cv.notify_all();
+                }
+                continue;
+            }
             let gathered = g.gathered();
             if g.syncing || (g.gatherer.is_some() && !gathered) {
                 g.durable_waiters += 1;
@@ -348,28 +361,76 @@ impl Group {
                 }
                 g.gatherer = None;
             }
-            g.syncing = true;
             g.last_group = g.pending.len();
-            drop(g);
-            let r = wal.sync_appended();
-            g = sh.state();
-            g.syncing = false;
-            match r {
-                Ok(through) => {
-                    let through = through.unwrap_or(0);
-                    if let Err(e) = publish(&mut g.pending, through, df, &sh.lock) {
-                        g.failed = Some(e);
-                    }
-                }
-                Err(e) => g.failed = Some(e),
-            }
-            if g.durable_waiters > 0 {
-                sh.durable_cv.notify_all();
-            }
-            if g.failed.is_some() {
-                sh.token_cv.notify_all();
-            }
+            g = self.sync_round(g, wal, df);
         }
+    }
+
+    /// Sync the log for every record appended so far, then publish the
+    /// pending commits it covers (the caller checked no sync runs).
+    fn sync_round<'a>(
+        &'a self,
+        mut g: MutexGuard<'a, State>,
+        wal: &Wal,
+        df: &DataFile,
+    ) -> MutexGuard<'a, State> {
+        let sh = &*self.shared;
+        g.syncing = true;
+        drop(g);
+        let r = wal.sync_appended();
+        g = sh.state();
+        g.syncing = false;
+        match r {
+            Ok(through) => {
+                g.synced_through = g.synced_through.max(through.unwrap_or(0));
+                let through = g.synced_through;
+                if let Err(e) = publish(&mut g.pending, through, df, &sh.lock) {
+                    g.failed = Some(e);
+                }
+            }
+            Err(e) => g.failed = Some(e),
+        }
+        if g.durable_waiters > 0 {
+            sh.durable_cv.notify_all();
+        }
+        if g.failed.is_some() {
+            sh.token_cv.notify_all();
+        }
+        g
+    }
+
+    /// Sync the log now, off the committing thread, for a record appended
+    /// ahead of its pages: the sync runs while they are written. Nothing
+    /// to do when a sync runs already (the committing thread then leads
+    /// the next one if it must).
+    pub(crate) fn sync_ahead(&self, wal: &Wal, df: &DataFile) {
+        let g = self.shared.state();
+        if g.syncing || g.failed.is_some() {
+            return;
+        }
+        drop(self.sync_round(g, wal, df));
+    }
+
+    /// Run `take_back`, which retracts the record of commit `txnid` that
+    /// the token holder appended ahead of its pages, once no sync of the
+    /// log runs, and with none starting meanwhile. A failure leaves the
+    /// log's content unknown: nothing more is made durable.
+    pub(crate) fn retract(&self, txnid: u64, take_back: impl FnOnce() -> Result<()>) -> Result<()> {
+        let sh = &*self.shared;
+        let mut g = sh.state();
+        while g.syncing {
+            g.durable_waiters += 1;
+            g = sh.wait(&sh.durable_cv, g);
+            g.durable_waiters -= 1;
+        }
+        let r = take_back();
+        g.synced_through = g.synced_through.min(txnid.saturating_sub(1));
+        if let Err(e) = &r {
+            g.failed = Some(e.clone());
+            sh.durable_cv.notify_all();
+            sh.token_cv.notify_all();
+        }
+        r
     }
 
     /// Wait until every appended commit is published (the caller holds

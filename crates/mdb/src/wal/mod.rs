@@ -12,7 +12,8 @@
 //!   (`format/patch.rs`: page bytes, below the I/O seam that carries them).
 //! - `segment.rs`: the segment files and their headers, the pool of spares.
 //! - `log.rs`, `open.rs`: the log, appends and syncs at its tail, recycling
-//!   checkpointed segments, and finding the tail at open.
+//!   checkpointed segments, and finding the tail at open; `retract.rs`
+//!   takes back the last record of a commit that failed after appending.
 //! - `checkpoint.rs`: the two-slot checkpoint file.
 //! - `hold.rs`: the reader slot that holds the last checkpoint's snapshot
 //!   for writers outside WAL mode.
@@ -46,6 +47,7 @@ pub(crate) mod log;
 pub(crate) mod mode;
 mod open;
 pub(crate) mod record;
+mod retract;
 mod seam;
 pub(crate) mod segment;
 mod sink;

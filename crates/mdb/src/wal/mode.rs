@@ -19,6 +19,7 @@ use super::checkpoint::Checkpoint;
 use super::hold::Hold;
 use super::log::{Log, LogOptions};
 use super::record::RecordParts;
+use super::retract::Tail;
 use crate::error::{ErrorKind, Result};
 use crate::format::meta::{Meta, META_WRITE_LEN, VERSION, VERSION_OFF, VERSION_WAL};
 use crate::io::{Commit, CommitFailure, DataFile, FaultInjector};
@@ -206,6 +207,15 @@ pub(crate) fn set_version(df: &DataFile, psize: usize, version: u32) -> Result<(
         df.sync_data()?;
     }
     Ok(())
+}
+
+/// A record appended ahead of its commit's pages ([`Wal::append_commit`]),
+/// which [`Wal::retract`] takes back.
+#[derive(Debug)]
+pub(crate) struct Appended {
+    tail: Tail,
+    len: u64,
+    patched: u64,
 }
 
 /// A commit's meta as it goes to the data file: its txnid, the offset of
@@ -465,29 +475,27 @@ impl Wal {
     /// is neither durable nor visible yet. The group (`super::group`) makes
     /// it durable with one log sync for every commit appended meanwhile,
     /// then writes the metas and publishes them in order. The pages may go
-    /// to the data file first because a writer reuses only pages that no
-    /// durable snapshot can need; they go *before* the record, so that a
-    /// data file that cannot take them (ENOSPC) fails the commit cleanly:
-    /// a record in the log would be replayed at the next open, bringing
-    /// back a commit reported as failed. Under NO_SYNC the log is still
-    /// synced: WAL mode never trades safety for speed silently.
+    /// to the data file before the record is durable because a writer
+    /// reuses only pages that no durable snapshot can need. Under NO_SYNC
+    /// the log is still synced: WAL mode never trades safety for speed
+    /// silently.
+    ///
+    /// `early`: the record is appended first when it can be taken back
+    /// ([`Appended`] is returned), and the caller writes the pages while
+    /// the log is synced; a data file that cannot take them (ENOSPC) then
+    /// fails the commit through [`Wal::retract`]. Else (and always without
+    /// `early`) the pages go first, so that such a failure fails the commit
+    /// cleanly before anything is in the log: a record there would be
+    /// replayed at the next open, bringing back a commit reported as
+    /// failed.
     pub(super) fn append_commit(
         &self,
         df: &DataFile,
         psize: usize,
         c: &Commit<'_>,
-    ) -> std::result::Result<(), CommitFailure> {
-        // Free pages of every durable snapshot: harmless if the commit
-        // fails here or later.
-        df.write_pages(psize, c.pages)
-            .map_err(CommitFailure::Clean)?;
-        let mut inner = self.inner();
-        // Stock LMDB must not open the file while the log alone holds this
-        // commit. One data sync after each plain checkpoint; a no-op after.
-        if !inner.marked {
-            set_version(df, psize, VERSION_WAL).map_err(CommitFailure::Clean)?;
-            inner.marked = true;
-        }
+        early: bool,
+    ) -> std::result::Result<Option<Appended>, CommitFailure> {
+        let clean = CommitFailure::Clean;
         // Pages told by a patch are not logged whole (both lists are in
         // page order).
         let mut patched = c.patches.iter().map(|p| p.pgno).peekable();
@@ -510,9 +518,40 @@ impl Wal {
             trim: true,
             time_ns: crate::io::now_ns(self.fault.as_ref()),
         };
-        let pos = inner.log.append(&parts).map_err(CommitFailure::Clean)?;
+        let tail = if early {
+            self.inner().log.retractable_tail(&parts).map_err(clean)?
+        } else {
+            None
+        };
+        if tail.is_none() {
+            // Free pages of every durable snapshot: harmless if the commit
+            // fails here or later.
+            df.write_pages(psize, c.pages).map_err(clean)?;
+        }
+        let mut inner = self.inner();
+        // Stock LMDB must not open the file while the log alone holds this
+        // commit. One data sync after each plain checkpoint; a no-op after.
+        if !inner.marked {
+            set_version(df, psize, VERSION_WAL).map_err(clean)?;
+            inner.marked = true;
+        }
+        let pos = inner.log.append(&parts).map_err(clean)?;
         inner.since_ckpt += pos.len;
         inner.patched += c.patches.len() as u64;
+        Ok(tail.map(|tail| Appended {
+            tail,
+            len: pos.len,
+            patched: c.patches.len() as u64,
+        }))
+    }
+
+    /// Take back the record [`Wal::append_commit`] appended early, durably
+    /// (the caller sees that no sync of the log runs meanwhile).
+    pub(super) fn retract(&self, a: Appended) -> Result<()> {
+        let mut inner = self.inner();
+        inner.log.retract(a.tail)?;
+        inner.since_ckpt -= a.len;
+        inner.patched -= a.patched;
         Ok(())
     }
 

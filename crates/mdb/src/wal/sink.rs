@@ -11,6 +11,11 @@ use crate::error::Result;
 use crate::format::meta::Meta;
 use crate::sink::{recover, Commit, CommitFailure, CommitSink, Pending};
 
+/// Dirty pages from which a durable commit appends its record before it
+/// writes them, so that the log's sync overlaps their writes
+/// ([`super::mode::Wal::append_commit`]).
+pub(super) const EARLY_PAGES: usize = 32;
+
 impl CommitSink for WalEnv {
     /// The token, and with it (through the holder thread) the lock file's
     /// writer mutex; a writer that finds the mutex newly taken replays
@@ -59,8 +64,23 @@ impl CommitSink for WalEnv {
     /// unless durability is relaxed (the flusher does, within the period),
     /// and takes a checkpoint when the pages held for the log call for it.
     fn commit(&self, c: &Commit<'_>) -> std::result::Result<Option<Pending>, CommitFailure> {
-        self.wal.append_commit(&self.file, self.psize, c)?;
         let relaxed = self.relaxed(!c.sync).is_some();
+        // A durable commit of many pages: its record first, synced by the
+        // flusher thread while this one writes the pages (publishing waits
+        // for both). A few pages cost less than waking that thread.
+        let early = !relaxed && c.pages.len() >= EARLY_PAGES;
+        if let Some(a) = self.wal.append_commit(&self.file, self.psize, c, early)? {
+            self.sync_ahead_soon();
+            if let Err(e) = self.file.write_pages(self.psize, c.pages) {
+                // Its record must never be replayed: taken back, or the
+                // environment stops.
+                let r = self.group.retract(c.meta.txnid, || self.wal.retract(a));
+                return Err(match r {
+                    Ok(()) => CommitFailure::Clean(e),
+                    Err(_) => CommitFailure::Fatal(e),
+                });
+            }
+        }
         self.group
             .appended(c.meta, c.meta_off(self.psize), *c.update, relaxed);
         let due = self.wal.wants_checkpoint(c.freed, c.meta.last_pgno);
