@@ -53,6 +53,15 @@ fn open(dir: &Path, rec: Arc<Recorder>) -> Env {
         .unwrap()
 }
 
+/// [`open`], with 3,100 keys loaded and checkpointed.
+fn loaded(dir: &Path, rec: Arc<Recorder>) -> Env {
+    let env = open(dir, rec);
+    batch(&env, 0, 3000).unwrap();
+    batch(&env, 3000, 3100).unwrap();
+    env.checkpoint().unwrap();
+    env
+}
+
 fn key(i: u64) -> [u8; 16] {
     let mut k = [0u8; 16];
     k[..8].copy_from_slice(&i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes());
@@ -98,10 +107,7 @@ fn is_page_write(op: &IoOp) -> bool {
 fn a_batch_commit_logs_its_record_before_it_writes_its_pages() {
     let dir = tempfile::tempdir().unwrap();
     let rec = Arc::new(Recorder::default());
-    let env = open(dir.path(), rec.clone());
-    batch(&env, 0, 3000).unwrap();
-    batch(&env, 3000, 3100).unwrap();
-    env.checkpoint().unwrap();
+    let env = loaded(dir.path(), rec.clone());
     for round in 0..5u64 {
         rec.take();
         let from = 10_000 + round * 500;
@@ -136,10 +142,7 @@ fn a_batch_commit_whose_pages_fail_takes_its_record_back() {
     let dir = tempfile::tempdir().unwrap();
     let rec = Arc::new(Recorder::default());
     {
-        let env = open(dir.path(), rec.clone());
-        batch(&env, 0, 3000).unwrap();
-        batch(&env, 3000, 3100).unwrap();
-        env.checkpoint().unwrap();
+        let env = loaded(dir.path(), rec.clone());
         batch(&env, 10_000, 10_500).unwrap();
         rec.take();
         rec.fail_pages.store(true, Ordering::SeqCst);
@@ -181,4 +184,62 @@ fn a_batch_commit_whose_pages_fail_takes_its_record_back() {
     for i in 20_000..20_500 {
         assert!(r.get(Database::MAIN, &key(i)).unwrap().is_none(), "{i}");
     }
+}
+
+/// Whether `op` is a step of a checkpoint: the data file's sync, the
+/// checkpoint file's write or sync.
+fn is_checkpoint_step(op: &IoOp) -> bool {
+    matches!(
+        op,
+        IoOp::SyncData | IoOp::CheckpointWrite { .. } | IoOp::CheckpointSync
+    )
+}
+
+/// Commits that each free more pages than the bound on pages held for the
+/// log: the committing thread waits for the checkpointer thread's
+/// checkpoint, and takes none itself (no data-file sync, no checkpoint
+/// write on its thread). Before, it synced the data file itself, a second
+/// sync beside the one the checkpointer had under way.
+#[test]
+fn the_committing_thread_leaves_checkpoints_to_the_checkpointer() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recorder::default());
+    let env = open(dir.path(), rec.clone());
+    let fill = |round: u8| {
+        for half in 0..2u64 {
+            let mut w = env.write_txn().unwrap();
+            for i in half * 10_000..(half + 1) * 10_000 {
+                w.put(Database::MAIN, &key(i), &[round; 900], WriteFlags::EMPTY)
+                    .unwrap();
+            }
+            w.commit().unwrap();
+        }
+    };
+    fill(0);
+    env.checkpoint().unwrap();
+    // The file is marked for the log again (a data-file sync of this
+    // thread, once after a plain checkpoint).
+    batch(&env, 100_000, 100_001).unwrap();
+    let before = env.wal_info().unwrap().checkpoint_txnid;
+    rec.take();
+    let me = std::thread::current().name().unwrap().to_string();
+    for round in 1..4u8 {
+        // About 5,000 leaves rewritten a commit: past the bound at once.
+        fill(round);
+    }
+    let ops = rec.take();
+    let own: Vec<_> = ops
+        .iter()
+        .filter(|(op, t)| *t == me && is_checkpoint_step(op))
+        .collect();
+    assert!(own.is_empty(), "{own:?}");
+    assert!(ops
+        .iter()
+        .any(|(op, t)| *t == "mdb-checkpointer" && matches!(op, IoOp::CheckpointWrite { .. })));
+    assert!(env.wal_info().unwrap().checkpoint_txnid > before);
+    let r = env.read_txn().unwrap();
+    assert_eq!(
+        r.get(Database::MAIN, &key(19_999)).unwrap(),
+        Some(&[3u8; 900][..])
+    );
 }

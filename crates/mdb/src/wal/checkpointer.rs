@@ -45,6 +45,10 @@ struct Wake {
     spare: bool,
     /// A record was appended ahead of its pages: sync the log now.
     ahead: bool,
+    /// The checkpointer thread runs, and has ended this many checkpoints
+    /// (successful or not).
+    running: bool,
+    ended: u64,
 }
 
 /// A background thread of an environment in WAL mode (the checkpointer,
@@ -157,6 +161,25 @@ impl WalEnv {
         self.cv.notify_all();
     }
 
+    /// The pages held for the log reached their bound: wait until the
+    /// checkpointer thread ends a checkpoint, one it started for earlier
+    /// commits, usually, so that the wait is only what is left of its
+    /// data-file sync. Without that thread, take one here.
+    pub(super) fn await_checkpoint(&self) {
+        let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
+        if !w.running {
+            drop(w);
+            let _ = self.checkpoint(false);
+            return;
+        }
+        let seen = w.ended;
+        w.kick = true;
+        self.cv.notify_all();
+        while w.running && !w.stop && w.ended == seen {
+            w = self.cv.wait(w).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
     /// Ask the thread for a checkpoint soon (enough log was written).
     pub(super) fn kick(&self) {
         let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
@@ -200,7 +223,21 @@ impl Worker {
     /// The checkpointer: a checkpoint every `checkpoint_interval`, or once
     /// `checkpoint_bytes` of log were written.
     pub(crate) fn checkpointer(shared: Arc<WalEnv>) -> Result<Worker> {
-        Worker::spawn(shared, "mdb-checkpointer", run)
+        // Commits wait for it from now on (`WalEnv::await_checkpoint`).
+        shared
+            .wake
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .running = true;
+        let w = Worker::spawn(shared.clone(), "mdb-checkpointer", run);
+        if w.is_err() {
+            shared
+                .wake
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .running = false;
+        }
+        w
     }
 
     /// The flusher of relaxed durability: once a relaxed commit is
@@ -275,6 +312,8 @@ fn run(s: &WalEnv) {
         let w = s.wake.lock().unwrap_or_else(|p| p.into_inner());
         let mut w = wait_until(s, w, Instant::now() + every, |w| w.kick);
         if w.stop {
+            w.running = false;
+            s.cv.notify_all();
             return;
         }
         w.kick = false;
@@ -282,6 +321,9 @@ fn run(s: &WalEnv) {
         // A failure is retried next time; the log keeps every commit
         // durable meanwhile, and `Env::checkpoint` reports errors.
         let _ = s.checkpoint(false);
+        let mut w = s.wake.lock().unwrap_or_else(|p| p.into_inner());
+        w.ended += 1;
+        s.cv.notify_all();
     }
 }
 

@@ -159,7 +159,8 @@ struct Inner {
 /// in a small data file (see [`Wal::wants_checkpoint`]).
 const HELD_MIN: u64 = 1024;
 
-/// ... and that make the committing thread take one itself.
+/// ... and that make the committing thread wait for one (take one itself
+/// without a checkpointer thread).
 const HELD_NOW_MIN: u64 = 4 * HELD_MIN;
 
 /// Whether a commit calls for a checkpoint ([`Wal::wants_checkpoint`]).
@@ -168,7 +169,7 @@ pub(crate) enum Due {
     No,
     /// The background checkpointer should take one.
     Soon,
-    /// The committing thread takes one before it returns.
+    /// The committing thread waits for one before it returns.
     Now,
 }
 
@@ -602,17 +603,19 @@ impl Wal {
     /// `last_pgno + 1` pages: whether to take a checkpoint, because enough
     /// log was written since the last one, or because of the pages freed
     /// since, which no writer reuses before the next one (their records'
-    /// patches may need them). Past a sixteenth of the file the background
-    /// checkpointer is asked; past a tenth, when it has not kept up, the
-    /// committing thread takes one itself before it returns, so that the
-    /// file grows by about a tenth at most for the log's sake.
+    /// patches may need them). Past a 32nd of the file the background
+    /// checkpointer is asked, early enough that its data-file sync (which
+    /// commits do not wait for) is done before the next bound; past a
+    /// tenth, when it has not kept up, the committing thread waits for a
+    /// checkpoint before it returns, so that the file grows by about a
+    /// tenth at most for the log's sake.
     pub(crate) fn wants_checkpoint(&self, freed: usize, last_pgno: u64) -> Due {
         let mut g = self.inner();
         g.held += freed as u64;
         if g.held >= (last_pgno / 10).max(HELD_NOW_MIN) {
             Due::Now
         } else if g.since_ckpt >= self.opts.checkpoint_bytes
-            || g.held >= (last_pgno / 16).max(HELD_MIN)
+            || g.held >= (last_pgno / 32).max(HELD_MIN)
         {
             Due::Soon
         } else {

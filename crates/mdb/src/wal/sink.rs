@@ -107,7 +107,7 @@ impl CommitSink for WalEnv {
         if p.checkpoint {
             // The commit is durable already; a failure is the background
             // checkpointer's to retry.
-            let _ = self.checkpoint(false);
+            self.await_checkpoint();
         }
         Ok(())
     }
