@@ -243,3 +243,42 @@ fn the_committing_thread_leaves_checkpoints_to_the_checkpointer() {
         Some(&[3u8; 900][..])
     );
 }
+
+/// A durable commit of one put costs one log write and one log sync on
+/// the committing thread: no data-file sync, no checkpoint step, no other
+/// log write (the group's gathering does not wait with a single writer,
+/// and no segment moves on). The checkpointer's checkpoints (by the pages
+/// held for the log, every hundred or so of these commits) run on its own
+/// thread.
+#[test]
+fn a_single_put_commit_is_one_log_write_and_one_log_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recorder::default());
+    let env = loaded(dir.path(), rec.clone());
+    // Marks the file for the log again (after the plain checkpoint).
+    batch(&env, 100_000, 100_001).unwrap();
+    let me = std::thread::current().name().unwrap().to_string();
+    for i in 0..300 {
+        rec.take();
+        batch(&env, 200_000 + i, 200_001 + i).unwrap();
+        let ops: Vec<IoOp> = rec
+            .take()
+            .into_iter()
+            .filter(|(_, t)| *t == me)
+            .map(|(op, _)| op)
+            .collect();
+        let count = |f: fn(&IoOp) -> bool| ops.iter().filter(|op| f(op)).count();
+        assert_eq!(count(is_log_write), 1, "commit {i}: {ops:?}");
+        assert_eq!(
+            count(|op| matches!(op, IoOp::LogSync { .. })),
+            1,
+            "commit {i}: {ops:?}"
+        );
+        assert_eq!(count(is_checkpoint_step), 0, "commit {i}: {ops:?}");
+        assert_eq!(
+            count(|op| matches!(op, IoOp::WriteMeta { .. })),
+            1,
+            "commit {i}: {ops:?}"
+        );
+    }
+}

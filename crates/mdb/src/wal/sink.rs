@@ -1,7 +1,8 @@
 //! The write-ahead log as the environment's commit sink: the writer lock
 //! is the group's token (`group.rs`), a commit writes its pages to the
-//! data file unsynced and appends its record (`Wal::append_commit`), and
-//! the group makes it durable (one log sync for every commit appended
+//! data file unsynced and appends its record (`Wal::append_commit`; a
+//! durable commit of many pages appends it first and writes the pages
+//! while the flusher thread syncs the log), and the group makes it durable (one log sync for every commit appended
 //! meanwhile) and publishes its meta once the token is given back.
 
 use super::checkpointer::WalEnv;
