@@ -151,10 +151,11 @@ fn run(dir: &Path, n: u64, commits: u64, plain: bool) -> mdb::Result<()> {
     );
     if let (Some(a), Some(b)) = (w0, env.wal_info()) {
         println!(
-            "log: {} records, {} syncs, {} patched pages a commit; checkpoint txnid {} -> {}",
+            "log: {} records, {} syncs, {} patched pages a commit, {} commits waited for a checkpoint; checkpoint txnid {} -> {}",
             b.records - a.records,
             b.syncs - a.syncs,
             (b.patched_pages - a.patched_pages) / commits,
+            b.checkpoint_waits - a.checkpoint_waits,
             a.checkpoint_txnid,
             b.checkpoint_txnid
         );

@@ -6,7 +6,7 @@
 use mdb::io::{FaultInjector, IoAction, IoOp};
 use mdb::{Database, Env, EnvOptions, ErrorKind, Txn, WalOptions, WriteFlags};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Records every I/O step (and the thread taking it); fails page writes
@@ -15,6 +15,10 @@ use std::sync::{Arc, Mutex};
 struct Recorder {
     ops: Mutex<Vec<(IoOp, String)>>,
     fail_pages: AtomicBool,
+    /// Log writes to let through before failing every one (EIO) while
+    /// `fail_logs` is set.
+    fail_logs: AtomicBool,
+    logs_to_pass: AtomicUsize,
 }
 
 impl FaultInjector for Recorder {
@@ -24,6 +28,14 @@ impl FaultInjector for Recorder {
         match op {
             IoOp::WritePages { .. } if self.fail_pages.load(Ordering::SeqCst) => {
                 IoAction::Fail(libc::ENOSPC)
+            }
+            IoOp::LogWrite { .. } if self.fail_logs.load(Ordering::SeqCst) => {
+                let pass = self.logs_to_pass.load(Ordering::SeqCst);
+                if pass == 0 {
+                    return IoAction::Fail(libc::EIO);
+                }
+                self.logs_to_pass.store(pass - 1, Ordering::SeqCst);
+                IoAction::Proceed
             }
             _ => IoAction::Proceed,
         }
@@ -281,4 +293,35 @@ fn a_single_put_commit_is_one_log_write_and_one_log_sync() {
             "commit {i}: {ops:?}"
         );
     }
+}
+
+/// When the record of a commit whose pages failed cannot be taken back
+/// either (the log refuses the zeroing write), nobody can tell whether a
+/// crash would replay it: the commit fails, and the handle takes no more
+/// transactions; it must be reopened. Every commit acknowledged before is
+/// there after a crash.
+#[test]
+fn a_record_that_cannot_be_taken_back_stops_the_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recorder::default());
+    {
+        let env = loaded(dir.path(), rec.clone());
+        batch(&env, 10_000, 10_500).unwrap();
+        // The record goes through; its zeroing does not.
+        rec.logs_to_pass.store(1, Ordering::SeqCst);
+        rec.fail_logs.store(true, Ordering::SeqCst);
+        rec.fail_pages.store(true, Ordering::SeqCst);
+        let e = batch(&env, 20_000, 20_500).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Os(libc::ENOSPC));
+        rec.fail_pages.store(false, Ordering::SeqCst);
+        rec.fail_logs.store(false, Ordering::SeqCst);
+        // Neither writers nor readers go on (`Panic`) until a reopen.
+        let e = batch(&env, 30_000, 30_001).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Panic);
+        std::mem::forget(env);
+    }
+    let env = open(dir.path(), Arc::new(Recorder::default()));
+    assert!(has(&env, 10_000) && has(&env, 10_499) && !has(&env, 30_000));
+    let rep = mdb::check::check_env(&env, &mut |_| {}).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
 }

@@ -162,20 +162,25 @@ impl WalEnv {
     }
 
     /// The pages held for the log reached their bound: wait until the
-    /// checkpointer thread ends a checkpoint, one it started for earlier
-    /// commits, usually, so that the wait is only what is left of its
-    /// data-file sync. Without that thread, take one here.
+    /// checkpointer thread's checkpoints cover the newest published
+    /// commit. The one under way (started for earlier commits, its data
+    /// sync well advanced, usually) ends first, then one more if that did
+    /// not cover it; two attempts at most, so that a failing checkpoint
+    /// does not stop commits. Without that thread, take one here.
     pub(super) fn await_checkpoint(&self) {
+        let Ok(target) = self.newest_meta().map(|m| m.txnid) else {
+            return;
+        };
         let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
         if !w.running {
             drop(w);
             let _ = self.checkpoint(false);
             return;
         }
-        let seen = w.ended;
-        w.kick = true;
-        self.cv.notify_all();
-        while w.running && !w.stop && w.ended == seen {
+        let first = w.ended;
+        while w.running && !w.stop && w.ended < first + 2 && self.wal.checkpointed() < target {
+            w.kick = true;
+            self.cv.notify_all();
             w = self.cv.wait(w).unwrap_or_else(|p| p.into_inner());
         }
     }

@@ -360,6 +360,11 @@ impl Group {
                     continue;
                 }
                 g.gatherer = None;
+                if g.syncing {
+                    // The flusher began one meanwhile (`sync_ahead`): one
+                    // sync at a time, so that `retract` can wait them out.
+                    continue;
+                }
             }
             g.last_group = g.pending.len();
             g = self.sync_round(g, wal, df);

@@ -114,6 +114,10 @@ pub struct WalInfo {
     /// Pages those records told by their differences from a page of an
     /// earlier snapshot (patches), not whole.
     pub patched_pages: u64,
+    /// Commits of this handle that passed the bound on pages held for the
+    /// log, and so waited for a checkpoint before they returned (the
+    /// background checkpointer had not kept up).
+    pub checkpoint_waits: u64,
 }
 
 /// Where the log of the environment at `data` (its data file) lives:
@@ -147,6 +151,8 @@ struct Inner {
     patched: u64,
     /// Pages this handle's commits freed since the last checkpoint.
     held: u64,
+    /// See [`WalInfo::checkpoint_waits`].
+    waits: u64,
     /// This handle saw the data file carry [`VERSION_WAL`] since it last
     /// took the writer lock (only a holder of that lock changes it).
     marked: bool,
@@ -301,6 +307,7 @@ impl Wal {
             since_ckpt: 0,
             patched: 0,
             held: 0,
+            waits: 0,
             marked: false,
             hold: None,
         };
@@ -551,8 +558,8 @@ impl Wal {
     pub(super) fn retract(&self, a: Appended) -> Result<()> {
         let mut inner = self.inner();
         inner.log.retract(a.tail)?;
-        inner.since_ckpt -= a.len;
-        inner.patched -= a.patched;
+        inner.since_ckpt = inner.since_ckpt.saturating_sub(a.len);
+        inner.patched = inner.patched.saturating_sub(a.patched);
         Ok(())
     }
 
@@ -613,6 +620,7 @@ impl Wal {
         let mut g = self.inner();
         g.held += freed as u64;
         if g.held >= (last_pgno / 10).max(HELD_NOW_MIN) {
+            g.waits += 1;
             Due::Now
         } else if g.since_ckpt >= self.opts.checkpoint_bytes
             || g.held >= (last_pgno / 32).max(HELD_MIN)
@@ -639,6 +647,7 @@ impl Wal {
             spare_segments: g.log.pool.spares.len() + usize::from(g.log.next.is_some()),
             records: g.log.appends,
             syncs: g.log.syncs,
+            checkpoint_waits: g.waits,
         }
     }
 
