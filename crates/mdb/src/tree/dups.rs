@@ -507,6 +507,7 @@ pub(crate) fn dup_overwrite(
             touch_path(pager, &mut st, sub)?;
             // The sub-database's root may have moved: its record changes.
             write_subdb_record(pager, main, i, &st.rec);
+            overwrite_separator(pager, sub, val);
             let buf = pager.dirty.get_mut(&sub.pg[sub.leaf()]);
             buf.and_then(|b| edit::key_mut(b, sub.ix[sub.leaf()]))
         }
@@ -517,6 +518,28 @@ pub(crate) fn dup_overwrite(
             Ok(())
         }
         _ => Err(ErrorKind::Corrupted.into()),
+    }
+}
+
+/// The value at the end of the dirty path `sub` is about to become `val`
+/// in place: if it is the first of a leaf other than the leftmost, it is
+/// also the separator in the nearest branch above that does not reach it
+/// through its first child, and LMDB writes `val` there too (the same
+/// order, so a search is right either way, but the bytes differ). A
+/// separator of another size (not one LMDB wrote) is left as it is.
+fn overwrite_separator(pager: &mut Pager<'_>, sub: &Path, val: &[u8]) {
+    let l = sub.leaf();
+    if sub.ix[l] != 0 {
+        return;
+    }
+    let Some(lv) = (0..l).rev().find(|&lv| sub.ix[lv] != 0) else {
+        return;
+    };
+    let buf = pager.dirty.get_mut(&sub.pg[lv]);
+    if let Some(k) = buf.and_then(|b| edit::key_mut(b, sub.ix[lv])) {
+        if k.len() == val.len() {
+            k.copy_from_slice(val);
+        }
     }
 }
 
