@@ -647,11 +647,13 @@ impl Position {
 
     /// Stand on the item `path` leads to (a put's path, still valid) and,
     /// for DUPSORT, on its value `val`, which `sub` leads to in the key's
-    /// sub-database if its `len` is not 0; whether that value is there.
+    /// sub-database if its `len` is not 0, or `spot` says where it is
+    /// among the key's values; whether that value is there.
     pub(crate) fn place<S: PageRead>(
         &mut self,
         s: &S,
         (path, sub): (&Path, &Path),
+        spot: DupSpot,
         val: &[u8],
     ) -> Result<bool> {
         self.settle();
@@ -660,6 +662,20 @@ impl Position {
         if self.dcmp.is_none() {
             self.sub = Sub::Single;
             return Ok(true);
+        }
+        // The put said where the value went: no read of the key's node.
+        match spot {
+            DupSpot::Single if sub.len == 0 => {
+                self.sub = Sub::Single;
+                self.debug_check_on(s, val);
+                return Ok(true);
+            }
+            DupSpot::Page(ix) if sub.len == 0 => {
+                self.sub = Sub::Page(ix);
+                self.debug_check_on(s, val);
+                return Ok(true);
+            }
+            _ => {}
         }
         if sub.len > 0 {
             if let Some(Dups::SubDb(r)) = self.node(s)?.map(|n| dups_of(s, n)).transpose()? {
@@ -674,6 +690,17 @@ impl Position {
         }
         self.sub = Sub::Single;
         Ok(self.seek_value(s, val, true)?.is_some())
+    }
+
+    /// Tests' check that the cursor stands on a value that compares equal
+    /// to `val` (a put's spot, taken on trust in release builds).
+    fn debug_check_on<S: PageRead>(&self, s: &S, val: &[u8]) {
+        if cfg!(debug_assertions) {
+            let dcmp = self.dcmp.expect("DUPSORT");
+            let cur = self.current(s).ok().flatten().map(|(_, v)| v.to_vec());
+            let on = cur.as_deref().map(|v| dcmp.compare(v, val));
+            assert_eq!(on, Some(Ordering::Equal), "a put's spot is its value");
+        }
     }
 
     /// Among the values of the key under the cursor, to the first >= `val`
