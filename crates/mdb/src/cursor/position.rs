@@ -586,12 +586,17 @@ impl Position {
         key: &[u8],
     ) -> Result<(bool, Option<Item<'a>>)> {
         self.settle();
-        let exact = self.main.seek(s, rec, self.kcmp, key)?;
+        let (exact, at) = self.main.seek_at(s, rec, self.kcmp, key)?;
         if self.dcmp.is_none() {
             self.sub = Sub::Single;
             return Ok((exact, self.current(s)?));
         }
-        let Some(n) = self.node(s)? else {
+        // The leaf the descent reached, not looked up again.
+        let n = match at {
+            Some((p, i)) => Some(p.node(i)?),
+            None => self.node(s)?,
+        };
+        let Some(n) = n else {
             self.sub = Sub::Single;
             return Ok((exact, None));
         };
@@ -606,8 +611,10 @@ impl Position {
             }
             Ok(Dups::SubDb(rec)) => {
                 let pos = self.sub_tree(rec);
-                match pos.move_edge(s, &rec, false) {
-                    Ok(_) => pos.current_key(s)?.ok_or(ErrorKind::Corrupted)?,
+                // Its first value, on the leaf the descent reached.
+                match pos.move_edge_leaf(s, &rec, false) {
+                    Ok(Some(leaf)) if !leaf.is_empty() => leaf.key(0)?,
+                    Ok(_) => return Err(ErrorKind::Corrupted.into()),
                     Err(e) => {
                         self.sub = Sub::Single;
                         return Err(e);
@@ -639,9 +646,13 @@ impl Position {
         val: &[u8],
         exact: bool,
     ) -> Result<Option<Item<'a>>> {
-        if !self.seek(s, rec, key)? {
+        self.settle();
+        if !self.main.seek(s, rec, self.kcmp, key)? {
+            self.load(s, false)?;
             return Ok(None);
         }
+        // Into the key's values once, by `val` (not to the first value,
+        // then again by `val`).
         self.seek_value(s, val, exact)
     }
 
@@ -713,8 +724,16 @@ impl Position {
     ) -> Result<Option<Item<'a>>> {
         let dcmp = self.dcmp.ok_or(ErrorKind::Incompatible)?;
         let n = self.node(s)?.ok_or(ErrorKind::NotFound)?;
-        let hit = match dups_of(s, n)? {
+        let dups = match dups_of(s, n) {
+            Ok(d) => d,
+            Err(e) => {
+                self.sub = Sub::Single;
+                return Err(e);
+            }
+        };
+        let hit = match dups {
             Dups::Single(v) => {
+                self.sub = Sub::Single;
                 let c = dcmp.compare(v, val);
                 c == Ordering::Equal || (!exact && c == Ordering::Greater)
             }
