@@ -686,18 +686,17 @@ impl Position {
                 self.debug_check_on(s, val);
                 return Ok(true);
             }
-            _ => {}
-        }
-        if sub.len > 0 {
-            if let Some(Dups::SubDb(r)) = self.node(s)?.map(|n| dups_of(s, n)).transpose()? {
-                // The put's own descent, if the record it left is this one.
-                if sub.pg[0] == r.root && sub.len == r.depth as usize {
-                    let pos = self.sub_tree(r);
-                    pos.path.assign(sub);
-                    pos.unset = false;
-                    return Ok(true);
-                }
+            // The put's own descent, if the record it left is this one.
+            DupSpot::SubDb(r)
+                if sub.len > 0 && sub.pg[0] == r.root && sub.len == r.depth as usize =>
+            {
+                let pos = self.sub_tree(r);
+                pos.path.assign(sub);
+                pos.unset = false;
+                self.debug_check_on(s, val);
+                return Ok(true);
             }
+            _ => {}
         }
         self.sub = Sub::Single;
         Ok(self.seek_value(s, val, true)?.is_some())

@@ -258,13 +258,15 @@ pub(crate) fn dup_put(
 /// knows without a search (a cursor then stands there with no re-read).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum DupSpot {
-    /// Not known here: in the key's sub-database (its path says where),
-    /// or anywhere after a rebuild of the key's values.
+    /// Not known here: anywhere after a rebuild of the key's values.
     Unknown,
     /// The key's one value (a new key).
     Single,
     /// Entry `ix` of the key's sub-page.
     Page(usize),
+    /// In the key's sub-database, whose record is now this (the `sub`
+    /// path of [`dup_put_at`] leads to the value unless its `len` is 0).
+    SubDb(DbRecord),
 }
 
 /// [`dup_put`] for a cursor: `at` is where `key` goes on the leaf of
@@ -406,11 +408,11 @@ pub(crate) fn dup_put_at(
                 return if no_dup || append {
                     Err(ErrorKind::KeyExist.into())
                 } else {
-                    Ok(DupSpot::Unknown)
+                    Ok(DupSpot::SubDb(st.rec))
                 };
             }
             write_subdb_record(pager, path, i, &st.rec);
-            DupSpot::Unknown
+            DupSpot::SubDb(st.rec)
         }
     };
     t.rec.entries += 1;
