@@ -108,17 +108,27 @@ pub fn plain_item(b: &[u8], i: usize) -> Option<(&[u8], &[u8])> {
 /// the same probe as a closure returning an `Ordering` cost a get 1541
 /// instructions against 1476 through the C ABI, a random put 3578 against
 /// 3519 (`mdb-bench instr`).
+///
+/// The two loops are functions of their own, chosen here (inlined into
+/// the caller): one holding both cost a get through the C ABI 5
+/// instructions more, and one calling the other cost `slapadd -q` of 20k
+/// entries 60 M more (`mdb-bench instr`, callgrind).
+#[inline(always)]
 fn search_lexical(p: &Page<'_>, key: &[u8]) -> Result<(usize, bool)> {
     match key.first_chunk::<8>() {
-        Some(w) => lexical_loop::<true>(p, key, u64::from_be_bytes(*w)),
+        Some(w) => long_key_loop(p, key, u64::from_be_bytes(*w)),
         None => short_key_loop(p, key),
     }
 }
 
+/// [`lexical_loop`] for a search key of a word or more.
+#[inline(never)]
+fn long_key_loop(p: &Page<'_>, key: &[u8], kw: u64) -> Result<(usize, bool)> {
+    lexical_loop::<true>(p, key, kw)
+}
+
 /// [`lexical_loop`] for a search key shorter than a word (back-mdb's
-/// 4-byte index keys), out of line: its registers do not weigh on the
-/// long-key loop's (inlined side by side they cost a get through the C
-/// ABI 5 instructions more, `mdb-bench instr`).
+/// 4-byte index keys).
 #[inline(never)]
 fn short_key_loop(p: &Page<'_>, key: &[u8]) -> Result<(usize, bool)> {
     lexical_loop::<false>(p, key, padded_word(key))
