@@ -24,8 +24,10 @@ pub(crate) fn descend<S: PageRead>(
 
 /// [`descend`], with the leaf reached (`None` for an empty tree): a
 /// caller reading it again would look it up again (a dirty page's lookup
-/// is a hash probe).
-#[inline(always)]
+/// is a hash probe). `#[inline]`, not always: inlined into [`descend`]
+/// it cost a random put through the C ABI 6 instructions more
+/// (`mdb-bench instr`).
+#[inline]
 pub(crate) fn descend_to<'a, S: PageRead>(
     s: &'a S,
     rec: &DbRecord,
