@@ -976,6 +976,53 @@ fn current_put_of_an_equal_duplicate_overwrites_it_in_place() {
     }
 }
 
+/// An in-place `CURRENT` write of the first value of a sub-database leaf
+/// other than the leftmost writes the new bytes into the separator above
+/// too, as LMDB 0.9 does (checked with Debian's liblmdb: after the same
+/// overwrites no old value is left in a compacted copy). Before, the
+/// branch kept the old bytes, which compare equal but differ from LMDB's
+/// file; with or without `DUP_FIXED` (LEAF2 sub-pages).
+#[test]
+fn current_put_in_place_updates_an_equal_separator() {
+    let val = |i: u32, n: u32| [i.to_be_bytes(), n.to_be_bytes()].concat();
+    let n = 2000u32;
+    for flags in [DbFlags::DUP_SORT, DbFlags::DUP_SORT | DbFlags::DUP_FIXED] {
+        let (_d, env) = env_256m_dbs();
+        let mut w = env.write_txn().unwrap();
+        let db = w.create_db("d", flags).unwrap();
+        env.set_dupsort(db, by_prefix).unwrap();
+        for i in 0..n {
+            w.put(db, b"k", &val(i, 0xaa00_0000 + i), WriteFlags::EMPTY)
+                .unwrap();
+        }
+        w.commit().unwrap();
+        let mut w = env.write_txn().unwrap();
+        let mut c = CursorState::new(&w, db).unwrap();
+        for i in 0..n {
+            c.get(&w, CursorOp::GetBoth(b"k", &val(i, 0xaa00_0000 + i)))
+                .unwrap()
+                .unwrap();
+            w.cursor_put(&mut c, b"k", &val(i, 0x5500_0000 + i), WriteFlags::CURRENT)
+                .unwrap();
+        }
+        assert_eq!(w.cursor_work().in_place, u64::from(n));
+        w.commit().unwrap();
+        let mut file = Vec::new();
+        env.copy_to_writer(&mut file, true).unwrap();
+        let count = |suffix: u32| {
+            (0..n)
+                .map(|i| {
+                    let v = val(i, suffix + i);
+                    file.windows(8).filter(|w| *w == &v[..]).count()
+                })
+                .sum::<usize>()
+        };
+        assert_eq!(count(0xaa00_0000), 0, "old bytes left, {flags:?}");
+        // Each value once in its leaf, and the separators on top.
+        assert!(count(0x5500_0000) > n as usize, "{flags:?}");
+    }
+}
+
 /// A cursor whose item moved (another handle changed its database) does
 /// not search for it again before an op that places it anew (SET, FIRST,
 /// GET_BOTH, ...) or before a put other than `CURRENT`: slapd's dn2id

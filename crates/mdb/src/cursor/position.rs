@@ -586,12 +586,17 @@ impl Position {
         key: &[u8],
     ) -> Result<(bool, Option<Item<'a>>)> {
         self.settle();
-        let exact = self.main.seek(s, rec, self.kcmp, key)?;
+        let (exact, at) = self.main.seek_at(s, rec, self.kcmp, key)?;
         if self.dcmp.is_none() {
             self.sub = Sub::Single;
             return Ok((exact, self.current(s)?));
         }
-        let Some(n) = self.node(s)? else {
+        // The leaf the descent reached, not looked up again.
+        let n = match at {
+            Some((p, i)) => Some(p.node(i)?),
+            None => self.node(s)?,
+        };
+        let Some(n) = n else {
             self.sub = Sub::Single;
             return Ok((exact, None));
         };
@@ -606,8 +611,10 @@ impl Position {
             }
             Ok(Dups::SubDb(rec)) => {
                 let pos = self.sub_tree(rec);
-                match pos.move_edge(s, &rec, false) {
-                    Ok(_) => pos.current_key(s)?.ok_or(ErrorKind::Corrupted)?,
+                // Its first value, on the leaf the descent reached.
+                match pos.move_edge_leaf(s, &rec, false) {
+                    Ok(Some(leaf)) if !leaf.is_empty() => leaf.key(0)?,
+                    Ok(_) => return Err(ErrorKind::Corrupted.into()),
                     Err(e) => {
                         self.sub = Sub::Single;
                         return Err(e);
@@ -639,19 +646,25 @@ impl Position {
         val: &[u8],
         exact: bool,
     ) -> Result<Option<Item<'a>>> {
-        if !self.seek(s, rec, key)? {
+        self.settle();
+        if !self.main.seek(s, rec, self.kcmp, key)? {
+            self.load(s, false)?;
             return Ok(None);
         }
+        // Into the key's values once, by `val` (not to the first value,
+        // then again by `val`).
         self.seek_value(s, val, exact)
     }
 
     /// Stand on the item `path` leads to (a put's path, still valid) and,
     /// for DUPSORT, on its value `val`, which `sub` leads to in the key's
-    /// sub-database if its `len` is not 0; whether that value is there.
+    /// sub-database if its `len` is not 0, or `spot` says where it is
+    /// among the key's values; whether that value is there.
     pub(crate) fn place<S: PageRead>(
         &mut self,
         s: &S,
         (path, sub): (&Path, &Path),
+        spot: DupSpot,
         val: &[u8],
     ) -> Result<bool> {
         self.settle();
@@ -661,19 +674,43 @@ impl Position {
             self.sub = Sub::Single;
             return Ok(true);
         }
-        if sub.len > 0 {
-            if let Some(Dups::SubDb(r)) = self.node(s)?.map(|n| dups_of(s, n)).transpose()? {
-                // The put's own descent, if the record it left is this one.
-                if sub.pg[0] == r.root && sub.len == r.depth as usize {
-                    let pos = self.sub_tree(r);
-                    pos.path.assign(sub);
-                    pos.unset = false;
-                    return Ok(true);
-                }
+        // The put said where the value went: no read of the key's node.
+        match spot {
+            DupSpot::Single if sub.len == 0 => {
+                self.sub = Sub::Single;
+                self.debug_check_on(s, val);
+                return Ok(true);
             }
+            DupSpot::Page(ix) if sub.len == 0 => {
+                self.sub = Sub::Page(ix);
+                self.debug_check_on(s, val);
+                return Ok(true);
+            }
+            // The put's own descent, if the record it left is this one.
+            DupSpot::SubDb(r)
+                if sub.len > 0 && sub.pg[0] == r.root && sub.len == r.depth as usize =>
+            {
+                let pos = self.sub_tree(r);
+                pos.path.assign(sub);
+                pos.unset = false;
+                self.debug_check_on(s, val);
+                return Ok(true);
+            }
+            _ => {}
         }
         self.sub = Sub::Single;
         Ok(self.seek_value(s, val, true)?.is_some())
+    }
+
+    /// Tests' check that the cursor stands on a value that compares equal
+    /// to `val` (a put's spot, taken on trust in release builds).
+    fn debug_check_on<S: PageRead>(&self, s: &S, val: &[u8]) {
+        if cfg!(debug_assertions) {
+            let dcmp = self.dcmp.expect("DUPSORT");
+            let cur = self.current(s).ok().flatten().map(|(_, v)| v.to_vec());
+            let on = cur.as_deref().map(|v| dcmp.compare(v, val));
+            assert_eq!(on, Some(Ordering::Equal), "a put's spot is its value");
+        }
     }
 
     /// Among the values of the key under the cursor, to the first >= `val`
@@ -686,8 +723,16 @@ impl Position {
     ) -> Result<Option<Item<'a>>> {
         let dcmp = self.dcmp.ok_or(ErrorKind::Incompatible)?;
         let n = self.node(s)?.ok_or(ErrorKind::NotFound)?;
-        let hit = match dups_of(s, n)? {
+        let dups = match dups_of(s, n) {
+            Ok(d) => d,
+            Err(e) => {
+                self.sub = Sub::Single;
+                return Err(e);
+            }
+        };
+        let hit = match dups {
             Dups::Single(v) => {
+                self.sub = Sub::Single;
                 let c = dcmp.compare(v, val);
                 c == Ordering::Equal || (!exact && c == Ordering::Greater)
             }

@@ -171,6 +171,14 @@ pub(crate) enum NewDups {
 }
 
 impl NewDups {
+    /// Where the value at `ix` of the values built stands: on a sub-page
+    /// at `ix`; in a sub-database, not known without its path.
+    fn spot(&self, ix: usize) -> DupSpot {
+        match self {
+            NewDups::SubPage(_) => DupSpot::Page(ix),
+            NewDups::SubDb(_) => DupSpot::Unknown,
+        }
+    }
     /// Values after an insert: a sub-page with room to grow (about a quarter
     /// more, so later inserts go in place as in LMDB), or without the room
     /// if that is what fits in a node, or else a sub-database. Keys with a
@@ -243,7 +251,22 @@ pub(crate) fn dup_put(
         &mut sub,
     );
     pager.give_path(sub);
-    r
+    r.map(|_| ())
+}
+
+/// Where [`dup_put_at`] left its value among the key's values, when it
+/// knows without a search (a cursor then stands there with no re-read).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum DupSpot {
+    /// Not known here: anywhere after a rebuild of the key's values.
+    Unknown,
+    /// The key's one value (a new key).
+    Single,
+    /// Entry `ix` of the key's sub-page.
+    Page(usize),
+    /// In the key's sub-database, whose record is now this (the `sub`
+    /// path of [`dup_put_at`] leads to the value unless its `len` is 0).
+    SubDb(DbRecord),
 }
 
 /// [`dup_put`] for a cursor: `at` is where `key` goes on the leaf of
@@ -251,7 +274,7 @@ pub(crate) fn dup_put(
 /// `path` leads to the key's node unless the tree changed shape
 /// ([`placed_path`](super::placed_path)); when the value went to (or was
 /// found in) the key's sub-database, `sub` leads to it there, else its
-/// `len` is 0.
+/// `len` is 0, and the spot returned may say where it is.
 pub(crate) fn dup_put_at(
     pager: &mut Pager<'_>,
     t: &mut Tree,
@@ -260,7 +283,7 @@ pub(crate) fn dup_put_at(
     flags: WriteFlags,
     (path, at): (&mut Path, Option<(usize, bool)>),
     sub: &mut Path,
-) -> Result<()> {
+) -> Result<DupSpot> {
     sub.len = 0;
     check_dup_value(t, val)?;
     if t.rec.flags & crate::format::flags::INTEGERKEY != 0 && key.len() != 4 && key.len() != 8 {
@@ -277,7 +300,8 @@ pub(crate) fn dup_put_at(
         let f = WriteFlags(flags.0 & (WriteFlags::NO_OVERWRITE.0 | WriteFlags::APPEND.0));
         // The descent above is the put's (APPEND takes its own way).
         let at = (!append_key).then_some((i, false));
-        return put_along(pager, t, key, NodeData::Inline(val), f, path, at);
+        put_along(pager, t, key, NodeData::Inline(val), f, path, at)?;
+        return Ok(DupSpot::Single);
     }
     if flags.contains(WriteFlags::NO_OVERWRITE) || flags.contains(WriteFlags::APPEND) {
         return Err(ErrorKind::KeyExist.into());
@@ -304,14 +328,14 @@ pub(crate) fn dup_put_at(
             return Err(ErrorKind::BadValSize.into());
         }
     }
-    match dups {
+    let spot = match dups {
         Dups::Single(old) => {
             let c = dcmp.compare(val, old);
             if c == Ordering::Equal {
                 return if no_dup || append {
                     Err(ErrorKind::KeyExist.into())
                 } else {
-                    Ok(())
+                    Ok(DupSpot::Single)
                 };
             }
             if append && c == Ordering::Less {
@@ -323,7 +347,9 @@ pub(crate) fn dup_put_at(
                 [old, val]
             };
             let new = NewDups::build(&vals, fixed, key.len(), pager.psize());
+            let spot = new.spot(usize::from(c == Ordering::Greater));
             set_dup_values(pager, t, path, i, key, new)?;
+            spot
         }
         Dups::SubPage(p) => {
             let (at, found) = search(&p, val, dcmp)?;
@@ -331,7 +357,7 @@ pub(crate) fn dup_put_at(
                 return if no_dup || append {
                     Err(ErrorKind::KeyExist.into())
                 } else {
-                    Ok(())
+                    Ok(DupSpot::Page(at))
                 };
             }
             if append && at != p.len() {
@@ -356,7 +382,7 @@ pub(crate) fn dup_put_at(
                     return Err(ErrorKind::Corrupted.into());
                 }
                 t.rec.entries += 1;
-                return Ok(());
+                return Ok(DupSpot::Page(at));
             }
             let grown = if fixed {
                 None
@@ -371,7 +397,9 @@ pub(crate) fn dup_put_at(
                     NewDups::build(&vals, fixed, key.len(), pager.psize())
                 }
             };
+            let spot = new.spot(at);
             set_dup_values(pager, t, path, i, key, new)?;
+            spot
         }
         Dups::SubDb(rec) => {
             let mut st = sub_tree(t, rec)?;
@@ -380,14 +408,15 @@ pub(crate) fn dup_put_at(
                 return if no_dup || append {
                     Err(ErrorKind::KeyExist.into())
                 } else {
-                    Ok(())
+                    Ok(DupSpot::SubDb(st.rec))
                 };
             }
             write_subdb_record(pager, path, i, &st.rec);
+            DupSpot::SubDb(st.rec)
         }
-    }
+    };
     t.rec.entries += 1;
-    Ok(())
+    Ok(spot)
 }
 
 /// Add `val` to the key's sub-database `st` (of tree `t`, the key's
@@ -507,6 +536,7 @@ pub(crate) fn dup_overwrite(
             touch_path(pager, &mut st, sub)?;
             // The sub-database's root may have moved: its record changes.
             write_subdb_record(pager, main, i, &st.rec);
+            overwrite_separator(pager, sub, val);
             let buf = pager.dirty.get_mut(&sub.pg[sub.leaf()]);
             buf.and_then(|b| edit::key_mut(b, sub.ix[sub.leaf()]))
         }
@@ -517,6 +547,28 @@ pub(crate) fn dup_overwrite(
             Ok(())
         }
         _ => Err(ErrorKind::Corrupted.into()),
+    }
+}
+
+/// The value at the end of the dirty path `sub` is about to become `val`
+/// in place: if it is the first of a leaf other than the leftmost, it is
+/// also the separator in the nearest branch above that does not reach it
+/// through its first child, and LMDB writes `val` there too (the same
+/// order, so a search is right either way, but the bytes differ). A
+/// separator of another size (not one LMDB wrote) is left as it is.
+fn overwrite_separator(pager: &mut Pager<'_>, sub: &Path, val: &[u8]) {
+    let l = sub.leaf();
+    if sub.ix[l] != 0 {
+        return;
+    }
+    let Some(lv) = (0..l).rev().find(|&lv| sub.ix[lv] != 0) else {
+        return;
+    };
+    let buf = pager.dirty.get_mut(&sub.pg[lv]);
+    if let Some(k) = buf.and_then(|b| edit::key_mut(b, sub.ix[lv])) {
+        if k.len() == val.len() {
+            k.copy_from_slice(val);
+        }
     }
 }
 

@@ -19,9 +19,25 @@ pub(crate) fn descend<S: PageRead>(
     key: &[u8],
     path: &mut Path,
 ) -> Result<(usize, bool)> {
+    descend_to(s, rec, cmp, key, path).map(|(i, exact, _)| (i, exact))
+}
+
+/// [`descend`], with the leaf reached (`None` for an empty tree): a
+/// caller reading it again would look it up again (a dirty page's lookup
+/// is a hash probe). `#[inline]`, not always: inlined into [`descend`]
+/// it cost a random put through the C ABI 6 instructions more
+/// (`mdb-bench instr`).
+#[inline]
+pub(crate) fn descend_to<'a, S: PageRead>(
+    s: &'a S,
+    rec: &DbRecord,
+    cmp: CmpFn,
+    key: &[u8],
+    path: &mut Path,
+) -> Result<(usize, bool, Option<Page<'a>>)> {
     path.len = 0;
     if rec.root == P_INVALID {
-        return Ok((0, false));
+        return Ok((0, false, None));
     }
     let mut pgno = rec.root;
     loop {
@@ -40,7 +56,7 @@ pub(crate) fn descend<S: PageRead>(
             if path.len != rec.depth as usize {
                 return Err(ErrorKind::Corrupted.into());
             }
-            return Ok((i, exact));
+            return Ok((i, exact, Some(p)));
         }
         if p.is_empty() {
             return Err(ErrorKind::Corrupted.into());
@@ -423,34 +439,49 @@ impl CursorPos {
         cmp: CmpFn,
         key: &[u8],
     ) -> Result<bool> {
+        self.seek_at(s, rec, cmp, key).map(|(exact, _)| exact)
+    }
+
+    /// [`seek`](Self::seek), with the leaf node it stands on (`None` past
+    /// the end, and when it stepped to the next leaf).
+    pub(crate) fn seek_at<'a, S: PageRead>(
+        &mut self,
+        s: &'a S,
+        rec: &DbRecord,
+        cmp: CmpFn,
+        key: &[u8],
+    ) -> Result<(bool, Option<(Page<'a>, usize)>)> {
         match self.try_seek(s, rec, cmp, key) {
             Err(e) => self.unposition(e),
             ok => ok,
         }
     }
 
-    fn try_seek<S: PageRead>(
+    #[inline(always)]
+    fn try_seek<'a, S: PageRead>(
         &mut self,
-        s: &S,
+        s: &'a S,
         rec: &DbRecord,
         cmp: CmpFn,
         key: &[u8],
-    ) -> Result<bool> {
-        let (i, exact) = descend(s, rec, cmp, key, &mut self.path)?;
-        if self.path.len == 0 {
+    ) -> Result<(bool, Option<(Page<'a>, usize)>)> {
+        let (i, exact, leaf) = descend_to(s, rec, cmp, key, &mut self.path)?;
+        let Some(p) = leaf else {
             self.unset = true;
-            return Ok(false);
-        }
+            return Ok((false, None));
+        };
         self.unset = false;
-        let p = self.leaf(s)?;
-        if i >= p.len() && !p.is_empty() {
+        if i < p.len() {
+            return Ok((exact, Some((p, i))));
+        }
+        if !p.is_empty() {
             // The successor, if any, starts the next leaf.
             self.path.ix[self.path.leaf()] = p.len() - 1;
             if !self.step_leaf(s, rec, true)? {
                 self.path.ix[self.path.leaf()] = p.len();
             }
         }
-        Ok(exact)
+        Ok((exact, None))
     }
 }
 

@@ -8,6 +8,7 @@ use crate::cursor::CursorState;
 use crate::error::{ErrorKind, Result};
 use crate::format::page::search;
 use crate::pager::PageRead;
+use crate::tree::dups::DupSpot;
 use crate::tree::{Path, WriteFlags};
 use std::cmp::Ordering;
 
@@ -54,16 +55,16 @@ impl RwTxn<'_> {
         // database has its own, as slapd's do).
         let cmps = (st.pos.kcmp, st.pos.dcmp);
         let r = self.put_placed(db, (key, val), flags, (&mut *path, at), sub, cmps);
-        let placed = match &r {
+        let (placed, spot) = match &r {
             Ok(kept) => *kept,
-            Err(e) if *e == ErrorKind::KeyExist => false,
+            Err(e) if *e == ErrorKind::KeyExist => (false, DupSpot::Unknown),
             Err(_) => return r.map(|_| ()),
         };
         // On the item put, the cursor keeps the put's key and value for a
         // re-find (they compare equal to what is stored): no read of it.
         let on_put = placed && {
             self.gen.note(|w| w.placed += 1);
-            st.pos.place(&*self, (path, sub), val)?
+            st.pos.place(&*self, (path, sub), spot, val)?
         };
         if on_put {
             st.remember(Some((key, val)), true);

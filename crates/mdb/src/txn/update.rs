@@ -9,6 +9,7 @@ use crate::format::flags::DUPSORT;
 use crate::format::meta::DbRecord;
 use crate::format::page::F_SUBDATA;
 use crate::tree::check_key;
+use crate::tree::dups::DupSpot;
 use crate::tree::{self, Path, Tree, Value, WriteFlags};
 use crate::txn::RwTxn;
 
@@ -170,8 +171,9 @@ impl<'env> RwTxn<'env> {
     /// tree, from the cursor), if known. Returns whether `path` then leads
     /// to the key's node, the tree unchanged in shape since (no split);
     /// `sub` to the value in the key's sub-database, if it went there
-    /// (`tree::dups::dup_put_at`). `cmps`: the key and value comparators
-    /// (the cursor's).
+    /// (`tree::dups::dup_put_at`), and where the value stands among the
+    /// key's values if known. `cmps`: the key and value comparators (the
+    /// cursor's).
     pub(crate) fn put_placed(
         &mut self,
         db: Database,
@@ -180,7 +182,7 @@ impl<'env> RwTxn<'env> {
         placed: (&mut Path, Option<(usize, bool)>),
         sub: &mut Path,
         (cmp, dups): (CmpFn, Option<CmpFn>),
-    ) -> Result<bool> {
+    ) -> Result<(bool, DupSpot)> {
         let r = (|| {
             let rec = self.check_usable(db)?;
             check_key(key)?;
@@ -200,10 +202,11 @@ impl<'env> RwTxn<'env> {
                 sub.len = 0;
                 let v = Value::Bytes(val);
                 tree::put_in_tree_at(&mut self.pg, &mut t, key, v, flags, (path, placed.1))
+                    .map(|()| DupSpot::Unknown)
             };
             self.set_rec(db, t.rec);
-            self.fail_on_fatal(r)?;
-            Ok(tree::placed_path(&self.pg, &t, path, splits))
+            let spot = self.fail_on_fatal(r)?;
+            Ok((tree::placed_path(&self.pg, &t, path, splits), spot))
         })();
         match r {
             Ok(kept) => Ok(kept),

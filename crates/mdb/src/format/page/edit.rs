@@ -361,15 +361,18 @@ pub(crate) fn set_big_dsize(b: &mut [u8], i: usize, dsize: usize) {
     wr16(b, off + 2, (dsize >> 16) as u16);
 }
 
-/// Mutable key of entry `i` of a leaf (a LEAF2 page's packed key too),
-/// for an overwrite of the same length; `None` if it lies outside `b`.
+/// Mutable key of entry `i` of a leaf or branch page (a LEAF2 page's
+/// packed key too), for an overwrite of the same length; `None` if it (or
+/// its pointer or node header) lies outside `b`.
 pub fn key_mut(b: &mut [u8], i: usize) -> Option<&mut [u8]> {
-    if rd16(b, FLAGS_AT) & P_LEAF2 != 0 {
-        let ks = rd16(b, 8) as usize;
+    let at =
+        |b: &[u8], off: usize| Some(u16::from_le_bytes(*b.get(off..)?.first_chunk()?) as usize);
+    if at(b, FLAGS_AT)? as u16 & P_LEAF2 != 0 {
+        let ks = at(b, 8)?;
         return b.get_mut(HDR + i * ks..HDR + (i + 1) * ks);
     }
-    let off = rd16(b, HDR + 2 * i) as usize;
-    let ks = rd16(b, off + 6) as usize;
+    let off = at(b, HDR + 2 * i)?;
+    let ks = at(b, off + 6)?;
     b.get_mut(off + NODE_HDR..off + NODE_HDR + ks)
 }
 
