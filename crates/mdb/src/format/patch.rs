@@ -186,13 +186,20 @@ impl<'a> Pair<'a> {
         let mut end = from + 1;
         let mut j = end;
         while j + 8 <= n {
-            let d = nonzero_bytes(self.xor_word(j));
+            let x = self.xor_word(j);
+            if x == 0 {
+                // Eight equal bytes: more than a range header's worth.
+                return end;
+            }
+            let d = nonzero_bytes(x);
+            if d == HIGH {
+                // Eight differing bytes.
+                j += 8;
+                end = j;
+                continue;
+            }
             // Equal bytes at the word's start, added to those before it.
-            let lead = if d == 0 {
-                8
-            } else {
-                d.trailing_zeros() as usize / 8
-            };
+            let lead = d.trailing_zeros() as usize / 8;
             if j - end + lead > RANGE_HDR {
                 return end;
             }
@@ -233,8 +240,10 @@ fn block(b: &[u8], i: usize) -> &[u8; 64] {
 
 /// The first index in `i..end` where `a` and `b` differ; `end` if none.
 fn first_difference(a: &[u8], b: &[u8], mut i: usize, end: usize) -> usize {
-    while i + 512 <= end && a[i..i + 512] == b[i..i + 512] {
-        i += 512;
+    // Most scans run past a page's last change to its end: one compare
+    // (the C library's, the widest vectors) tells them.
+    if i >= end || a[i..end] == b[i..end] {
+        return end.max(i);
     }
     while i + 64 <= end && block(a, i) == block(b, i) {
         i += 64;
