@@ -459,12 +459,14 @@ mod tests {
             p[14..16].copy_from_slice(&(upper as u16).to_le_bytes());
             p
         };
-        let step = if cfg!(miri) { 7 } else { 1 };
+        // (Miri runs a thousand times slower: a sample there.)
+        let (step, some) = if cfg!(miri) { (13, 2) } else { (1, 5) };
         for lower in (16..=56).step_by(step) {
             for upper in (lower..=56).step_by(step) {
                 let base = page(&|i| (i * 7 % 5) as u8, lower, upper);
-                for (nl, nu) in [(16, 16), (20, 33), (29, 40), (16, 56), (41, 49)] {
-                    for every in [1, 2, 3, 6] {
+                let gaps = [(20, 33), (29, 40), (16, 16), (16, 56), (41, 49)];
+                for &(nl, nu) in &gaps[..some] {
+                    for &every in &[1, 3, 2, 6][..some.min(4)] {
                         let mut new =
                             page(&|i| (i * 7 % 5) as u8 ^ u8::from(i % every == 0), nl, nu);
                         zero_gap(&mut new);

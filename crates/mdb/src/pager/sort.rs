@@ -91,15 +91,20 @@ pub(crate) fn merge_desc(v: &mut Vec<u64>, add: &[u64]) {
 mod tests {
     use super::{merge_desc, sort_pgnos};
 
-    #[test]
-    fn merging_gives_what_sorting_gives() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |m: u64| {
+    /// Pseudo-random numbers from `x` (not zero).
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            x % m
-        };
+            x
+        }
+    }
+
+    #[test]
+    fn merging_gives_what_sorting_gives() {
+        let mut rng = xorshift(0x2545_f491_4f6c_dd1d);
+        let mut next = move |m: u64| rng() % m;
         let rounds = if cfg!(miri) { 3 } else { 300 };
         for _ in 0..rounds {
             let (na, nb, range) = (next(40), next(40), 1 + next(100));
@@ -126,13 +131,7 @@ mod tests {
 
     #[test]
     fn sorts_like_the_standard_sort() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for &(n, bits) in &[
             (0, 8),
             (1, 8),
