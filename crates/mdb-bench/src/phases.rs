@@ -30,14 +30,24 @@ pub fn callgrind_available() -> bool {
     unsafe { shim::mdb_bench_cg_available() != 0 }
 }
 
-/// Run `f` as phase `name`: counters zeroed before, dumped after.
-fn phase<T>(name: &str, ops: usize, f: impl FnOnce() -> Res<T>) -> Res<T> {
-    let cname = CString::new(name)?;
+/// Zero callgrind's counters (a no-op outside callgrind).
+pub fn cg_zero() {
     // SAFETY: client requests only talk to valgrind (no-ops outside it).
     unsafe { shim::mdb_bench_cg_zero() };
-    let r = f();
+}
+
+/// Dump callgrind's counters as part `name` (a no-op outside callgrind).
+pub fn cg_dump(name: &str) {
+    let cname = CString::new(name).unwrap_or_default();
     // SAFETY: as above; `cname` is a NUL-terminated string alive for the call.
     unsafe { shim::mdb_bench_cg_dump(cname.as_ptr()) };
+}
+
+/// Run `f` as phase `name`: counters zeroed before, dumped after.
+fn phase<T>(name: &str, ops: usize, f: impl FnOnce() -> Res<T>) -> Res<T> {
+    cg_zero();
+    let r = f();
+    cg_dump(name);
     let r = r.map_err(|e| format!("{name}: {e}"))?;
     println!("phase {name} {ops}");
     Ok(r)

@@ -6,7 +6,9 @@
 //! writes are system time) and I/O (`/proc/self/io`), and what the log
 //! says it did (`Env::wal_info`). Run it under
 //! `strace -f -T -e trace=pwrite64,pwritev,fdatasync` to split the system
-//! time by file and thread (see docs/benchmarks.md, tenth session).
+//! time by file and thread (see docs/benchmarks.md, tenth session), or
+//! under `valgrind --tool=callgrind`: the timed commits are one dump of
+//! their own (client requests; eleventh session).
 
 use mdb::{Database, EnvOptions, WalOptions, WriteFlags};
 use std::path::Path;
@@ -107,6 +109,9 @@ fn run(dir: &Path, n: u64, commits: u64, plain: bool) -> mdb::Result<()> {
     // Commit latencies: under 2, 4, 8, ... 128 ms, and more.
     let mut hist = [0u32; 8];
     let mut s = 99u64;
+    // Under callgrind, one dump holds the timed commits (puts and commits)
+    // and nothing of the load: `valgrind --tool=callgrind` this command.
+    crate::phases::cg_zero();
     let t = Instant::now();
     for _ in 0..commits {
         let a = Instant::now();
@@ -132,6 +137,7 @@ fn run(dir: &Path, n: u64, commits: u64, plain: bool) -> mdb::Result<()> {
         hist[(63 - ms.leading_zeros() as usize).min(7)] += 1;
     }
     let (all, c1, io1) = (t.elapsed(), cpu(), io());
+    crate::phases::cg_dump("batch");
     let keys = (commits * 1000) as f64;
     let us = |d: Duration| d.as_secs_f64() * 1e6 / keys;
     println!(

@@ -106,6 +106,13 @@ impl DirtyPages {
         self.map.iter().map(|(k, b)| (k, &b[..]))
     }
 
+    /// Every buffer, to change in place where no child transaction can
+    /// undo it (a commit of the outermost transaction).
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut [u8]> {
+        debug_assert!(self.undo.is_empty());
+        self.map.values_mut().map(|b| &mut b[..])
+    }
+
     /// Whether a nested transaction is open.
     pub(crate) fn in_child(&self) -> bool {
         !self.undo.is_empty()

@@ -16,7 +16,7 @@ mod spill;
 pub(crate) use dirty::DirtyPages;
 pub(crate) use free::FreeState;
 pub(crate) use path::{Path, MAX_DEPTH};
-pub(crate) use sort::{sort_by_pgno, sort_pgnos};
+pub(crate) use sort::{merge_desc, sort_by_pgno, sort_pgnos};
 
 use crate::env::Env;
 use crate::error::{ErrorKind, Result};

@@ -7,7 +7,7 @@
 use crate::error::{ErrorKind, Result};
 use crate::format::freelist;
 use crate::format::page::{flags_of, footprint, HDR, P_DIRTY};
-use crate::pager::{sort_pgnos, PageRead, Pager};
+use crate::pager::{merge_desc, PageRead, Pager};
 use crate::tree::*;
 
 /// Largest number of page ids in one free record we reserve at once, beyond need.
@@ -209,8 +209,7 @@ pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
         }
         above = p;
     }
-    pager.free.reclaimed.extend_from_slice(&pages);
-    sort_pgnos(&mut pager.free.reclaimed, true);
+    merge_desc(&mut pager.free.reclaimed, &pages);
     pager.free.consumed = key;
     Ok(true)
 }

@@ -3,7 +3,7 @@
 use crate::error::{ErrorKind, Result};
 use crate::format::freelist;
 use crate::format::page::{edit, NodeData, F_BIGDATA};
-use crate::pager::{sort_pgnos, PageRead, Pager};
+use crate::pager::{merge_desc, sort_pgnos, PageRead, Pager};
 use crate::tree::alloc::{consume_record, reserved_ids};
 use crate::tree::*;
 
@@ -300,8 +300,9 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
             fill_record(pager, txnid, &own)?;
         }
         let mut left = std::mem::take(&mut pager.free.reclaimed);
-        left.append(&mut pager.free.loose);
-        sort_pgnos(&mut left, true);
+        let mut loose = std::mem::take(&mut pager.free.loose);
+        sort_pgnos(&mut loose, true);
+        merge_desc(&mut left, &loose);
         // Every record reserved for leftovers is filled, the ones no
         // longer needed with a count of zero (they stay, at or below
         // `consumed`, for a later transaction to consume and delete).

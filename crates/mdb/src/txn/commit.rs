@@ -92,31 +92,35 @@ impl RwTxn<'_> {
         } else {
             &[]
         };
-        let mut scratch = vec![0u8; 2 * ps];
+        // The ranges of the best base so far when there are several.
         let mut best = Vec::new();
-        let mut out = Vec::new();
-        for &(pgno, b) in runs {
-            if b.len() != ps {
+        let mut out = Vec::with_capacity(runs.len());
+        for &(pgno, new) in runs {
+            if new.len() != ps {
                 continue;
             }
             let candidates = match bases.get(&pgno).filter(|&&p| usable(p)) {
                 Some(p) => std::slice::from_ref(p),
                 None => others,
             };
-            let (new, old) = scratch.split_at_mut(ps);
-            new.copy_from_slice(b);
-            patch::zero_gap(new);
             // Worth it only when smaller than the page without its gap.
-            let mut limit = ps - crate::format::page::free_gap(b).1;
+            let mut limit = ps - crate::format::page::free_gap(new).1;
             let (from, mut found) = (ranges.len(), None);
             for &base in candidates {
                 if !usable(base) {
                     continue;
                 }
-                old.copy_from_slice(self.pg.committed(base, ps)?);
-                patch::prepare_base(old, pgno);
+                let old = self.pg.committed(base, ps)?;
+                if found.is_none() {
+                    // Straight into `ranges` (left as it was on failure).
+                    if patch::diff(new, old, pgno, ranges, limit) {
+                        limit = (ranges.len() - from).saturating_sub(1);
+                        found = Some(base);
+                    }
+                    continue;
+                }
                 best.clear();
-                if patch::diff(new, old, &mut best, limit) {
+                if patch::diff(new, old, pgno, &mut best, limit) {
                     limit = best.len().saturating_sub(1);
                     found = Some(base);
                     ranges.truncate(from);
@@ -184,12 +188,21 @@ impl RwTxn<'_> {
         if flags.contains(EnvFlags::WRITE_MAP) && meta.mapsize > self.pg.base.mapsize {
             env.writemap_room(meta.mapsize, (meta.last_pgno + 1) * ps as u64)?;
         }
+        // WAL mode (the pager keeps the pages' bases): pages are told by
+        // their differences, free gaps zeroed on both sides, as replay
+        // rebuilds them; zeroed here in place (no reader looks there, and
+        // the log's whole pages leave their gaps out too).
+        if self.pg.bases.is_some() {
+            self.pg.dirty.values_mut().for_each(patch::zero_gap);
+        }
         // (page number, bytes) in file order.
         let mut runs: Vec<(u64, &[u8])> = self.pg.dirty.iter().map(|(&pg, b)| (pg, b)).collect();
         crate::pager::sort_by_pgno(&mut runs, |r| r.0, false);
-        // WAL mode (the pager keeps the pages' bases): pages the log tells
-        // by their differences.
-        let mut ranges = Vec::new();
+        let mut ranges = Vec::with_capacity(if self.pg.bases.is_some() {
+            runs.len() * 512
+        } else {
+            0
+        });
         let diffs = self.diffs(&runs, &mut ranges)?;
         let patches: Vec<Patch<'_>> = diffs
             .iter()
