@@ -77,20 +77,42 @@ struct MemberReq {
     addr: Option<String>,
 }
 
-async fn add_learner(State(n): State<N>, Json(m): Json<MemberReq>) -> Response {
-    let Some(addr) = m.addr else {
-        let body = serde_json::json!({"error": "adding a learner needs its \"addr\""});
-        return (StatusCode::BAD_REQUEST, Json(body)).into_response();
-    };
-    answer(n.add_learner(m.id, addr).await)
+/// The request body as JSON, whatever its content type says (so that
+/// `curl -d '{"id":4}'` works).
+fn member_req(body: &[u8]) -> Result<MemberReq, Response> {
+    serde_json::from_slice(body).map_err(|e| {
+        let body =
+            serde_json::json!({"error": format!("want {{\"id\":N,\"addr\":\"host:port\"}}: {e}")});
+        (StatusCode::BAD_REQUEST, Json(body)).into_response()
+    })
 }
 
-async fn promote(State(n): State<N>, Json(m): Json<MemberReq>) -> Response {
-    answer(n.promote(m.id).await)
+async fn add_learner(State(n): State<N>, body: Bytes) -> Response {
+    match member_req(&body) {
+        Ok(MemberReq {
+            id,
+            addr: Some(addr),
+        }) => answer(n.add_learner(id, addr).await),
+        Ok(_) => {
+            let body = serde_json::json!({"error": "adding a learner needs its \"addr\""});
+            (StatusCode::BAD_REQUEST, Json(body)).into_response()
+        }
+        Err(r) => r,
+    }
 }
 
-async fn remove(State(n): State<N>, Json(m): Json<MemberReq>) -> Response {
-    answer(n.remove(m.id).await)
+async fn promote(State(n): State<N>, body: Bytes) -> Response {
+    match member_req(&body) {
+        Ok(m) => answer(n.promote(m.id).await),
+        Err(r) => r,
+    }
+}
+
+async fn remove(State(n): State<N>, body: Bytes) -> Response {
+    match member_req(&body) {
+        Ok(m) => answer(n.remove(m.id).await),
+        Err(r) => r,
+    }
 }
 
 /// An error as the KV API answers it: 421 with the leader for a write on

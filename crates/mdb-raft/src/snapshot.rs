@@ -38,14 +38,14 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// The last applied id and membership recorded in the LMDB data file of
-/// directory `dir` (a snapshot's copy), read without a lock file.
+/// directory `dir` (a snapshot's copy), read only (the lock file it makes is removed with it).
 pub fn read_meta_of_copy(
     dir: &Path,
     max_dbs: u32,
 ) -> mdb::Result<(Option<LogId>, StoredMembership<NodeId, Member>)> {
     let env = EnvOptions::new()
         .max_dbs(max_dbs + 1)
-        .flags(EnvFlags::READ_ONLY | EnvFlags::NO_LOCK)
+        .flags(EnvFlags::READ_ONLY)
         .open(dir)?;
     let r = env.read_txn()?;
     let reserved = r.open_db(RESERVED_DB)?;
@@ -175,5 +175,27 @@ impl SnapshotStore {
             return Err(IoError::new(IoKind::InvalidData, msg));
         }
         self.finish(tmp, meta)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mdb::{Database, WriteFlags};
+
+    #[test]
+    fn build_reads_the_applied_id_back_from_the_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataEnv::open(dir.path(), 4).unwrap();
+        let store = SnapshotStore::open(dir.path(), 4).unwrap();
+        data.with(|d| {
+            let mut w = d.env.write_txn()?;
+            w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+            w.commit()
+        })
+        .unwrap();
+        let (meta, file) = store.build(&data).unwrap();
+        assert_eq!(meta.last_log_id, None);
+        assert!(file.exists());
     }
 }
