@@ -92,8 +92,17 @@ struct Row {
     status: Result<Value, String>,
 }
 
-/// The cluster as seen from `addr`: (leader id, leader's status, rows).
-fn survey(addr: &str) -> Result<(Option<u64>, Option<Value>, Vec<Row>), String> {
+/// The cluster as seen from one node.
+struct Survey {
+    /// The leader the node asked names.
+    leader: Option<u64>,
+    /// The leader's status, if it answered (as the leader).
+    leader_status: Option<Value>,
+    rows: Vec<Row>,
+}
+
+/// The cluster as seen from `addr`.
+fn survey(addr: &str) -> Result<Survey, String> {
     let first = get_json(addr, "/status")?;
     // The leader's view of the membership, if it answers: the node asked
     // may lag, or have been removed.
@@ -122,7 +131,11 @@ fn survey(addr: &str) -> Result<(Option<u64>, Option<Value>, Vec<Row>), String> 
             status: get_json(a, "/status"),
         });
     }
-    Ok((leader, leader_status, rows))
+    Ok(Survey {
+        leader,
+        leader_status,
+        rows,
+    })
 }
 
 fn index(v: &Value, field: &str) -> Option<u64> {
@@ -154,7 +167,11 @@ pub(crate) fn run(inv: &Invocation, mut args: Vec<OsString>) -> i32 {
         usage(prog, SYNOPSIS);
         return 1;
     }
-    let (leader, leader_status, rows) = match survey(addr) {
+    let Survey {
+        leader,
+        leader_status,
+        rows,
+    } = match survey(addr) {
         Ok(s) => s,
         Err(e) => {
             errln(&[prog, b": ", addr.as_bytes(), b": ", e.as_bytes()]);

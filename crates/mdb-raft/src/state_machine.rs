@@ -173,9 +173,7 @@ fn apply_entries(
 
 /// The snapshot at `file` with `meta`, opened for reading.
 async fn open_snapshot(meta: Meta, file: PathBuf) -> StorageResult<Snapshot<TypeConfig>> {
-    let f = tokio::fs::File::open(&file)
-        .await
-        .map_err(|e| snap_read_err(e))?;
+    let f = tokio::fs::File::open(&file).await.map_err(snap_read_err)?;
     Ok(Snapshot {
         meta,
         snapshot: Box::new(f),
@@ -251,7 +249,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 
     async fn get_current_snapshot(&mut self) -> StorageResult<Option<Snapshot<TypeConfig>>> {
-        match self.snapshots.current().map_err(|e| snap_read_err(e))? {
+        match self.snapshots.current().map_err(snap_read_err)? {
             None => Ok(None),
             Some((meta, file)) => open_snapshot(meta, file).await.map(Some),
         }
