@@ -384,4 +384,69 @@ mod tests {
             assert_eq!(applied_in(r, reserved).unwrap().map(|a| a.index), Some(3));
         });
     }
+
+    #[test]
+    fn a_data_env_behind_its_snapshot_is_replaced_by_it_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = tempfile::tempdir().unwrap();
+        let mut sm = open(dir.path());
+        let mut b = Batch::new();
+        b.put(None, b"a", b"1");
+        block_on(sm.apply([entry(1, b)])).unwrap();
+        sm.data
+            .with(|d| d.env.copy_to_path(old.path(), false))
+            .unwrap();
+        let mut b = Batch::new();
+        b.put(None, b"b", b"2");
+        block_on(sm.apply([entry(2, b)])).unwrap();
+        let snap = block_on(block_on(sm.get_snapshot_builder()).build_snapshot()).unwrap();
+        assert_eq!(snap.meta.last_log_id.map(|l| l.index), Some(2));
+        // A power cut takes the data environment's relaxed commits back
+        // to before the snapshot, whose log is purged.
+        sm.data.replace(&old.path().join("data.mdb")).unwrap();
+        drop(sm);
+        let mut sm = open(dir.path());
+        let (applied, _) = block_on(sm.applied_state()).unwrap();
+        assert_eq!(applied.map(|a| a.index), Some(2));
+        read(&sm, |r, _| {
+            assert_eq!(r.get(Database::MAIN, b"b").unwrap(), Some(&b"2"[..]));
+        });
+        let current = block_on(sm.get_current_snapshot()).unwrap().unwrap();
+        assert_eq!(current.meta, snap.meta);
+    }
+
+    #[test]
+    fn a_snapshot_sent_in_chunks_replaces_the_receivers_data() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut leader = open(a.path());
+        let mut follower = open(b.path());
+        let mut x = Batch::new();
+        x.put(Some("users"), b"ada", b"1815");
+        block_on(leader.apply([entry(1, x)])).unwrap();
+        let mut y = Batch::new();
+        y.put(None, b"stale", b"x");
+        block_on(follower.apply([entry(1, y)])).unwrap();
+        let snap = block_on(block_on(leader.get_snapshot_builder()).build_snapshot()).unwrap();
+        block_on(async {
+            let mut bytes = Vec::new();
+            let mut f = snap.snapshot;
+            f.read_to_end(&mut bytes).await.unwrap();
+            let mut into = follower.begin_receiving_snapshot().await.unwrap();
+            for chunk in bytes.chunks(1000) {
+                into.write_all(chunk).await.unwrap();
+            }
+            follower.install_snapshot(&snap.meta, into).await.unwrap();
+        });
+        let (applied, _) = block_on(follower.applied_state()).unwrap();
+        assert_eq!(applied, snap.meta.last_log_id);
+        read(&follower, |r, _| {
+            assert_eq!(r.get(Database::MAIN, b"stale").unwrap(), None);
+            let users = r.open_db("users").unwrap();
+            assert_eq!(r.get(users, b"ada").unwrap(), Some(&b"1815"[..]));
+        });
+        assert_eq!(follower.data.installed.load(Ordering::Relaxed), 1);
+        let current = block_on(follower.get_current_snapshot()).unwrap().unwrap();
+        assert_eq!(current.meta, snap.meta);
+    }
 }

@@ -70,3 +70,51 @@ fn a_new_node_catches_up_from_a_snapshot_and_the_log_since() {
         assert!(*d == dumps[0], "node {} dumps as node 1 does", i + 1);
     }
 }
+
+#[test]
+fn a_follower_down_past_the_purge_point_installs_a_snapshot_over_its_data() {
+    let args = ["--snapshot-logs", "20", "--keep-logs", "0"];
+    let mut c = Cluster::start_with(3, 3, &args);
+    let (leader, _) = c.leader(None);
+    let mut cl = Client::new(&c.ports);
+    let mut acked = Vec::new();
+    let mut write = |cl: &mut Client, i: u32| {
+        let (k, v) = (format!("k{i:04}"), format!("value {i}"));
+        cl.write(&k, Some(v.as_bytes()));
+        acked.push((k, v));
+    };
+    for i in 0..30 {
+        write(&mut cl, i);
+    }
+    // A follower stops with data of its own; the log moves on past it
+    // and is purged.
+    let down = (0..3).find(|i| *i != leader).unwrap();
+    c.settle();
+    c.stop(down);
+    let held = index(c.ports[leader], "last_log_index");
+    for i in 30..150 {
+        write(&mut cl, i);
+    }
+    let port = c.ports[c.leader(None).0];
+    wait_until("the leader purges past the stopped node", || {
+        index(port, "purged_index") > held + 20
+    });
+    c.restart(down);
+    for i in 150..170 {
+        write(&mut cl, i);
+    }
+    let last = c.settle();
+    let s = status(c.ports[down]).expect("the restarted node answers");
+    assert_eq!(s["applied_index"].as_u64(), Some(last));
+    assert!(
+        s["snapshots_installed"].as_u64() >= Some(1),
+        "the restarted node caught up without a snapshot: {s}"
+    );
+    for (k, v) in &acked {
+        assert_eq!(get_local(c.ports[down], k).as_deref(), Some(v.as_bytes()));
+    }
+    let dumps = c.dumps();
+    for (i, d) in dumps.iter().enumerate().skip(1) {
+        assert!(*d == dumps[0], "node {} dumps as node 1 does", i + 1);
+    }
+}
