@@ -65,6 +65,8 @@ pub struct Status {
     pub snapshots_built: u64,
     /// Snapshots from a leader this node installed since it started.
     pub snapshots_installed: u64,
+    /// Why this node's Raft stopped (a storage error), if it did.
+    pub fatal: Option<String>,
 }
 
 /// Answer of `GET /raft/read_index` (asked of the leader by a follower).
@@ -334,6 +336,7 @@ impl Node {
             purged_index: m.purged.map(|p| p.index),
             snapshots_built: self.data.built.load(Ordering::Relaxed),
             snapshots_installed: self.data.installed.load(Ordering::Relaxed),
+            fatal: m.running_state.as_ref().err().map(|e| e.to_string()),
         }
     }
 }

@@ -240,10 +240,14 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             .incoming
             .take()
             .ok_or_else(|| err(std::io::Error::other("no snapshot was being received")))?;
-        let file = self.snapshots.accept(&incoming, meta).map_err(err)?;
-        self.data
-            .replace(&file)
-            .map_err(|e| snap_write_err(Some(meta), e))?;
+        let file = self.snapshots.accept(&incoming, meta).map_err(|e| {
+            eprintln!("mdb-raft: accepting a snapshot: {e}");
+            err(e)
+        })?;
+        self.data.replace(&file).map_err(|e| {
+            eprintln!("mdb-raft: installing a snapshot: {e}");
+            snap_write_err(Some(meta), e)
+        })?;
         self.data.installed.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -270,7 +274,11 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         let (meta, file) = tokio::task::spawn_blocking(move || snapshots.build(&data))
             .await
             .map_err(|e| snap_write_err(None, std::io::Error::other(e.to_string())))?
-            .map_err(|e| snap_write_err(None, e))?;
+            .map_err(|e| {
+                // openraft stops this node on a storage error: say why.
+                eprintln!("mdb-raft: building a snapshot: {e}");
+                snap_write_err(None, e)
+            })?;
         open_snapshot(meta, file).await
     }
 }

@@ -152,7 +152,14 @@ impl Cluster {
             if let Some(l) = self.agreed_leader(not) {
                 return l;
             }
-            assert!(start.elapsed() < DEADLINE, "no leader agreed on in time");
+            if start.elapsed() > DEADLINE {
+                let all: Vec<_> = self
+                    .running()
+                    .iter()
+                    .map(|i| status(self.ports[*i]))
+                    .collect();
+                panic!("no leader agreed on in time: {all:?}");
+            }
             sleep(Duration::from_millis(50));
         }
     }
@@ -242,6 +249,14 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         for i in 0..self.procs.len() {
             self.kill(i);
+        }
+        if std::thread::panicking() {
+            // What the nodes said, before their directory goes.
+            for i in 0..self.procs.len() {
+                let log = self.dir.path().join(format!("n{}.log", i + 1));
+                let text = std::fs::read_to_string(log).unwrap_or_default();
+                eprintln!("--- node {} stderr ---\n{text}", i + 1);
+            }
         }
     }
 }
