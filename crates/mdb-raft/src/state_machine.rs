@@ -240,14 +240,22 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             .incoming
             .take()
             .ok_or_else(|| err(std::io::Error::other("no snapshot was being received")))?;
-        let file = self.snapshots.accept(&incoming, meta).map_err(|e| {
-            eprintln!("mdb-raft: accepting a snapshot: {e}");
-            err(e)
-        })?;
-        self.data.replace(&file).map_err(|e| {
-            eprintln!("mdb-raft: installing a snapshot: {e}");
-            snap_write_err(Some(meta), e)
-        })?;
+        let (data, snapshots, m) = (self.data.clone(), self.snapshots.clone(), meta.clone());
+        // Checking, copying and swapping the files block: off the
+        // runtime's workers.
+        let done = tokio::task::spawn_blocking(move || {
+            let file = snapshots.accept(&incoming, &m).map_err(|e| {
+                eprintln!("mdb-raft: accepting a snapshot: {e}");
+                e
+            })?;
+            data.replace(&file).map_err(|e| {
+                eprintln!("mdb-raft: installing a snapshot: {e}");
+                std::io::Error::other(e)
+            })
+        });
+        done.await
+            .map_err(|e| err(std::io::Error::other(e.to_string())))?
+            .map_err(err)?;
         self.data.installed.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
