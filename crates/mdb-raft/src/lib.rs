@@ -56,6 +56,9 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+/// The most entries one AppendEntries request carries.
+const MAX_PAYLOAD_ENTRIES: u64 = 32;
+
 /// How long a snapshot chunk may take to be sent and, for the last one,
 /// installed (the follower copies the file and reopens its environment).
 const INSTALL_SNAPSHOT_TIMEOUT_MS: u64 = 60_000;
@@ -124,7 +127,11 @@ impl Config {
             },
             max_in_snapshot_log_to_keep: self.keep_logs,
             install_snapshot_timeout: INSTALL_SNAPSHOT_TIMEOUT_MS,
-            max_payload_entries: 1000,
+            // openraft gives an AppendEntries request one heartbeat period
+            // to be answered, and does not shrink one that timed out: a
+            // follower far behind must get its entries in requests small
+            // enough for that (one entry holds up to 128 write sets).
+            max_payload_entries: MAX_PAYLOAD_ENTRIES,
             ..Default::default()
         };
         c.validate().map_err(|e| Error::Config(e.to_string()))

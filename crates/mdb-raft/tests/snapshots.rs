@@ -118,3 +118,27 @@ fn a_follower_down_past_the_purge_point_installs_a_snapshot_over_its_data() {
         assert!(*d == dumps[0], "node {} dumps as node 1 does", i + 1);
     }
 }
+
+#[test]
+fn a_follower_far_behind_catches_up_from_the_log_without_snapshots() {
+    // No snapshots: the follower gets every entry it missed from the log,
+    // in AppendEntries requests that must each fit in a heartbeat period.
+    let mut c = Cluster::start_with(3, 3, &["--snapshot-logs", "0"]);
+    let (leader, _) = c.leader(None);
+    let down = (0..3).find(|i| *i != leader).unwrap();
+    c.stop(down);
+    let mut cl = Client::new(&c.ports);
+    let value = vec![b'v'; 4096];
+    for i in 0..400 {
+        cl.write(&format!("k{i:04}"), Some(&value));
+    }
+    c.restart(down);
+    let last = c.settle();
+    let s = status(c.ports[down]).expect("the restarted node answers");
+    assert_eq!(s["applied_index"].as_u64(), Some(last));
+    assert_eq!(s["snapshots_installed"].as_u64(), Some(0), "{s}");
+    let dumps = c.dumps();
+    for (i, d) in dumps.iter().enumerate().skip(1) {
+        assert!(*d == dumps[0], "node {} dumps as node 1 does", i + 1);
+    }
+}
