@@ -15,6 +15,7 @@
 mod cmd_backup;
 mod cmd_check;
 mod cmd_checkpoint;
+mod cmd_cluster;
 mod cmd_copy;
 mod cmd_demo;
 mod cmd_drop;
@@ -31,7 +32,7 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 
-/// The tools: LMDB's five, and six of our own.
+/// The tools: LMDB's five, and seven of our own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tool {
     Stat,
@@ -45,6 +46,7 @@ enum Tool {
     Backup,
     Restore,
     Shrink,
+    Cluster,
 }
 
 impl Tool {
@@ -61,6 +63,7 @@ impl Tool {
             b"backup" => Some(Tool::Backup),
             b"restore" => Some(Tool::Restore),
             b"shrink" => Some(Tool::Shrink),
+            b"cluster" => Some(Tool::Cluster),
             _ => None,
         }
     }
@@ -91,6 +94,7 @@ impl Tool {
             Tool::Backup => b"mdb backup",
             Tool::Restore => b"mdb restore",
             Tool::Shrink => b"mdb shrink",
+            Tool::Cluster => b"mdb cluster",
         }
     }
 
@@ -107,6 +111,7 @@ impl Tool {
             Tool::Backup => cmd_backup::run_backup(inv, args),
             Tool::Restore => cmd_backup::run_restore(inv, args),
             Tool::Shrink => cmd_shrink::run(inv, args),
+            Tool::Cluster => cmd_cluster::run(inv, args),
         }
     }
 }
@@ -370,6 +375,8 @@ Commands:
   backup   hot full or incremental backup into a directory; --verify checks one
   restore  rebuild an environment from a backup directory, at any backup
   shrink   give the free pages at the end of a data file back, in place
+  cluster  status of a replicated cluster (mdb-raft-node): members, leader,
+           each node's applied log index and lag
   demo     load and read back a million keys in a temporary directory
 
   mdb <command> --help   options of one command

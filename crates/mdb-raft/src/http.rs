@@ -1,9 +1,10 @@
-//! The node's HTTP server: the Raft RPCs (`/raft/...`), `/status`, and,
-//! when asked for, a key-value API on the main database (`/kv/{key}`).
+//! The node's HTTP server: the Raft RPCs (`/raft/...`), `/status`, the
+//! membership changes (`/cluster/...`), and, when asked for, a key-value
+//! API on the main database (`/kv/{key}`).
 
 use crate::error::Error;
 use crate::node::Node;
-use crate::types::{Batch, NodeId, TypeConfig};
+use crate::types::{Batch, LogId, NodeId, TypeConfig};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -28,7 +29,10 @@ pub(crate) fn router(node: N, kv_api: bool) -> Router {
         .route("/raft/vote", post(vote))
         .route("/raft/snapshot", post(snapshot))
         .route("/raft/read_index", get(read_index))
-        .route("/status", get(status));
+        .route("/status", get(status))
+        .route("/cluster/learner", post(add_learner))
+        .route("/cluster/promote", post(promote))
+        .route("/cluster/remove", post(remove));
     if kv_api {
         r = r.route("/kv/{key}", get(kv_get).put(kv_put).delete(kv_delete));
     }
@@ -65,6 +69,52 @@ async fn status(State(n): State<N>) -> Response {
     Json(n.status()).into_response()
 }
 
+/// A membership change's request body.
+#[derive(Deserialize)]
+struct MemberReq {
+    id: NodeId,
+    /// The new node's `host:port` (adding a learner only).
+    addr: Option<String>,
+}
+
+/// The request body as JSON, whatever its content type says (so that
+/// `curl -d '{"id":4}'` works).
+fn member_req(body: &[u8]) -> Result<MemberReq, Response> {
+    serde_json::from_slice(body).map_err(|e| {
+        let body =
+            serde_json::json!({"error": format!("want {{\"id\":N,\"addr\":\"host:port\"}}: {e}")});
+        (StatusCode::BAD_REQUEST, Json(body)).into_response()
+    })
+}
+
+async fn add_learner(State(n): State<N>, body: Bytes) -> Response {
+    match member_req(&body) {
+        Ok(MemberReq {
+            id,
+            addr: Some(addr),
+        }) => answer(n.add_learner(id, addr).await),
+        Ok(_) => {
+            let body = serde_json::json!({"error": "adding a learner needs its \"addr\""});
+            (StatusCode::BAD_REQUEST, Json(body)).into_response()
+        }
+        Err(r) => r,
+    }
+}
+
+async fn promote(State(n): State<N>, body: Bytes) -> Response {
+    match member_req(&body) {
+        Ok(m) => answer(n.promote(m.id).await),
+        Err(r) => r,
+    }
+}
+
+async fn remove(State(n): State<N>, body: Bytes) -> Response {
+    match member_req(&body) {
+        Ok(m) => answer(n.remove(m.id).await),
+        Err(r) => r,
+    }
+}
+
 /// An error as the KV API answers it: 421 with the leader for a write on
 /// a follower, 422 for a refused write set, 503 for the rest.
 fn error_response(e: Error) -> Response {
@@ -81,13 +131,18 @@ fn error_response(e: Error) -> Response {
     (code, Json(body)).into_response()
 }
 
-async fn write(n: N, batch: Batch) -> Response {
-    match n.write(batch).await {
+/// A write's answer: its log id, or the error.
+fn answer(r: crate::Result<LogId>) -> Response {
+    match r {
         Ok(id) => {
             Json(serde_json::json!({"index": id.index, "term": id.leader_id.term})).into_response()
         }
         Err(e) => error_response(e),
     }
+}
+
+async fn write(n: N, batch: Batch) -> Response {
+    answer(n.write(batch).await)
 }
 
 async fn kv_put(State(n): State<N>, Path(key): Path<String>, body: Bytes) -> Response {
@@ -122,10 +177,9 @@ async fn kv_get(
             return error_response(e);
         }
     }
-    let (value, info) = match n.local_txn().and_then(|(txn, info)| {
-        let v = txn.get(Database::MAIN, key.as_bytes())?.map(<[u8]>::to_vec);
-        Ok((v, info))
-    }) {
+    let (value, info) = match n
+        .read_local(|txn| Ok(txn.get(Database::MAIN, key.as_bytes())?.map(<[u8]>::to_vec)))
+    {
         Ok(r) => r,
         Err(e) => return error_response(e),
     };

@@ -30,11 +30,13 @@
 // The storage traits fix their error type, openraft's `StorageError` (224 bytes).
 #![allow(clippy::result_large_err)]
 
+mod data;
 mod error;
 mod http;
 mod log_store;
 mod network;
 mod node;
+mod snapshot;
 mod state_machine;
 mod types;
 
@@ -43,30 +45,49 @@ pub use node::{ReadInfo, Status};
 pub use state_machine::RESERVED_DB;
 pub use types::{Applied, Batch, LogId, Member, NodeId, Op, Proposal, TypeConfig};
 
+use data::DataEnv;
 use log_store::LogStore;
-use mdb::{EnvOptions, RoTxn, WalOptions};
+use mdb::RoTxn;
 use node::Node;
+use snapshot::SnapshotStore;
 use state_machine::StateMachine;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-/// How often the data environment's log is synced in the background (its
-/// commits do not wait for it: see [`ReplicatedEnv::open`]).
-const DATA_SYNC_PERIOD: std::time::Duration = std::time::Duration::from_millis(200);
+/// The most entries one AppendEntries request carries.
+const MAX_PAYLOAD_ENTRIES: u64 = 32;
+
+/// How long a snapshot chunk may take to be sent and, for the last one,
+/// installed (the follower copies the file and reopens its environment).
+const INSTALL_SNAPSHOT_TIMEOUT_MS: u64 = 60_000;
 
 /// How to open one node of a cluster.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// This node's id: a key of `members`.
     pub id: NodeId,
-    /// The node's directory: `data/` (the LMDB environment) and `raft/`
-    /// (Raft's log, an environment in WAL mode).
+    /// The node's directory: `data/` (the LMDB environment), `raft/`
+    /// (Raft's log, an environment in WAL mode) and `snapshots/`.
     pub dir: PathBuf,
     /// Every voter's id and `host:port` (the same on every node); this
-    /// node listens on its own address.
+    /// node listens on its own address. Only the first start of an
+    /// initial member uses the others: later, the membership is Raft's
+    /// (see [`ReplicatedEnv::add_learner`]).
     pub members: BTreeMap<NodeId, String>,
+    /// Initialise the cluster with `members` on the first start (the
+    /// default). `false` for a node that joins a running cluster: it
+    /// waits until the leader adds it ([`ReplicatedEnv::add_learner`]),
+    /// and `members` need only hold its own address.
+    pub bootstrap: bool,
+    /// Build a snapshot of the data environment every this many applied
+    /// entries, and purge the Raft log up to it (keeping `keep_logs`);
+    /// 0: never.
+    pub snapshot_every: u64,
+    /// Entries kept in the Raft log below the last snapshot, so that a
+    /// follower lagging by fewer catches up from the log, not a snapshot.
+    pub keep_logs: u64,
     /// Named databases the data environment may hold (besides the
     /// reserved one).
     pub max_dbs: u32,
@@ -78,12 +99,16 @@ pub struct Config {
 }
 
 impl Config {
-    /// A node with 16 named databases, no key-value API, 100 ms heartbeats.
+    /// A node with 16 named databases, no key-value API, 100 ms
+    /// heartbeats, a snapshot every 10,000 entries keeping 1,000 below it.
     pub fn new(id: NodeId, dir: impl Into<PathBuf>, members: BTreeMap<NodeId, String>) -> Config {
         Config {
             id,
             dir: dir.into(),
             members,
+            bootstrap: true,
+            snapshot_every: 10_000,
+            keep_logs: 1_000,
             max_dbs: 16,
             kv_api: false,
             heartbeat_ms: 100,
@@ -96,10 +121,17 @@ impl Config {
             heartbeat_interval: self.heartbeat_ms,
             election_timeout_min: self.heartbeat_ms * 6,
             election_timeout_max: self.heartbeat_ms * 12,
-            // No snapshots yet: the log is kept whole, and a lagging node
-            // catches up by replaying it.
-            snapshot_policy: openraft::SnapshotPolicy::Never,
-            max_payload_entries: 1000,
+            snapshot_policy: match self.snapshot_every {
+                0 => openraft::SnapshotPolicy::Never,
+                n => openraft::SnapshotPolicy::LogsSinceLast(n),
+            },
+            max_in_snapshot_log_to_keep: self.keep_logs,
+            install_snapshot_timeout: INSTALL_SNAPSHOT_TIMEOUT_MS,
+            // openraft gives an AppendEntries request one heartbeat period
+            // to be answered, and does not shrink one that timed out: a
+            // follower far behind must get its entries in requests small
+            // enough for that (one entry holds up to 128 write sets).
+            max_payload_entries: MAX_PAYLOAD_ENTRIES,
             ..Default::default()
         };
         c.validate().map_err(|e| Error::Config(e.to_string()))
@@ -125,24 +157,12 @@ impl ReplicatedEnv {
             .cloned()
             .ok_or_else(|| Error::Config(format!("node {} is not a member", config.id)))?;
         let raft_config = Arc::new(config.raft_config()?);
-        let data_dir = config.dir.join("data");
-        std::fs::create_dir_all(&data_dir).map_err(|e| Error::Engine(e.into()))?;
-        // Durability comes from the Raft log (synced, never purged): the
-        // data environment runs in WAL mode with relaxed commits, which a
-        // power cut may roll back, to a consistent earlier state whose
-        // applied id goes back with it; those entries are applied again
-        // from the log. Checkpoints (and the close) make it a plain LMDB
-        // file again.
-        let mut wal = WalOptions::default();
-        wal.sync_every = Some(DATA_SYNC_PERIOD);
-        let env = Arc::new(
-            EnvOptions::new()
-                .max_dbs(config.max_dbs + 1)
-                .wal(wal)
-                .open(&data_dir)?,
+        let data = Arc::new(DataEnv::open(&config.dir, config.max_dbs)?);
+        let snapshots = Arc::new(
+            SnapshotStore::open(&config.dir, config.max_dbs)
+                .map_err(|e| Error::Engine(e.into()))?,
         );
-        let sm = StateMachine::new(env.clone())?;
-        let reserved = sm.reserved();
+        let sm = StateMachine::open(data.clone(), snapshots)?;
         let log = LogStore::open(&config.dir.join("raft"))?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(4)
@@ -160,8 +180,7 @@ impl ReplicatedEnv {
             let node = Arc::new(Node {
                 id: config.id,
                 raft,
-                env,
-                reserved,
+                data,
                 leader_commit: AtomicU64::new(0),
                 client: reqwest::Client::new(),
                 proposals,
@@ -171,11 +190,12 @@ impl ReplicatedEnv {
                 .map_err(|e| Error::Config(format!("listen on {addr}: {e}")))?;
             let app = http::router(node.clone(), config.kv_api);
             tokio::spawn(async move { axum::serve(listener, app).await });
-            if !node
-                .raft
-                .is_initialized()
-                .await
-                .map_err(|e| Error::Unavailable(e.to_string()))?
+            if config.bootstrap
+                && !node
+                    .raft
+                    .is_initialized()
+                    .await
+                    .map_err(|e| Error::Unavailable(e.to_string()))?
             {
                 let members: BTreeMap<NodeId, Member> = config
                     .members
@@ -215,8 +235,7 @@ impl ReplicatedEnv {
         &self,
         f: impl FnOnce(&RoTxn<'_>) -> mdb::Result<T>,
     ) -> Result<(T, ReadInfo)> {
-        let (txn, info) = self.node.local_txn()?;
-        Ok((f(&txn)?, info))
+        self.node.read_local(f)
     }
 
     /// Read with linearizable consistency: the leader confirms with a
@@ -225,8 +244,7 @@ impl ReplicatedEnv {
     pub fn read_linearizable<T>(&self, f: impl FnOnce(&RoTxn<'_>) -> mdb::Result<T>) -> Result<T> {
         let read = self.rt().block_on(self.node.read_index())?;
         self.rt().block_on(self.node.wait_applied(read))?;
-        let (txn, _) = self.node.local_txn()?;
-        Ok(f(&txn)?)
+        Ok(self.node.read_local(f)?.0)
     }
 
     /// This node's view of the cluster.
@@ -239,9 +257,33 @@ impl ReplicatedEnv {
         self.node.leader()
     }
 
-    /// The data environment (read it; write only through [`Self::write`]).
-    pub fn env(&self) -> &mdb::Env {
-        &self.node.env
+    /// Run `f` on the data environment (read it; write only through
+    /// [`Self::write`]). The environment is replaced whole when this node
+    /// installs a snapshot from the leader: that waits until `f` returns,
+    /// so keep it short, and keep nothing of it.
+    pub fn with_env<T>(&self, f: impl FnOnce(&mdb::Env) -> mdb::Result<T>) -> Result<T> {
+        Ok(self.node.data.with(|d| f(&d.env))?)
+    }
+
+    /// Add node `id`, listening on `addr`, as a learner: it receives the
+    /// log (or, if the leader purged what it lacks, a snapshot and the
+    /// log since) but does not vote. Returns once it has caught up with
+    /// the membership change (bounded; on timeout it is a learner that
+    /// is still catching up). On a follower: [`Error::NotLeader`].
+    pub fn add_learner(&self, id: NodeId, addr: &str) -> Result<LogId> {
+        self.rt()
+            .block_on(self.node.add_learner(id, addr.to_string()))
+    }
+
+    /// Make the learner `id` a voter (a joint consensus change).
+    pub fn promote(&self, id: NodeId) -> Result<LogId> {
+        self.rt().block_on(self.node.promote(id))
+    }
+
+    /// Remove node `id` (voter or learner) from the cluster. Stop its
+    /// process afterwards: it no longer receives the log.
+    pub fn remove(&self, id: NodeId) -> Result<LogId> {
+        self.rt().block_on(self.node.remove(id))
     }
 }
 
@@ -253,7 +295,7 @@ impl Drop for ReplicatedEnv {
             // Nothing applies any more: leave a plain LMDB file (the close
             // does too, once the last handle goes; a task the runtime
             // could not stop may still hold one).
-            let _ = self.node.env.checkpoint();
+            let _ = self.node.data.with(|d| d.env.checkpoint());
         }
     }
 }

@@ -1,14 +1,15 @@
 //! A running node: openraft over the two environments, and the async
 //! operations the HTTP server and [`crate::ReplicatedEnv`] call.
 
+use crate::data::DataEnv;
 use crate::error::{Error, Result};
 use crate::state_machine::applied_in;
 use crate::types::{Applied, Batch, LogId, Member, NodeId, Proposal, Raft};
-use mdb::{Database, Env, RoTxn};
+use mdb::RoTxn;
 use openraft::error::{CheckIsLeaderError, ClientWriteError, ForwardToLeader, RaftError};
-use openraft::ServerState;
+use openraft::{ChangeMembers, ServerState};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +18,10 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 /// How long a linearizable read waits for this node to apply up to the
 /// leader's read index.
 const READ_WAIT: Duration = Duration::from_secs(10);
+
+/// How long adding a learner waits for it to catch up (from a snapshot
+/// and the log since, or the log).
+const LEARNER_WAIT: Duration = Duration::from_secs(60);
 
 /// Where a local read stood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,14 +47,26 @@ pub struct Status {
     pub leader: Option<NodeId>,
     /// Its address.
     pub leader_addr: Option<String>,
-    /// The voters and their addresses.
+    /// The members (voters and learners) and their addresses.
     pub members: BTreeMap<NodeId, String>,
+    /// The voters among them (the others are learners).
+    pub voters: Vec<NodeId>,
     /// The index of the last entry applied to the data file.
     pub applied_index: Option<u64>,
     /// The index of the last entry in this node's Raft log.
     pub last_log_index: Option<u64>,
     /// Committed entries not applied here yet (see [`ReadInfo::lag`]).
     pub lag: u64,
+    /// The last log index the current snapshot includes.
+    pub snapshot_index: Option<u64>,
+    /// The last log index purged from this node's Raft log.
+    pub purged_index: Option<u64>,
+    /// Snapshots this node built since it started.
+    pub snapshots_built: u64,
+    /// Snapshots from a leader this node installed since it started.
+    pub snapshots_installed: u64,
+    /// Why this node's Raft stopped (a storage error), if it did.
+    pub fatal: Option<String>,
 }
 
 /// Answer of `GET /raft/read_index` (asked of the leader by a follower).
@@ -80,8 +97,7 @@ pub(crate) type Waiting = (Batch, oneshot::Sender<Result<LogId>>);
 pub(crate) struct Node {
     pub id: NodeId,
     pub raft: Raft,
-    pub env: Arc<Env>,
-    pub reserved: Database,
+    pub data: Arc<DataEnv>,
     /// The highest commit index a leader has told this node of.
     pub leader_commit: AtomicU64,
     pub client: reqwest::Client,
@@ -141,6 +157,16 @@ fn write_error(e: &RaftError<NodeId, ClientWriteError<NodeId, Member>>) -> Error
         RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => forward(f),
         e => Error::Unavailable(e.to_string()),
     }
+}
+
+/// A write's answer as the writer gets it: the entry's log id.
+fn written(
+    r: std::result::Result<
+        openraft::raft::ClientWriteResponse<crate::types::TypeConfig>,
+        RaftError<NodeId, ClientWriteError<NodeId, Member>>,
+    >,
+) -> Result<LogId> {
+    r.map(|resp| resp.log_id).map_err(|e| write_error(&e))
 }
 
 fn forward(f: &ForwardToLeader<NodeId, Member>) -> Error {
@@ -223,19 +249,58 @@ impl Node {
             .map_err(|e| Error::Unavailable(format!("waiting to apply {read}: {e}")))
     }
 
-    /// A read transaction and where it stands.
-    pub fn local_txn(&self) -> Result<(RoTxn<'_>, ReadInfo)> {
-        let txn = self.env.read_txn()?;
-        let applied = applied_in(&txn, self.reserved)?;
-        let applied_index = applied.map_or(0, |a| a.index);
+    /// Run `f` in a read transaction of this node's data, and say where
+    /// it stands.
+    pub fn read_local<T>(
+        &self,
+        f: impl FnOnce(&RoTxn<'_>) -> mdb::Result<T>,
+    ) -> Result<(T, ReadInfo)> {
+        let known = self.known_index();
+        Ok(self.data.with(|d| {
+            let txn = d.env.read_txn()?;
+            let applied = applied_in(&txn, d.reserved)?;
+            let lag = known.saturating_sub(applied.map_or(0, |a| a.index));
+            Ok((f(&txn)?, ReadInfo { applied, lag }))
+        })?)
+    }
+
+    /// The last index this node knows is committed (or, on the leader,
+    /// proposed).
+    fn known_index(&self) -> u64 {
         let m = self.raft.metrics().borrow().clone();
-        let known = if m.state == ServerState::Leader {
+        if m.state == ServerState::Leader {
             m.last_log_index.unwrap_or(0)
         } else {
             self.leader_commit.load(Ordering::Relaxed)
+        }
+    }
+
+    /// Add `id` at `addr` as a learner; wait (bounded) for it to catch up.
+    pub async fn add_learner(&self, id: NodeId, addr: String) -> Result<LogId> {
+        let add = self.raft.add_learner(id, Member { addr }, true);
+        match tokio::time::timeout(LEARNER_WAIT, add).await {
+            Ok(r) => written(r),
+            Err(_) => Err(Error::Unavailable(format!(
+                "node {id} did not catch up in {LEARNER_WAIT:?} (it may have been added)"
+            ))),
+        }
+    }
+
+    /// Make the learner `id` a voter.
+    pub async fn promote(&self, id: NodeId) -> Result<LogId> {
+        let add = ChangeMembers::AddVoterIds(BTreeSet::from([id]));
+        written(self.raft.change_membership(add, false).await)
+    }
+
+    /// Remove `id`, voter or learner, from the cluster.
+    pub async fn remove(&self, id: NodeId) -> Result<LogId> {
+        let m = self.raft.metrics().borrow().membership_config.clone();
+        let change = if m.membership().voter_ids().any(|v| v == id) {
+            ChangeMembers::RemoveVoters(BTreeSet::from([id]))
+        } else {
+            ChangeMembers::RemoveNodes(BTreeSet::from([id]))
         };
-        let lag = known.saturating_sub(applied_index);
-        Ok((txn, ReadInfo { applied, lag }))
+        written(self.raft.change_membership(change, false).await)
     }
 
     /// Record the commit index a leader sent.
@@ -255,11 +320,7 @@ impl Node {
             .collect();
         let leader_addr = m.current_leader.and_then(|l| members.get(&l).cloned());
         let applied_index = m.last_applied.map(|a| a.index);
-        let known = if m.state == ServerState::Leader {
-            m.last_log_index.unwrap_or(0)
-        } else {
-            self.leader_commit.load(Ordering::Relaxed)
-        };
+        let known = self.known_index();
         Status {
             id: self.id,
             state: format!("{:?}", m.state),
@@ -267,9 +328,15 @@ impl Node {
             leader: m.current_leader,
             leader_addr,
             members,
+            voters: membership.voter_ids().collect(),
             applied_index,
             last_log_index: m.last_log_index,
             lag: known.saturating_sub(applied_index.unwrap_or(0)),
+            snapshot_index: m.snapshot.map(|s| s.index),
+            purged_index: m.purged.map(|p| p.index),
+            snapshots_built: self.data.built.load(Ordering::Relaxed),
+            snapshots_installed: self.data.installed.load(Ordering::Relaxed),
+            fatal: m.running_state.as_ref().err().map(|e| e.to_string()),
         }
     }
 }

@@ -1,20 +1,25 @@
 //! The state machine: the node's own mdb environment, a plain LMDB file.
 //! Applying committed entries is one write transaction that makes their
 //! write sets and the last applied log id durable together, so a restart
-//! knows exactly what is applied and applies nothing twice.
+//! knows exactly what is applied and applies nothing twice. Snapshots are
+//! hot copies of it (`snapshot.rs`); installing one replaces it whole
+//! (`data.rs`).
 
+use crate::data::DataEnv;
+use crate::snapshot::{Meta, SnapshotStore};
 #[cfg(test)]
 use crate::types::Proposal;
 use crate::types::{Applied, Batch, Entry, LogId, Member, NodeId, Op, TypeConfig};
-use mdb::{Database, DbFlags, Env, RwTxn, Txn, WriteFlags};
+use mdb::{Database, DbFlags, RwTxn, Txn, WriteFlags};
 use openraft::storage::RaftStateMachine;
 use openraft::{
-    EntryPayload, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageError, StorageIOError,
-    StoredMembership,
+    EntryPayload, RaftSnapshotBuilder, Snapshot, StorageError, StorageIOError, StoredMembership,
 };
 use std::collections::HashMap;
-use std::io::Cursor;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use tokio::io::AsyncWriteExt;
 
 type StorageResult<T> = Result<T, StorageError<NodeId>>;
 
@@ -30,11 +35,22 @@ fn sm_read_err(e: impl std::error::Error + 'static) -> StorageError<NodeId> {
 fn sm_write_err(e: impl std::error::Error + 'static) -> StorageError<NodeId> {
     StorageIOError::write_state_machine(&e).into()
 }
+fn snap_read_err(e: impl std::error::Error + 'static) -> StorageError<NodeId> {
+    StorageIOError::read_snapshot(None, &e).into()
+}
+fn snap_write_err(
+    meta: Option<&Meta>,
+    e: impl std::error::Error + 'static,
+) -> StorageError<NodeId> {
+    StorageIOError::write_snapshot(meta.map(|m| m.signature()), &e).into()
+}
 
 /// The state machine over the node's data environment.
 pub struct StateMachine {
-    env: Arc<Env>,
-    reserved: Database,
+    data: Arc<DataEnv>,
+    snapshots: Arc<SnapshotStore>,
+    /// The file a snapshot from the leader is being received into.
+    incoming: Option<PathBuf>,
 }
 
 /// The last applied log id recorded in the data file, read in `txn`.
@@ -45,18 +61,34 @@ pub fn applied_in(txn: &impl Txn, reserved: Database) -> mdb::Result<Option<LogI
     })
 }
 
-impl StateMachine {
-    /// Wrap `env`, creating the reserved database if needed.
-    pub fn new(env: Arc<Env>) -> mdb::Result<StateMachine> {
-        let mut w = env.write_txn()?;
-        let reserved = w.create_db(RESERVED_DB, DbFlags::EMPTY)?;
-        w.commit()?;
-        Ok(StateMachine { env, reserved })
-    }
+/// The membership recorded in the data file, read in `txn`.
+pub fn membership_in(
+    txn: &impl Txn,
+    reserved: Database,
+) -> mdb::Result<StoredMembership<NodeId, Member>> {
+    Ok(match txn.get(reserved, MEMBERSHIP_KEY)? {
+        Some(v) => serde_json::from_slice(v).map_err(|_| mdb::ErrorKind::Corrupted)?,
+        None => StoredMembership::default(),
+    })
+}
 
-    /// The handle of the reserved database.
-    pub fn reserved(&self) -> Database {
-        self.reserved
+impl StateMachine {
+    /// The state machine over `data`, with its snapshots in `snapshots`.
+    /// If the data environment is behind the current snapshot (a power
+    /// cut rolled its relaxed commits back past it, whose log may be
+    /// purged), it is replaced by the snapshot first.
+    pub fn open(data: Arc<DataEnv>, snapshots: Arc<SnapshotStore>) -> mdb::Result<StateMachine> {
+        if let Some((meta, file)) = snapshots.current()? {
+            let applied = data.with(|d| applied_in(&d.env.read_txn()?, d.reserved))?;
+            if applied < meta.last_log_id {
+                data.replace(&file)?;
+            }
+        }
+        Ok(StateMachine {
+            data,
+            snapshots,
+            incoming: None,
+        })
     }
 }
 
@@ -92,19 +124,74 @@ fn apply_batch<'b>(w: &mut RwTxn<'_>, batch: &'b Batch) -> mdb::Result<()> {
     Ok(())
 }
 
+/// Apply `entries` in one transaction of `d`; one answer per entry.
+fn apply_entries(
+    d: &crate::data::Data,
+    entries: impl Iterator<Item = Entry>,
+) -> mdb::Result<Vec<Vec<Applied>>> {
+    // All entries openraft hands over at once go into one transaction:
+    // one commit for many client writes, and still all or nothing.
+    let mut w = d.env.write_txn()?;
+    let mut out = Vec::new();
+    let mut last = None;
+    for e in entries {
+        last = Some(e.log_id);
+        let mut res = Vec::new();
+        match &e.payload {
+            EntryPayload::Blank => {}
+            EntryPayload::Normal(proposal) => {
+                for batch in &proposal.batches {
+                    // A refused write set is undone alone; every node
+                    // refuses it the same way, so the replicas stay equal.
+                    let mut n = w.nested()?;
+                    let mut a = Applied::default();
+                    match apply_batch(&mut n, batch) {
+                        Ok(()) => n.commit()?,
+                        Err(err) => {
+                            n.abort();
+                            a.error = Some(err.to_string());
+                        }
+                    }
+                    res.push(a);
+                }
+            }
+            EntryPayload::Membership(m) => {
+                let sm = StoredMembership::new(Some(e.log_id), m.clone());
+                let bytes = serde_json::to_vec(&sm).map_err(|_| mdb::ErrorKind::Invalid)?;
+                w.put(d.reserved, MEMBERSHIP_KEY, &bytes, WriteFlags::EMPTY)?;
+            }
+        }
+        out.push(res);
+    }
+    if let Some(id) = last {
+        let bytes = serde_json::to_vec(&id).map_err(|_| mdb::ErrorKind::Invalid)?;
+        w.put(d.reserved, APPLIED_KEY, &bytes, WriteFlags::EMPTY)?;
+        w.commit()?;
+    }
+    Ok(out)
+}
+
+/// The snapshot at `file` with `meta`, opened for reading.
+async fn open_snapshot(meta: Meta, file: PathBuf) -> StorageResult<Snapshot<TypeConfig>> {
+    let f = tokio::fs::File::open(&file).await.map_err(snap_read_err)?;
+    Ok(Snapshot {
+        meta,
+        snapshot: Box::new(f),
+    })
+}
+
 impl RaftStateMachine<TypeConfig> for StateMachine {
     type SnapshotBuilder = SnapshotBuilder;
 
     async fn applied_state(
         &mut self,
     ) -> StorageResult<(Option<LogId>, StoredMembership<NodeId, Member>)> {
-        let r = self.env.read_txn().map_err(sm_read_err)?;
-        let applied = applied_in(&r, self.reserved).map_err(sm_read_err)?;
-        let membership = match r.get(self.reserved, MEMBERSHIP_KEY).map_err(sm_read_err)? {
-            Some(v) => serde_json::from_slice(v).map_err(sm_read_err)?,
-            None => StoredMembership::default(),
-        };
-        Ok((applied, membership))
+        self.data
+            .with(|d| {
+                let r = d.env.read_txn()?;
+                Ok((applied_in(&r, d.reserved)?, membership_in(&r, d.reserved)?))
+            })
+            .map_err(sm_read_err)
     }
 
     async fn apply<I>(&mut self, entries: I) -> StorageResult<Vec<Vec<Applied>>>
@@ -112,88 +199,95 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
     {
-        // All entries openraft hands over at once go into one transaction:
-        // one sync for many client writes, and still all or nothing.
-        let mut w = self.env.write_txn().map_err(sm_write_err)?;
-        let mut out = Vec::new();
-        let mut last = None;
-        for e in entries {
-            last = Some(e.log_id);
-            let mut res = Vec::new();
-            match &e.payload {
-                EntryPayload::Blank => {}
-                EntryPayload::Normal(proposal) => {
-                    for batch in &proposal.batches {
-                        // A refused write set is undone alone; every node
-                        // refuses it the same way, so the replicas stay equal.
-                        let mut n = w.nested().map_err(sm_write_err)?;
-                        let mut a = Applied::default();
-                        match apply_batch(&mut n, batch) {
-                            Ok(()) => n.commit().map_err(sm_write_err)?,
-                            Err(err) => {
-                                n.abort();
-                                a.error = Some(err.to_string());
-                            }
-                        }
-                        res.push(a);
-                    }
-                }
-                EntryPayload::Membership(m) => {
-                    let sm = StoredMembership::new(Some(e.log_id), m.clone());
-                    let bytes = serde_json::to_vec(&sm).map_err(sm_write_err)?;
-                    w.put(self.reserved, MEMBERSHIP_KEY, &bytes, WriteFlags::EMPTY)
-                        .map_err(sm_write_err)?;
-                }
-            }
-            out.push(res);
-        }
-        if let Some(id) = last {
-            let bytes = serde_json::to_vec(&id).map_err(sm_write_err)?;
-            w.put(self.reserved, APPLIED_KEY, &bytes, WriteFlags::EMPTY)
-                .map_err(sm_write_err)?;
-            w.commit().map_err(sm_write_err)?;
-        }
-        Ok(out)
+        let entries = entries.into_iter();
+        self.data
+            .with(|d| apply_entries(d, entries))
+            .map_err(sm_write_err)
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
-        SnapshotBuilder
+        SnapshotBuilder {
+            data: self.data.clone(),
+            snapshots: self.snapshots.clone(),
+        }
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> StorageResult<Box<Cursor<Vec<u8>>>> {
-        Err(no_snapshots())
+    async fn begin_receiving_snapshot(&mut self) -> StorageResult<Box<tokio::fs::File>> {
+        let path = self
+            .snapshots
+            .incoming()
+            .map_err(|e| snap_write_err(None, e))?;
+        let f = tokio::fs::File::create(&path)
+            .await
+            .map_err(|e| snap_write_err(None, e))?;
+        if let Some(old) = self.incoming.replace(path) {
+            // A transfer that started over: its partial file is of no use.
+            let _ = std::fs::remove_dir_all(old.parent().unwrap_or(&old));
+        }
+        Ok(Box::new(f))
     }
 
     async fn install_snapshot(
         &mut self,
-        _meta: &SnapshotMeta<NodeId, Member>,
-        _snapshot: Box<Cursor<Vec<u8>>>,
+        meta: &Meta,
+        mut snapshot: Box<tokio::fs::File>,
     ) -> StorageResult<()> {
-        Err(no_snapshots())
+        let err = |e: std::io::Error| snap_write_err(Some(meta), e);
+        snapshot.flush().await.map_err(err)?;
+        snapshot.sync_all().await.map_err(err)?;
+        drop(snapshot);
+        let incoming = self
+            .incoming
+            .take()
+            .ok_or_else(|| err(std::io::Error::other("no snapshot was being received")))?;
+        let (data, snapshots, m) = (self.data.clone(), self.snapshots.clone(), meta.clone());
+        // Checking, copying and swapping the files block: off the
+        // runtime's workers.
+        let done = tokio::task::spawn_blocking(move || {
+            let file = snapshots.accept(&incoming, &m).map_err(|e| {
+                eprintln!("mdb-raft: accepting a snapshot: {e}");
+                e
+            })?;
+            data.replace(&file).map_err(|e| {
+                eprintln!("mdb-raft: installing a snapshot: {e}");
+                std::io::Error::other(e)
+            })
+        });
+        done.await
+            .map_err(|e| err(std::io::Error::other(e.to_string())))?
+            .map_err(err)?;
+        self.data.installed.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     async fn get_current_snapshot(&mut self) -> StorageResult<Option<Snapshot<TypeConfig>>> {
-        // No snapshot is ever built (the policy is `Never`, logs are never
-        // purged): a lagging node catches up from the log.
-        Ok(None)
+        match self.snapshots.current().map_err(snap_read_err)? {
+            None => Ok(None),
+            Some((meta, file)) => open_snapshot(meta, file).await.map(Some),
+        }
     }
 }
 
-fn no_snapshots() -> StorageError<NodeId> {
-    StorageIOError::write_snapshot(
-        None,
-        &std::io::Error::other("snapshots are not supported yet: the log is never purged"),
-    )
-    .into()
+/// Builds a snapshot: a compacted hot copy of the data environment, taken
+/// while entries keep being applied (the copy reads one snapshot of it).
+pub struct SnapshotBuilder {
+    data: Arc<DataEnv>,
+    snapshots: Arc<SnapshotStore>,
 }
-
-/// Would build snapshots of the data environment: not supported yet (the
-/// snapshot policy is `Never`, so openraft never asks).
-pub struct SnapshotBuilder;
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> StorageResult<Snapshot<TypeConfig>> {
-        Err(no_snapshots())
+        let (data, snapshots) = (self.data.clone(), self.snapshots.clone());
+        // The copy and its syncs block: off the runtime's workers.
+        let (meta, file) = tokio::task::spawn_blocking(move || snapshots.build(&data))
+            .await
+            .map_err(|e| snap_write_err(None, std::io::Error::other(e.to_string())))?
+            .map_err(|e| {
+                // openraft stops this node on a storage error: say why.
+                eprintln!("mdb-raft: building a snapshot: {e}");
+                snap_write_err(None, e)
+            })?;
+        open_snapshot(meta, file).await
     }
 }
 
@@ -212,8 +306,16 @@ mod tests {
     }
 
     fn open(dir: &std::path::Path) -> StateMachine {
-        let env = mdb::EnvOptions::new().max_dbs(4).open(dir).unwrap();
-        StateMachine::new(Arc::new(env)).unwrap()
+        let data = Arc::new(DataEnv::open(dir, 4).unwrap());
+        let snapshots = Arc::new(SnapshotStore::open(dir, 4).unwrap());
+        StateMachine::open(data, snapshots).unwrap()
+    }
+
+    /// Run `f` in a read transaction of the data environment.
+    fn read<T>(sm: &StateMachine, f: impl FnOnce(&mdb::RoTxn<'_>, Database) -> T) -> T {
+        sm.data
+            .with(|d| Ok(f(&d.env.read_txn()?, d.reserved)))
+            .unwrap()
     }
 
     fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -240,12 +342,13 @@ mod tests {
         let mut sm = open(dir.path());
         let (applied, _) = block_on(sm.applied_state()).unwrap();
         assert_eq!(applied.map(|a| a.index), Some(2));
-        let r = sm.env.read_txn().unwrap();
-        assert_eq!(r.get(Database::MAIN, b"a").unwrap(), None);
-        assert_eq!(r.get(Database::MAIN, b"b").unwrap(), Some(&b"2"[..]));
-        let users = r.open_db("users").unwrap();
-        assert_eq!(r.get(users, b"ada").unwrap(), Some(&b"1815"[..]));
-        assert_eq!(applied_in(&r, sm.reserved()).unwrap(), applied);
+        read(&sm, |r, reserved| {
+            assert_eq!(r.get(Database::MAIN, b"a").unwrap(), None);
+            assert_eq!(r.get(Database::MAIN, b"b").unwrap(), Some(&b"2"[..]));
+            let users = r.open_db("users").unwrap();
+            assert_eq!(r.get(users, b"ada").unwrap(), Some(&b"1815"[..]));
+            assert_eq!(applied_in(r, reserved).unwrap(), applied);
+        });
     }
 
     #[test]
@@ -269,10 +372,11 @@ mod tests {
         assert_eq!(out.len(), 1, "one answer per entry");
         let errors: Vec<bool> = out[0].iter().map(|a| a.error.is_some()).collect();
         assert_eq!(errors, [false, true, false], "{out:?}");
-        let r = sm.env.read_txn().unwrap();
-        assert_eq!(r.get(Database::MAIN, b"a").unwrap(), None);
-        assert_eq!(r.get(Database::MAIN, b"b").unwrap(), None);
-        assert_eq!(r.get(Database::MAIN, b"c").unwrap(), Some(&b"3"[..]));
+        read(&sm, |r, _| {
+            assert_eq!(r.get(Database::MAIN, b"a").unwrap(), None);
+            assert_eq!(r.get(Database::MAIN, b"b").unwrap(), None);
+            assert_eq!(r.get(Database::MAIN, b"c").unwrap(), Some(&b"3"[..]));
+        });
     }
 
     #[test]
@@ -290,12 +394,75 @@ mod tests {
         assert!(out[0][0].error.is_some(), "{out:?}");
         assert!(out[1][0].error.is_some(), "{out:?}");
         assert_eq!(out[2][0].error, None);
-        let r = sm.env.read_txn().unwrap();
-        assert_eq!(r.get(Database::MAIN, b"first").unwrap(), None);
-        assert_eq!(r.get(Database::MAIN, b"good").unwrap(), Some(&b"z"[..]));
-        assert_eq!(
-            applied_in(&r, sm.reserved()).unwrap().map(|a| a.index),
-            Some(3)
-        );
+        read(&sm, |r, reserved| {
+            assert_eq!(r.get(Database::MAIN, b"first").unwrap(), None);
+            assert_eq!(r.get(Database::MAIN, b"good").unwrap(), Some(&b"z"[..]));
+            assert_eq!(applied_in(r, reserved).unwrap().map(|a| a.index), Some(3));
+        });
+    }
+
+    #[test]
+    fn a_data_env_behind_its_snapshot_is_replaced_by_it_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = tempfile::tempdir().unwrap();
+        let mut sm = open(dir.path());
+        let mut b = Batch::new();
+        b.put(None, b"a", b"1");
+        block_on(sm.apply([entry(1, b)])).unwrap();
+        sm.data
+            .with(|d| d.env.copy_to_path(old.path(), false))
+            .unwrap();
+        let mut b = Batch::new();
+        b.put(None, b"b", b"2");
+        block_on(sm.apply([entry(2, b)])).unwrap();
+        let snap = block_on(block_on(sm.get_snapshot_builder()).build_snapshot()).unwrap();
+        assert_eq!(snap.meta.last_log_id.map(|l| l.index), Some(2));
+        // A power cut takes the data environment's relaxed commits back
+        // to before the snapshot, whose log is purged.
+        sm.data.replace(&old.path().join("data.mdb")).unwrap();
+        drop(sm);
+        let mut sm = open(dir.path());
+        let (applied, _) = block_on(sm.applied_state()).unwrap();
+        assert_eq!(applied.map(|a| a.index), Some(2));
+        read(&sm, |r, _| {
+            assert_eq!(r.get(Database::MAIN, b"b").unwrap(), Some(&b"2"[..]));
+        });
+        let current = block_on(sm.get_current_snapshot()).unwrap().unwrap();
+        assert_eq!(current.meta, snap.meta);
+    }
+
+    #[test]
+    fn a_snapshot_sent_in_chunks_replaces_the_receivers_data() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut leader = open(a.path());
+        let mut follower = open(b.path());
+        let mut x = Batch::new();
+        x.put(Some("users"), b"ada", b"1815");
+        block_on(leader.apply([entry(1, x)])).unwrap();
+        let mut y = Batch::new();
+        y.put(None, b"stale", b"x");
+        block_on(follower.apply([entry(1, y)])).unwrap();
+        let snap = block_on(block_on(leader.get_snapshot_builder()).build_snapshot()).unwrap();
+        block_on(async {
+            let mut bytes = Vec::new();
+            let mut f = snap.snapshot;
+            f.read_to_end(&mut bytes).await.unwrap();
+            let mut into = follower.begin_receiving_snapshot().await.unwrap();
+            for chunk in bytes.chunks(1000) {
+                into.write_all(chunk).await.unwrap();
+            }
+            follower.install_snapshot(&snap.meta, into).await.unwrap();
+        });
+        let (applied, _) = block_on(follower.applied_state()).unwrap();
+        assert_eq!(applied, snap.meta.last_log_id);
+        read(&follower, |r, _| {
+            assert_eq!(r.get(Database::MAIN, b"stale").unwrap(), None);
+            let users = r.open_db("users").unwrap();
+            assert_eq!(r.get(users, b"ada").unwrap(), Some(&b"1815"[..]));
+        });
+        assert_eq!(follower.data.installed.load(Ordering::Relaxed), 1);
+        let current = block_on(follower.get_current_snapshot()).unwrap().unwrap();
+        assert_eq!(current.meta, snap.meta);
     }
 }

@@ -2,7 +2,6 @@
 //! entry, and the openraft type configuration that carries it.
 
 use serde::{Deserialize, Serialize};
-use std::io::Cursor;
 
 /// One change of a write set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,7 +103,8 @@ openraft::declare_raft_types!(
         NodeId = NodeId,
         Node = Member,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+        // A snapshot is a file: a hot copy of the data environment.
+        SnapshotData = tokio::fs::File,
 );
 
 /// A Raft log id: the term's leader and the index.

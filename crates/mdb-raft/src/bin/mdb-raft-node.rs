@@ -6,6 +6,13 @@
 //! curl -X PUT --data-binary v http://127.0.0.1:7001/kv/k   # on the leader
 //! curl http://127.0.0.1:7002/kv/k?read=local               # any node
 //! curl http://127.0.0.1:7002/status
+//!
+//! # a fourth node joins: start it with --join, then ask the leader
+//! mdb-raft-node --id 4 --dir /var/lib/n4 --members 4=127.0.0.1:7004 --join
+//! curl -X POST -H 'content-type: application/json' \
+//!     -d '{"id":4,"addr":"127.0.0.1:7004"}' http://127.0.0.1:7001/cluster/learner
+//! curl -X POST -H 'content-type: application/json' -d '{"id":4}' \
+//!     http://127.0.0.1:7001/cluster/promote
 //! ```
 //!
 //! It runs until killed; every acknowledged write is durable on a quorum.
@@ -18,11 +25,12 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-const USAGE: &str =
-    "usage: mdb-raft-node --id N --dir DIR --members ID=HOST:PORT,... [--heartbeat-ms MS]";
+const USAGE: &str = "usage: mdb-raft-node --id N --dir DIR --members ID=HOST:PORT,... \
+[--join] [--heartbeat-ms MS] [--snapshot-logs N] [--keep-logs N]";
 
 fn parse(args: &[String]) -> Result<Config, String> {
     let (mut id, mut dir, mut members, mut hb) = (None, None, BTreeMap::new(), 100);
+    let (mut join, mut snapshot_logs, mut keep_logs) = (false, None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().ok_or(format!("{a} needs a value"));
@@ -30,6 +38,11 @@ fn parse(args: &[String]) -> Result<Config, String> {
             "--id" => id = Some(val()?.parse::<u64>().map_err(|e| format!("--id: {e}"))?),
             "--dir" => dir = Some(val()?.clone()),
             "--heartbeat-ms" => hb = val()?.parse().map_err(|e| format!("--heartbeat-ms: {e}"))?,
+            "--join" => join = true,
+            "--snapshot-logs" => {
+                snapshot_logs = Some(val()?.parse().map_err(|e| format!("{a}: {e}"))?)
+            }
+            "--keep-logs" => keep_logs = Some(val()?.parse().map_err(|e| format!("{a}: {e}"))?),
             "--members" => {
                 for m in val()?.split(',') {
                     let (i, addr) = m
@@ -49,6 +62,9 @@ fn parse(args: &[String]) -> Result<Config, String> {
     );
     c.kv_api = true;
     c.heartbeat_ms = hb;
+    c.bootstrap = !join;
+    c.snapshot_every = snapshot_logs.unwrap_or(c.snapshot_every);
+    c.keep_logs = keep_logs.unwrap_or(c.keep_logs);
     Ok(c)
 }
 

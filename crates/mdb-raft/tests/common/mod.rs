@@ -21,11 +21,22 @@ pub struct Cluster {
     pub dir: tempfile::TempDir,
     pub ports: Vec<u16>,
     procs: Vec<Option<Child>>,
+    /// Nodes `1..=voters` initialise the cluster; the others join it.
+    voters: usize,
+    /// Given to every node.
+    args: Vec<String>,
 }
 
 impl Cluster {
     /// Start `n` nodes.
     pub fn start(n: usize) -> Cluster {
+        Cluster::start_with(n, n, &[])
+    }
+
+    /// Pick ports for `n` nodes and start the first `voters` of them, which
+    /// initialise the cluster; `args` go to every node. The others start
+    /// with [`Cluster::join`].
+    pub fn start_with(n: usize, voters: usize, args: &[&str]) -> Cluster {
         // Hold every listener until all ports are picked: no duplicates.
         let ls: Vec<TcpListener> = (0..n)
             .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
@@ -36,16 +47,29 @@ impl Cluster {
             dir: tempfile::tempdir().expect("a temporary directory"),
             ports,
             procs: (0..n).map(|_| None).collect(),
+            voters,
+            args: args.iter().map(|a| a.to_string()).collect(),
         };
-        for i in 0..n {
+        for i in 0..voters {
             c.spawn(i);
         }
         c
     }
 
+    /// Start node `i + 1` (beyond the initial voters) with an empty
+    /// directory, waiting to be added to the cluster.
+    pub fn join(&mut self, i: usize) {
+        assert!(i >= self.voters, "node {} is an initial voter", i + 1);
+        self.spawn(i);
+    }
+
+    /// `host:port` of node `i + 1`.
+    pub fn addr(&self, i: usize) -> String {
+        format!("127.0.0.1:{}", self.ports[i])
+    }
+
     fn members(&self) -> String {
-        let m: Vec<String> = self
-            .ports
+        let m: Vec<String> = self.ports[..self.voters]
             .iter()
             .enumerate()
             .map(|(i, p)| format!("{}=127.0.0.1:{p}", i + 1))
@@ -68,7 +92,13 @@ impl Cluster {
         let child = Command::new(env!("CARGO_BIN_EXE_mdb-raft-node"))
             .args(["--id", &(i + 1).to_string(), "--dir"])
             .arg(self.dir.path().join(format!("n{}", i + 1)))
-            .args(["--members", &self.members()])
+            .args(if i < self.voters {
+                vec!["--members".to_string(), self.members()]
+            } else {
+                let me = format!("{}={}", i + 1, self.addr(i));
+                vec!["--members".to_string(), me, "--join".to_string()]
+            })
+            .args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -122,7 +152,14 @@ impl Cluster {
             if let Some(l) = self.agreed_leader(not) {
                 return l;
             }
-            assert!(start.elapsed() < DEADLINE, "no leader agreed on in time");
+            if start.elapsed() > DEADLINE {
+                let all: Vec<_> = self
+                    .running()
+                    .iter()
+                    .map(|i| status(self.ports[*i]))
+                    .collect();
+                panic!("no leader agreed on in time: {all:?}");
+            }
             sleep(Duration::from_millis(50));
         }
     }
@@ -176,22 +213,33 @@ impl Cluster {
         Some(last)
     }
 
-    /// Stop every node cleanly, then `mdb_dump -a` (Debian's) of every
+    /// Stop every node cleanly, then `mdb_dump` and `mdb_dump -a` (Debian's) of every
     /// node's data file; the test fails if the tool is missing, or if a
     /// stopped node left a file LMDB cannot read.
     pub fn dumps(&mut self) -> Vec<String> {
-        for i in 0..self.ports.len() {
+        let all: Vec<usize> = (0..self.ports.len()).collect();
+        self.dumps_of(&all)
+    }
+
+    /// [`Cluster::dumps`] of the nodes `nodes` (indexes) only.
+    pub fn dumps_of(&mut self, nodes: &[usize]) -> Vec<String> {
+        for &i in nodes {
             self.stop(i);
         }
-        (0..self.ports.len())
-            .map(|i| {
-                let out = Command::new("mdb_dump")
-                    .arg("-a")
-                    .arg(self.data_dir(i))
-                    .output()
-                    .expect("Debian's mdb_dump (lmdb-utils) runs");
-                assert!(out.status.success(), "mdb_dump of node {}: {out:?}", i + 1);
-                String::from_utf8(out.stdout).unwrap()
+        nodes
+            .iter()
+            .map(|&i| {
+                let dump = |args: &[&str]| {
+                    let out = Command::new("mdb_dump")
+                        .args(args)
+                        .arg(self.data_dir(i))
+                        .output()
+                        .expect("Debian's mdb_dump (lmdb-utils) runs");
+                    assert!(out.status.success(), "mdb_dump of node {}: {out:?}", i + 1);
+                    String::from_utf8(out.stdout).unwrap()
+                };
+                // `-a` dumps the named databases only: the main one too.
+                logical(&dump(&[]), &dump(&["-a"]))
             })
             .collect()
     }
@@ -202,7 +250,44 @@ impl Drop for Cluster {
         for i in 0..self.procs.len() {
             self.kill(i);
         }
+        if std::thread::panicking() {
+            // What the nodes said, before their directory goes.
+            for i in 0..self.procs.len() {
+                let log = self.dir.path().join(format!("n{}.log", i + 1));
+                let text = std::fs::read_to_string(log).unwrap_or_default();
+                eprintln!("--- node {} stderr ---\n{text}", i + 1);
+            }
+        }
     }
+}
+
+/// The dumps of the main database and of the named ones, without what
+/// differs between equal contents laid out differently (a node that
+/// installed a snapshot holds a compacted copy): the map size, and the
+/// main database's records of the named databases (their roots and page
+/// counts).
+fn logical(main: &str, named: &str) -> String {
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    let names: Vec<String> = named
+        .lines()
+        .filter_map(|l| l.strip_prefix("database="))
+        .map(|n| format!(" {}", hex(n)))
+        .collect();
+    let mut out = String::new();
+    let mut lines = main.lines();
+    while let Some(l) = lines.next() {
+        if names.iter().any(|n| n == l) {
+            lines.next(); // the record's value
+        } else if !l.starts_with("mapsize=") {
+            out += l;
+            out += "\n";
+        }
+    }
+    out + &named
+        .lines()
+        .filter(|l| !l.starts_with("mapsize="))
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
 }
 
 /// One HTTP/1.1 request; the status code and body.
@@ -309,5 +394,39 @@ pub fn get_local(port: u16, key: &str) -> Option<Vec<u8>> {
         200 => Some(body),
         404 => None,
         c => panic!("GET {key} on {port}: {c}"),
+    }
+}
+
+/// Poll `f` until it holds; fail with `what` at the deadline.
+pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < DEADLINE, "{what}: not in time");
+        sleep(Duration::from_millis(50));
+    }
+}
+
+/// A membership change (`/cluster/learner`, `/cluster/promote`,
+/// `/cluster/remove`) sent to a node that says it leads (a node waiting
+/// to join knows no leader), again until one takes it.
+pub fn admin(c: &Cluster, path: &str, body: &str) {
+    let start = Instant::now();
+    loop {
+        let leaders = c
+            .running()
+            .into_iter()
+            .filter(|i| status(c.ports[*i]).is_some_and(|s| s["state"] == "Leader"));
+        for l in leaders.collect::<Vec<_>>() {
+            match http(c.ports[l], "POST", path, body.as_bytes()) {
+                Ok((200, _)) => return,
+                Ok((421 | 503, _)) | Err(_) => {}
+                Ok((code, b)) => panic!("{path} {body}: {code} {}", String::from_utf8_lossy(&b)),
+            }
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "{path} {body}: not taken in time"
+        );
+        sleep(Duration::from_millis(50));
     }
 }
