@@ -12,28 +12,35 @@ use openraft::raft::{
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Makes one [`Peer`] per target; they share the connection pool.
 #[derive(Clone)]
 pub struct Network {
-    client: reqwest::Client,
+    /// The connection pool of every request to a peer (Raft RPCs and the
+    /// read index asked of the leader).
+    pub client: reqwest::Client,
+    /// Peers dialed elsewhere than at their member address.
+    routes: Arc<BTreeMap<NodeId, String>>,
 }
 
 impl Network {
-    /// A transport with its own connection pool.
-    pub fn new() -> Network {
+    /// A transport with its own connection pool, dialing the peers in
+    /// `routes` at the address given there.
+    pub fn new(routes: BTreeMap<NodeId, String>) -> Network {
         Network {
             client: reqwest::Client::builder()
                 .tcp_nodelay(true)
                 .build()
                 .expect("an HTTP client without TLS always builds"),
+            routes: Arc::new(routes),
         }
     }
-}
 
-impl Default for Network {
-    fn default() -> Self {
-        Self::new()
+    /// Where to dial node `id`, whose member address is `addr`.
+    pub fn dial<'a>(&'a self, id: NodeId, addr: &'a str) -> &'a str {
+        self.routes.get(&id).map_or(addr, String::as_str)
     }
 }
 
@@ -86,7 +93,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
         Peer {
             client: self.client.clone(),
             target,
-            addr: node.addr.clone(),
+            addr: self.dial(target, &node.addr).to_owned(),
         }
     }
 }

@@ -19,10 +19,12 @@ use std::process::ExitCode;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 const USAGE: &str =
-    "usage: mdb-raft-node --id N --dir DIR --members ID=HOST:PORT,... [--heartbeat-ms MS]";
+    "usage: mdb-raft-node --id N --dir DIR --members ID=HOST:PORT,... [--heartbeat-ms MS] \
+     [--route ID=HOST:PORT,...]";
 
 fn parse(args: &[String]) -> Result<Config, String> {
-    let (mut id, mut dir, mut members, mut hb) = (None, None, BTreeMap::new(), 100);
+    let (mut id, mut dir, mut hb) = (None, None, 100);
+    let (mut members, mut routes) = (BTreeMap::new(), BTreeMap::new());
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().ok_or(format!("{a} needs a value"));
@@ -30,15 +32,9 @@ fn parse(args: &[String]) -> Result<Config, String> {
             "--id" => id = Some(val()?.parse::<u64>().map_err(|e| format!("--id: {e}"))?),
             "--dir" => dir = Some(val()?.clone()),
             "--heartbeat-ms" => hb = val()?.parse().map_err(|e| format!("--heartbeat-ms: {e}"))?,
-            "--members" => {
-                for m in val()?.split(',') {
-                    let (i, addr) = m
-                        .split_once('=')
-                        .ok_or(format!("member {m:?}: want ID=HOST:PORT"))?;
-                    let i = i.parse::<u64>().map_err(|e| format!("member {m:?}: {e}"))?;
-                    members.insert(i, addr.to_string());
-                }
-            }
+            "--members" => parse_addrs(val()?, &mut members)?,
+            // Dial these peers there instead (a proxy: the fault tests).
+            "--route" => parse_addrs(val()?, &mut routes)?,
             _ => return Err(format!("unknown argument {a:?}")),
         }
     }
@@ -49,7 +45,20 @@ fn parse(args: &[String]) -> Result<Config, String> {
     );
     c.kv_api = true;
     c.heartbeat_ms = hb;
+    c.routes = routes;
     Ok(c)
+}
+
+/// `ID=HOST:PORT,...` into `into`.
+fn parse_addrs(list: &str, into: &mut BTreeMap<u64, String>) -> Result<(), String> {
+    for m in list.split(',') {
+        let (i, addr) = m
+            .split_once('=')
+            .ok_or(format!("{m:?}: want ID=HOST:PORT"))?;
+        let i = i.parse::<u64>().map_err(|e| format!("{m:?}: {e}"))?;
+        into.insert(i, addr.to_string());
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {

@@ -4,7 +4,12 @@
 
 #![allow(dead_code)]
 
+pub mod history;
+pub mod proxy;
+
+use proxy::Proxies;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -21,21 +26,35 @@ pub struct Cluster {
     pub dir: tempfile::TempDir,
     pub ports: Vec<u16>,
     procs: Vec<Option<Child>>,
+    /// The links between the nodes, when they go through proxies.
+    pub net: Option<Proxies>,
 }
 
 impl Cluster {
     /// Start `n` nodes.
     pub fn start(n: usize) -> Cluster {
+        Self::start_with(n, false)
+    }
+
+    /// Start `n` nodes that reach each other through fault-injecting
+    /// proxies (`self.net`); clients still reach each node directly.
+    pub fn start_proxied(n: usize) -> Cluster {
+        Self::start_with(n, true)
+    }
+
+    fn start_with(n: usize, proxied: bool) -> Cluster {
         // Hold every listener until all ports are picked: no duplicates.
         let ls: Vec<TcpListener> = (0..n)
             .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
             .collect();
-        let ports = ls.iter().map(|l| l.local_addr().unwrap().port()).collect();
+        let ports: Vec<u16> = ls.iter().map(|l| l.local_addr().unwrap().port()).collect();
         drop(ls);
+        let net = proxied.then(|| Proxies::start(&ports));
         let mut c = Cluster {
             dir: tempfile::tempdir().expect("a temporary directory"),
             ports,
             procs: (0..n).map(|_| None).collect(),
+            net,
         };
         for i in 0..n {
             c.spawn(i);
@@ -65,10 +84,18 @@ impl Cluster {
             .append(true)
             .open(self.dir.path().join(format!("n{}.log", i + 1)))
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_mdb-raft-node"))
-            .args(["--id", &(i + 1).to_string(), "--dir"])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mdb-raft-node"));
+        cmd.args(["--id", &(i + 1).to_string(), "--dir"])
             .arg(self.dir.path().join(format!("n{}", i + 1)))
-            .args(["--members", &self.members()])
+            .args(["--members", &self.members()]);
+        if let Some(net) = &self.net {
+            let routes: Vec<String> = (0..self.ports.len())
+                .filter(|j| *j != i)
+                .map(|j| format!("{}=127.0.0.1:{}", j + 1, net.port(i, j)))
+                .collect();
+            cmd.args(["--route", &routes.join(",")]);
+        }
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -127,9 +154,26 @@ impl Cluster {
         }
     }
 
+    /// The leader the running nodes of `among` agree on (polls until the
+    /// deadline): the majority side of a partition.
+    pub fn leader_among(&self, among: &[usize]) -> usize {
+        let start = Instant::now();
+        loop {
+            if let Some((l, _)) = self.agreed_leader_among(among, None) {
+                return l;
+            }
+            assert!(start.elapsed() < DEADLINE, "no leader agreed on in time");
+            sleep(Duration::from_millis(50));
+        }
+    }
+
     fn agreed_leader(&self, not: Option<usize>) -> Option<(usize, Value)> {
+        self.agreed_leader_among(&self.running(), not)
+    }
+
+    fn agreed_leader_among(&self, among: &[usize], not: Option<usize>) -> Option<(usize, Value)> {
         let mut leader = None;
-        for i in self.running() {
+        for &i in among.iter().filter(|i| self.procs[**i].is_some()) {
             let s = status(self.ports[i])?;
             let l = s["leader"].as_u64()? as usize - 1;
             if leader.is_some_and(|x| x != l) || Some(l) == not {
@@ -138,6 +182,9 @@ impl Cluster {
             leader = Some(l);
         }
         let l = leader?;
+        if !among.contains(&l) {
+            return None;
+        }
         let s = status(self.ports[l])?;
         (s["state"] == "Leader").then_some((l, s))
     }
@@ -176,22 +223,22 @@ impl Cluster {
         Some(last)
     }
 
-    /// Stop every node cleanly, then `mdb_dump -a` (Debian's) of every
-    /// node's data file; the test fails if the tool is missing, or if a
-    /// stopped node left a file LMDB cannot read.
-    pub fn dumps(&mut self) -> Vec<String> {
+    /// Stop every node cleanly, then dump every node's data file with
+    /// Debian's `mdb_dump`: `-a` (the named databases), and the main
+    /// database's records as key -> value (without the named databases'
+    /// own records, whose page numbers differ from node to node). The
+    /// test fails if the tool is missing, or if a stopped node left a file
+    /// LMDB cannot read.
+    pub fn dumps(&mut self) -> Vec<(String, Records)> {
         for i in 0..self.ports.len() {
             self.stop(i);
         }
         (0..self.ports.len())
             .map(|i| {
-                let out = Command::new("mdb_dump")
-                    .arg("-a")
-                    .arg(self.data_dir(i))
-                    .output()
-                    .expect("Debian's mdb_dump (lmdb-utils) runs");
-                assert!(out.status.success(), "mdb_dump of node {}: {out:?}", i + 1);
-                String::from_utf8(out.stdout).unwrap()
+                let named = mdb_dump(&self.data_dir(i), true);
+                let mut main = parse_dump(&mdb_dump(&self.data_dir(i), false));
+                main.remove(b"__mdb_raft".as_slice());
+                (named, main)
             })
             .collect()
     }
@@ -205,12 +252,66 @@ impl Drop for Cluster {
     }
 }
 
+/// Debian's `mdb_dump` (`-a`: the named databases) of the environment
+/// in `dir`.
+fn mdb_dump(dir: &std::path::Path, all: bool) -> String {
+    let mut cmd = Command::new("mdb_dump");
+    if all {
+        cmd.arg("-a");
+    }
+    let out = cmd
+        .arg(dir)
+        .output()
+        .expect("Debian's mdb_dump (lmdb-utils) runs");
+    assert!(out.status.success(), "mdb_dump {dir:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A database's records: key -> value.
+pub type Records = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// The records of a one-database `mdb_dump` (hex, `format=bytevalue`).
+pub fn parse_dump(dump: &str) -> Records {
+    let hex = |l: &str| -> Vec<u8> {
+        let l = l.trim();
+        (0..l.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&l[i..i + 2], 16).expect("mdb_dump's hex"))
+            .collect()
+    };
+    let data = dump
+        .split_once("HEADER=END\n")
+        .expect("a dump header")
+        .1
+        .split_once("DATA=END")
+        .expect("a dump's end")
+        .0;
+    let lines: Vec<&str> = data.lines().collect();
+    assert!(
+        lines.len().is_multiple_of(2),
+        "records come in pairs: {dump}"
+    );
+    lines.chunks(2).map(|kv| (hex(kv[0]), hex(kv[1]))).collect()
+}
+
 /// One HTTP/1.1 request; the status code and body.
 pub fn http(port: u16, method: &str, path: &str, body: &[u8]) -> std::io::Result<(u16, Vec<u8>)> {
+    http_within(port, method, path, body, Duration::from_secs(30))
+}
+
+/// One HTTP/1.1 request that fails with an error if any step (connect,
+/// send, each read) takes longer than `timeout`.
+pub fn http_within(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    timeout: Duration,
+) -> std::io::Result<(u16, Vec<u8>)> {
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    s.set_write_timeout(Some(Duration::from_secs(30)))?;
+    let mut s = TcpStream::connect_timeout(&addr, timeout)?;
+    s.set_read_timeout(Some(timeout))?;
+    s.set_write_timeout(Some(timeout))?;
     write!(
         s,
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
