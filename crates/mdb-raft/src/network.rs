@@ -1,5 +1,7 @@
-//! The Raft transport, client side: each RPC is one HTTP POST with a JSON
-//! body to the target node's server (`http.rs` answers it).
+//! The Raft transport, client side: each RPC is one HTTP POST to the
+//! target node's server (`http.rs` answers it), its request and answer
+//! encoded with postcard (compact binary serde: a value's bytes travel as
+//! they are, where JSON spelled each byte as a decimal number).
 
 use crate::types::{Member, NodeId, TypeConfig};
 use openraft::error::{
@@ -14,6 +16,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+/// The content type of the Raft RPCs' bodies (postcard).
+pub(crate) const BINARY: &str = "application/octet-stream";
 
 /// Makes one [`Peer`] per target; they share the connection pool.
 #[derive(Clone)]
@@ -64,11 +69,14 @@ impl Peer {
         E: std::error::Error + DeserializeOwned,
     {
         let url = format!("http://{}/raft/{}", self.addr, path);
+        let body =
+            postcard::to_allocvec(req).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         let resp = self
             .client
             .post(url)
             .timeout(option.hard_ttl())
-            .json(req)
+            .header(reqwest::header::CONTENT_TYPE, BINARY)
+            .body(body)
             .send()
             .await
             .map_err(|e| {
@@ -78,10 +86,14 @@ impl Peer {
                     RPCError::Network(NetworkError::new(&e))
                 }
             })?;
-        let res: Result<Resp, E> = resp
-            .json()
+        let bytes = resp
+            .error_for_status()
+            .map_err(|e| RPCError::Network(NetworkError::new(&e)))?
+            .bytes()
             .await
             .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        let res: Result<Resp, E> =
+            postcard::from_bytes(&bytes).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         res.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }
 }

@@ -249,6 +249,19 @@ impl Drop for Cluster {
         for i in 0..self.procs.len() {
             self.kill(i);
         }
+        // A failed test shows what the nodes said last (their directory
+        // goes with the cluster).
+        if std::thread::panicking() {
+            for i in 0..self.ports.len() {
+                let log = self.dir.path().join(format!("n{}.log", i + 1));
+                let text = std::fs::read_to_string(log).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(20).collect();
+                eprintln!("--- node {} (last lines, newest first):", i + 1);
+                for l in tail {
+                    eprintln!("{l}");
+                }
+            }
+        }
     }
 }
 
