@@ -115,17 +115,31 @@ impl Cluster {
     /// Stop node `i + 1` cleanly (SIGTERM) and wait for it to exit: its
     /// data file is then a plain LMDB file.
     pub fn stop(&mut self, i: usize) {
-        if let Some(mut c) = self.procs[i].take() {
+        self.stop_nodes(&[i]);
+    }
+
+    /// Stop the nodes `nodes` together: SIGTERM to each, then wait for
+    /// each to exit. Together, so that the nodes still running cannot
+    /// elect a leader meanwhile, whose first entry some of them would
+    /// apply and the others not.
+    pub fn stop_nodes(&mut self, nodes: &[usize]) {
+        let children: Vec<(usize, Child)> = nodes
+            .iter()
+            .filter_map(|&i| self.procs[i].take().map(|c| (i, c)))
+            .collect();
+        for (i, c) in &children {
             let st = Command::new("kill")
                 .args(["-TERM", &c.id().to_string()])
                 .status()
                 .expect("run kill");
             assert!(st.success(), "kill -TERM node {}", i + 1);
-            let start = Instant::now();
+        }
+        let start = Instant::now();
+        for (i, mut c) in children {
             loop {
                 if let Some(st) = c.try_wait().expect("wait for a node") {
                     assert!(st.success(), "node {} stopped with {st}", i + 1);
-                    return;
+                    break;
                 }
                 if start.elapsed() > DEADLINE {
                     let _ = c.kill();
@@ -230,9 +244,7 @@ impl Cluster {
     /// test fails if the tool is missing, or if a stopped node left a file
     /// LMDB cannot read.
     pub fn dumps(&mut self) -> Vec<(String, Records)> {
-        for i in 0..self.ports.len() {
-            self.stop(i);
-        }
+        self.stop_nodes(&(0..self.ports.len()).collect::<Vec<_>>());
         (0..self.ports.len())
             .map(|i| {
                 let named = mdb_dump(&self.data_dir(i), true);
