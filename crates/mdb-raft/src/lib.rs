@@ -11,8 +11,8 @@
 //! what it applied. The Raft log is the durable copy: the data
 //! environment's commits are relaxed (a power cut rolls it back to a
 //! consistent earlier state, which the log brings up to date again).
-//! Consensus is openraft's; the transport is HTTP with JSON bodies (axum,
-//! reqwest).
+//! Consensus is openraft's; the transport is HTTP (axum, reqwest) with
+//! postcard bodies.
 //!
 //! ```no_run
 //! use mdb::Txn;

@@ -43,12 +43,7 @@ impl Cluster {
     }
 
     fn start_with(n: usize, proxied: bool) -> Cluster {
-        // Hold every listener until all ports are picked: no duplicates.
-        let ls: Vec<TcpListener> = (0..n)
-            .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
-            .collect();
-        let ports: Vec<u16> = ls.iter().map(|l| l.local_addr().unwrap().port()).collect();
-        drop(ls);
+        let ports = free_ports(n);
         let net = proxied.then(|| Proxies::start(&ports));
         let mut c = Cluster {
             dir: tempfile::tempdir().expect("a temporary directory"),
@@ -275,6 +270,34 @@ impl Drop for Cluster {
             }
         }
     }
+}
+
+/// `n` free ports below the kernel's range of ephemeral ports: a port
+/// `bind(0)` picked could be taken, while its node is down, by another
+/// connection's local end (the proxies make many), and the node could not
+/// restart on it.
+fn free_ports(n: usize) -> Vec<u16> {
+    let low: u32 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let base = 10_000u32;
+    assert!(low > base + 1000, "ephemeral ports start at {low}");
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos()
+        ^ std::process::id().rotate_left(16);
+    // Hold every listener until all ports are picked: no duplicates.
+    let mut ls = Vec::new();
+    while ls.len() < n {
+        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        let port = base + (seed >> 8) % (low - base);
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port as u16)) {
+            ls.push(l);
+        }
+    }
+    ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
 }
 
 /// Debian's `mdb_dump` (`-a`: the named databases) of the environment
