@@ -13,6 +13,9 @@
 //! cargo build --release -p mdb-raft --bin mdb-raft-node --example bench
 //! BENCH_DIR=/path/on/the/disk target/release/examples/bench --nodes 3 --clients 8 --seconds 10
 //! ```
+//!
+//! `--lag-rate 1000` measures instead how far mdb-raft's followers lag
+//! the leader's acknowledgements at that fixed rate (see [`lag_run`]).
 
 use base64::Engine as _;
 use std::net::TcpListener;
@@ -73,9 +76,11 @@ impl System {
     }
 }
 
-/// A running cluster: its processes and its leader's client address.
+/// A running cluster: its processes, its nodes' and its leader's client
+/// addresses.
 struct Cluster {
     _procs: Procs,
+    addrs: Vec<String>,
     leader: String,
 }
 
@@ -121,6 +126,7 @@ async fn start_mdb(http: &reqwest::Client, n: u64, dir: &Path) -> Cluster {
     };
     Cluster {
         _procs: procs,
+        addrs,
         leader,
     }
 }
@@ -179,19 +185,25 @@ async fn start_etcd(http: &reqwest::Client, n: u64, dir: &Path) -> Cluster {
     };
     Cluster {
         _procs: procs,
+        addrs: client,
         leader,
     }
+}
+
+/// One HTTP client for `clients` tasks: each keeps its own keep-alive
+/// connection.
+fn pool(clients: u64) -> reqwest::Client {
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(clients as usize + 4)
+        .build()
+        .unwrap()
 }
 
 /// One run: a fresh cluster, `clients` writers for `secs`; writes/s.
 async fn run(sys: System, n: u64, clients: u64, secs: u64, base: &Path) -> f64 {
     let dir = tempfile::tempdir_in(base).unwrap();
-    // One pool: every client task keeps its own keep-alive connection.
-    let http = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(clients as usize + 4)
-        .build()
-        .unwrap();
+    let http = pool(clients);
     let cluster = match sys {
         System::Mdb => start_mdb(&http, n, dir.path()).await,
         System::Etcd => start_etcd(&http, n, dir.path()).await,
@@ -246,6 +258,137 @@ async fn run(sys: System, n: u64, clients: u64, secs: u64, base: &Path) -> f64 {
     rate
 }
 
+/// Follower lag at a fixed rate (mdb-raft): `clients` writers paced to
+/// `rate` commits/s in all for `secs`, each acknowledged write's index and
+/// time kept; a poller per follower asks its `/status` every millisecond
+/// or so. A write's lag on a follower is the time from its
+/// acknowledgement to the first answer showing it applied there (an upper
+/// bound: the apply happened between that poll and the one before it; 0 if
+/// the follower had applied it before the leader's answer arrived).
+async fn lag_run(n: u64, clients: u64, rate: u64, secs: u64, base: &Path) {
+    let dir = tempfile::tempdir_in(base).unwrap();
+    let http = pool(clients);
+    let cluster = start_mdb(&http, n, dir.path()).await;
+    let followers: Vec<String> = cluster
+        .addrs
+        .iter()
+        .filter(|a| **a != cluster.leader)
+        .cloned()
+        .collect();
+    // Measure from a cluster in step: every node has applied the leader's
+    // log (a follower that started late is not still catching up).
+    let start = Instant::now();
+    loop {
+        assert!(
+            start.elapsed() < STARTUP,
+            "the nodes did not catch up in time"
+        );
+        let mut applied = Vec::new();
+        for a in &cluster.addrs {
+            let s: Option<serde_json::Value> =
+                match http.get(format!("http://{a}/status")).send().await {
+                    Ok(r) => r.json().await.ok(),
+                    Err(_) => None,
+                };
+            applied.push(s.and_then(|s| s["applied_index"].as_u64()));
+        }
+        if applied[0].is_some() && applied.iter().all(|a| *a == applied[0]) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let acks = Arc::new(std::sync::Mutex::new(Vec::<(u64, Instant)>::new()));
+    let pollers: Vec<_> = followers
+        .iter()
+        .map(|f| {
+            let (http, stop, url) = (http.clone(), stop.clone(), format!("http://{f}/status"));
+            tokio::spawn(async move {
+                let mut seen = Vec::<(u64, Instant)>::new();
+                while !stop.load(Ordering::Relaxed) {
+                    if let Ok(r) = http.get(&url).send().await {
+                        if let Ok(s) = r.json::<serde_json::Value>().await {
+                            let applied = s["applied_index"].as_u64().unwrap_or(0);
+                            seen.push((applied, Instant::now()));
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                seen
+            })
+        })
+        .collect();
+    let period = Duration::from_secs_f64(clients as f64 / rate as f64);
+    let start = Instant::now();
+    let writers: Vec<_> = (0..clients)
+        .map(|c| {
+            let (http, leader, stop, acks) = (
+                http.clone(),
+                cluster.leader.clone(),
+                stop.clone(),
+                acks.clone(),
+            );
+            tokio::spawn(async move {
+                let value = vec![b'v'; VALUE_SIZE];
+                // Spread the clients' slots over the period.
+                let mut next = start + period.mul_f64(c as f64 / clients as f64);
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    tokio::time::sleep_until(next.into()).await;
+                    next += period;
+                    let r = http
+                        .put(format!("http://{leader}/kv/c{c}-{i}"))
+                        .body(value.clone())
+                        .send()
+                        .await;
+                    i += 1;
+                    let Ok(r) = r else { continue };
+                    let Ok(v) = r.json::<serde_json::Value>().await else {
+                        continue;
+                    };
+                    if let Some(index) = v["index"].as_u64() {
+                        acks.lock().unwrap().push((index, Instant::now()));
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.await.unwrap();
+    }
+    let elapsed = start.elapsed();
+    // Let the followers apply the last writes before the pollers stop.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let acks = acks.lock().unwrap().clone();
+    println!(
+        "{n} nodes, {clients} clients paced to {rate} commits/s: {:.0} acknowledged/s",
+        acks.len() as f64 / elapsed.as_secs_f64()
+    );
+    for (f, p) in followers.iter().zip(pollers) {
+        let seen = p.await.unwrap();
+        let mut lags: Vec<Duration> = acks
+            .iter()
+            .filter_map(|(index, at)| {
+                let i = seen.partition_point(|(applied, _)| applied < index);
+                seen.get(i).map(|(_, t)| t.saturating_duration_since(*at))
+            })
+            .collect();
+        lags.sort();
+        let q = |p: f64| lags[((lags.len() - 1) as f64 * p) as usize].as_secs_f64() * 1e3;
+        println!(
+            "follower {f}: lag p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} writes, {} polls)",
+            q(0.5),
+            q(0.99),
+            q(1.0),
+            lags.len(),
+            seen.len()
+        );
+    }
+    drop(cluster);
+}
+
 fn summary(rates: &mut [f64]) -> String {
     rates.sort_by(f64::total_cmp);
     format!(
@@ -273,6 +416,13 @@ async fn main() {
         s => panic!("--system {s}: want mdb, etcd or both"),
     };
     let base = PathBuf::from(std::env::var("BENCH_DIR").unwrap_or(".".into()));
+    if let Some(rate) = arg(&args, "--lag-rate") {
+        let rate = rate.parse().expect("--lag-rate: commits/s");
+        for _ in 0..reps {
+            lag_run(n, clients, rate, secs, &base).await;
+        }
+        return;
+    }
     println!(
         "{n} node(s), {clients} clients, {VALUE_SIZE}-byte values, {secs} s per run, acknowledged writes/s"
     );

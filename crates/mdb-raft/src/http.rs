@@ -3,21 +3,21 @@
 //! API on the main database (`/kv/{key}`).
 
 use crate::error::Error;
+use crate::network::BINARY;
 use crate::node::Node;
 use crate::types::{Batch, LogId, NodeId, TypeConfig};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
+use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use mdb::{Database, Txn};
-use openraft::error::{InstallSnapshotError, RaftError};
-use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    VoteRequest, VoteResponse,
-};
-use serde::Deserialize;
+use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::future::Future;
 use std::sync::Arc;
 
 type N = Arc<Node>;
@@ -39,26 +39,43 @@ pub(crate) fn router(node: N, kv_api: bool) -> Router {
     r.with_state(node)
 }
 
-async fn append(
-    State(n): State<N>,
-    Json(req): Json<AppendEntriesRequest<TypeConfig>>,
-) -> Json<Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>> {
-    n.heard_commit(req.leader_commit);
-    Json(n.raft.append_entries(req).await)
+/// Decode a Raft RPC's postcard body, call `f`, encode its answer.
+async fn rpc<Req, Resp, F>(body: Bytes, f: impl FnOnce(Req) -> F) -> Response
+where
+    Req: DeserializeOwned,
+    Resp: Serialize,
+    F: Future<Output = Resp>,
+{
+    let req = match postcard::from_bytes(&body) {
+        Ok(r) => r,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("a Raft RPC: {e}")).into_response(),
+    };
+    match postcard::to_allocvec(&f(req).await) {
+        Ok(b) => ([(CONTENT_TYPE, BINARY)], b).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
 }
 
-async fn vote(
-    State(n): State<N>,
-    Json(req): Json<VoteRequest<NodeId>>,
-) -> Json<Result<VoteResponse<NodeId>, RaftError<NodeId>>> {
-    Json(n.raft.vote(req).await)
+async fn append(State(n): State<N>, body: Bytes) -> Response {
+    rpc(body, |req: AppendEntriesRequest<TypeConfig>| async move {
+        n.heard_commit(req.leader_commit);
+        n.raft.append_entries(req).await
+    })
+    .await
 }
 
-async fn snapshot(
-    State(n): State<N>,
-    Json(req): Json<InstallSnapshotRequest<TypeConfig>>,
-) -> Json<Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>> {
-    Json(n.raft.install_snapshot(req).await)
+async fn vote(State(n): State<N>, body: Bytes) -> Response {
+    rpc(body, |req: VoteRequest<NodeId>| async move {
+        n.raft.vote(req).await
+    })
+    .await
+}
+
+async fn snapshot(State(n): State<N>, body: Bytes) -> Response {
+    rpc(body, |req: InstallSnapshotRequest<TypeConfig>| async move {
+        n.raft.install_snapshot(req).await
+    })
+    .await
 }
 
 async fn read_index(State(n): State<N>) -> Response {

@@ -11,8 +11,8 @@
 //! what it applied. The Raft log is the durable copy: the data
 //! environment's commits are relaxed (a power cut rolls it back to a
 //! consistent earlier state, which the log brings up to date again).
-//! Consensus is openraft's; the transport is HTTP with JSON bodies (axum,
-//! reqwest).
+//! Consensus is openraft's; the transport is HTTP (axum, reqwest) with
+//! postcard bodies.
 //!
 //! ```no_run
 //! use mdb::Txn;
@@ -96,6 +96,11 @@ pub struct Config {
     /// Heartbeat period in milliseconds; elections time out after 6 to
     /// 12 of them.
     pub heartbeat_ms: u64,
+    /// Where this node dials some peers instead of their member address
+    /// (a proxy, a tunnel): id -> `host:port`. Local to this node; the
+    /// membership and the leader named to clients keep the member
+    /// addresses. The fault tests route every link through a proxy.
+    pub routes: BTreeMap<NodeId, String>,
 }
 
 impl Config {
@@ -112,6 +117,7 @@ impl Config {
             max_dbs: 16,
             kv_api: false,
             heartbeat_ms: 100,
+            routes: BTreeMap::new(),
         }
     }
 
@@ -170,9 +176,9 @@ impl ReplicatedEnv {
             .thread_name(format!("mdb-raft-{}", config.id))
             .build()
             .map_err(|e| Error::Engine(e.into()))?;
-        let network = network::Network::new();
+        let network = network::Network::new(config.routes.clone());
         let node = rt.block_on(async {
-            let raft = openraft::Raft::new(config.id, raft_config, network, log, sm)
+            let raft = openraft::Raft::new(config.id, raft_config, network.clone(), log, sm)
                 .await
                 .map_err(|e| Error::Unavailable(e.to_string()))?;
             let (proposals, queued) = tokio::sync::mpsc::unbounded_channel();
@@ -182,7 +188,7 @@ impl ReplicatedEnv {
                 raft,
                 data,
                 leader_commit: AtomicU64::new(0),
-                client: reqwest::Client::new(),
+                network: network.clone(),
                 proposals,
             });
             let listener = tokio::net::TcpListener::bind(&addr)

@@ -1,5 +1,7 @@
-//! The Raft transport, client side: each RPC is one HTTP POST with a JSON
-//! body to the target node's server (`http.rs` answers it).
+//! The Raft transport, client side: each RPC is one HTTP POST to the
+//! target node's server (`http.rs` answers it), its request and answer
+//! encoded with postcard (compact binary serde: a value's bytes travel as
+//! they are, where JSON spelled each byte as a decimal number).
 
 use crate::types::{Member, NodeId, TypeConfig};
 use openraft::error::{
@@ -12,28 +14,38 @@ use openraft::raft::{
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The content type of the Raft RPCs' bodies (postcard).
+pub(crate) const BINARY: &str = "application/octet-stream";
 
 /// Makes one [`Peer`] per target; they share the connection pool.
 #[derive(Clone)]
 pub struct Network {
-    client: reqwest::Client,
+    /// The connection pool of every request to a peer (Raft RPCs and the
+    /// read index asked of the leader).
+    pub client: reqwest::Client,
+    /// Peers dialed elsewhere than at their member address.
+    routes: Arc<BTreeMap<NodeId, String>>,
 }
 
 impl Network {
-    /// A transport with its own connection pool.
-    pub fn new() -> Network {
+    /// A transport with its own connection pool, dialing the peers in
+    /// `routes` at the address given there.
+    pub fn new(routes: BTreeMap<NodeId, String>) -> Network {
         Network {
             client: reqwest::Client::builder()
                 .tcp_nodelay(true)
                 .build()
                 .expect("an HTTP client without TLS always builds"),
+            routes: Arc::new(routes),
         }
     }
-}
 
-impl Default for Network {
-    fn default() -> Self {
-        Self::new()
+    /// Where to dial node `id`, whose member address is `addr`.
+    pub fn dial<'a>(&'a self, id: NodeId, addr: &'a str) -> &'a str {
+        self.routes.get(&id).map_or(addr, String::as_str)
     }
 }
 
@@ -57,11 +69,14 @@ impl Peer {
         E: std::error::Error + DeserializeOwned,
     {
         let url = format!("http://{}/raft/{}", self.addr, path);
+        let body =
+            postcard::to_allocvec(req).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         let resp = self
             .client
             .post(url)
             .timeout(option.hard_ttl())
-            .json(req)
+            .header(reqwest::header::CONTENT_TYPE, BINARY)
+            .body(body)
             .send()
             .await
             .map_err(|e| {
@@ -71,10 +86,14 @@ impl Peer {
                     RPCError::Network(NetworkError::new(&e))
                 }
             })?;
-        let res: Result<Resp, E> = resp
-            .json()
+        let bytes = resp
+            .error_for_status()
+            .map_err(|e| RPCError::Network(NetworkError::new(&e)))?
+            .bytes()
             .await
             .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        let res: Result<Resp, E> =
+            postcard::from_bytes(&bytes).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         res.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }
 }
@@ -86,7 +105,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
         Peer {
             client: self.client.clone(),
             target,
-            addr: node.addr.clone(),
+            addr: self.dial(target, &node.addr).to_owned(),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::data::DataEnv;
 use crate::error::{Error, Result};
+use crate::network::Network;
 use crate::state_machine::applied_in;
 use crate::types::{Applied, Batch, LogId, Member, NodeId, Proposal, Raft};
 use mdb::RoTxn;
@@ -100,7 +101,9 @@ pub(crate) struct Node {
     pub data: Arc<DataEnv>,
     /// The highest commit index a leader has told this node of.
     pub leader_commit: AtomicU64,
-    pub client: reqwest::Client,
+    /// The transport: its connection pool and routes serve the read index
+    /// asked of the leader too.
+    pub network: Network,
     /// The writers queued for the proposer ([`propose`]).
     pub proposals: mpsc::UnboundedSender<Waiting>,
 }
@@ -202,12 +205,14 @@ impl Node {
         match self.raft.get_read_log_id().await {
             Ok((read, _applied)) => Ok(read),
             Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
-                let Some((_, addr)) = f.leader_id.zip(f.leader_node.as_ref()) else {
+                let Some((id, node)) = f.leader_id.zip(f.leader_node.as_ref()) else {
                     return Err(forward(&f));
                 };
-                let url = format!("http://{}/raft/read_index", addr.addr);
+                let addr = self.network.dial(id, &node.addr);
+                let url = format!("http://{addr}/raft/read_index");
                 let reply: ReadIndexReply = async {
-                    self.client
+                    self.network
+                        .client
                         .get(url)
                         .timeout(READ_WAIT)
                         .send()

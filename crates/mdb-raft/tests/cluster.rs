@@ -28,7 +28,9 @@ fn check_all(c: &mut Cluster, acked: &BTreeMap<String, Option<Vec<u8>>>) {
         }
     }
     let dumps = c.dumps();
-    assert!(dumps[0].contains("database=__mdb_raft"), "{}", dumps[0]);
+    assert!(dumps[0].0.contains("database=__mdb_raft"), "{}", dumps[0].0);
+    let live = acked.values().filter(|v| v.is_some()).count();
+    assert_eq!(dumps[0].1.len(), live, "node 1's main database");
     for (i, d) in dumps.iter().enumerate().skip(1) {
         assert!(*d == dumps[0], "node {} dumps as node 1 does", i + 1);
     }

@@ -26,10 +26,11 @@ use std::process::ExitCode;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 const USAGE: &str = "usage: mdb-raft-node --id N --dir DIR --members ID=HOST:PORT,... \
-[--join] [--heartbeat-ms MS] [--snapshot-logs N] [--keep-logs N]";
+[--join] [--heartbeat-ms MS] [--snapshot-logs N] [--keep-logs N] [--route ID=HOST:PORT,...]";
 
 fn parse(args: &[String]) -> Result<Config, String> {
-    let (mut id, mut dir, mut members, mut hb) = (None, None, BTreeMap::new(), 100);
+    let (mut id, mut dir, mut hb) = (None, None, 100);
+    let (mut members, mut routes) = (BTreeMap::new(), BTreeMap::new());
     let (mut join, mut snapshot_logs, mut keep_logs) = (false, None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -43,15 +44,9 @@ fn parse(args: &[String]) -> Result<Config, String> {
                 snapshot_logs = Some(val()?.parse().map_err(|e| format!("{a}: {e}"))?)
             }
             "--keep-logs" => keep_logs = Some(val()?.parse().map_err(|e| format!("{a}: {e}"))?),
-            "--members" => {
-                for m in val()?.split(',') {
-                    let (i, addr) = m
-                        .split_once('=')
-                        .ok_or(format!("member {m:?}: want ID=HOST:PORT"))?;
-                    let i = i.parse::<u64>().map_err(|e| format!("member {m:?}: {e}"))?;
-                    members.insert(i, addr.to_string());
-                }
-            }
+            "--members" => parse_addrs(val()?, &mut members)?,
+            // Dial these peers there instead (a proxy: the fault tests).
+            "--route" => parse_addrs(val()?, &mut routes)?,
             _ => return Err(format!("unknown argument {a:?}")),
         }
     }
@@ -65,7 +60,20 @@ fn parse(args: &[String]) -> Result<Config, String> {
     c.bootstrap = !join;
     c.snapshot_every = snapshot_logs.unwrap_or(c.snapshot_every);
     c.keep_logs = keep_logs.unwrap_or(c.keep_logs);
+    c.routes = routes;
     Ok(c)
+}
+
+/// `ID=HOST:PORT,...` into `into`.
+fn parse_addrs(list: &str, into: &mut BTreeMap<u64, String>) -> Result<(), String> {
+    for m in list.split(',') {
+        let (i, addr) = m
+            .split_once('=')
+            .ok_or(format!("{m:?}: want ID=HOST:PORT"))?;
+        let i = i.parse::<u64>().map_err(|e| format!("{m:?}: {e}"))?;
+        into.insert(i, addr.to_string());
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {

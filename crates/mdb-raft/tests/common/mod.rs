@@ -4,7 +4,12 @@
 
 #![allow(dead_code)]
 
+pub mod history;
+pub mod proxy;
+
+use proxy::Proxies;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -25,6 +30,8 @@ pub struct Cluster {
     voters: usize,
     /// Given to every node.
     args: Vec<String>,
+    /// The links between the nodes, when they go through proxies.
+    pub net: Option<Proxies>,
 }
 
 impl Cluster {
@@ -33,22 +40,29 @@ impl Cluster {
         Cluster::start_with(n, n, &[])
     }
 
+    /// Start `n` nodes that reach each other through fault-injecting
+    /// proxies (`self.net`); clients still reach each node directly.
+    pub fn start_proxied(n: usize) -> Cluster {
+        Cluster::start_on(n, n, &[], true)
+    }
+
     /// Pick ports for `n` nodes and start the first `voters` of them, which
     /// initialise the cluster; `args` go to every node. The others start
     /// with [`Cluster::join`].
     pub fn start_with(n: usize, voters: usize, args: &[&str]) -> Cluster {
-        // Hold every listener until all ports are picked: no duplicates.
-        let ls: Vec<TcpListener> = (0..n)
-            .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
-            .collect();
-        let ports = ls.iter().map(|l| l.local_addr().unwrap().port()).collect();
-        drop(ls);
+        Cluster::start_on(n, voters, args, false)
+    }
+
+    fn start_on(n: usize, voters: usize, args: &[&str], proxied: bool) -> Cluster {
+        let ports = free_ports(n);
+        let net = proxied.then(|| Proxies::start(&ports));
         let mut c = Cluster {
             dir: tempfile::tempdir().expect("a temporary directory"),
             ports,
             procs: (0..n).map(|_| None).collect(),
             voters,
             args: args.iter().map(|a| a.to_string()).collect(),
+            net,
         };
         for i in 0..voters {
             c.spawn(i);
@@ -89,8 +103,8 @@ impl Cluster {
             .append(true)
             .open(self.dir.path().join(format!("n{}.log", i + 1)))
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_mdb-raft-node"))
-            .args(["--id", &(i + 1).to_string(), "--dir"])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mdb-raft-node"));
+        cmd.args(["--id", &(i + 1).to_string(), "--dir"])
             .arg(self.dir.path().join(format!("n{}", i + 1)))
             .args(if i < self.voters {
                 vec!["--members".to_string(), self.members()]
@@ -98,7 +112,15 @@ impl Cluster {
                 let me = format!("{}={}", i + 1, self.addr(i));
                 vec!["--members".to_string(), me, "--join".to_string()]
             })
-            .args(&self.args)
+            .args(&self.args);
+        if let Some(net) = &self.net {
+            let routes: Vec<String> = (0..self.ports.len())
+                .filter(|j| *j != i)
+                .map(|j| format!("{}=127.0.0.1:{}", j + 1, net.port(i, j)))
+                .collect();
+            cmd.args(["--route", &routes.join(",")]);
+        }
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -118,17 +140,31 @@ impl Cluster {
     /// Stop node `i + 1` cleanly (SIGTERM) and wait for it to exit: its
     /// data file is then a plain LMDB file.
     pub fn stop(&mut self, i: usize) {
-        if let Some(mut c) = self.procs[i].take() {
+        self.stop_nodes(&[i]);
+    }
+
+    /// Stop the nodes `nodes` together: SIGTERM to each, then wait for
+    /// each to exit. Together, so that the nodes still running cannot
+    /// elect a leader meanwhile, whose first entry some of them would
+    /// apply and the others not.
+    pub fn stop_nodes(&mut self, nodes: &[usize]) {
+        let children: Vec<(usize, Child)> = nodes
+            .iter()
+            .filter_map(|&i| self.procs[i].take().map(|c| (i, c)))
+            .collect();
+        for (i, c) in &children {
             let st = Command::new("kill")
                 .args(["-TERM", &c.id().to_string()])
                 .status()
                 .expect("run kill");
             assert!(st.success(), "kill -TERM node {}", i + 1);
-            let start = Instant::now();
+        }
+        let start = Instant::now();
+        for (i, mut c) in children {
             loop {
                 if let Some(st) = c.try_wait().expect("wait for a node") {
                     assert!(st.success(), "node {} stopped with {st}", i + 1);
-                    return;
+                    break;
                 }
                 if start.elapsed() > DEADLINE {
                     let _ = c.kill();
@@ -164,9 +200,26 @@ impl Cluster {
         }
     }
 
+    /// The leader the running nodes of `among` agree on (polls until the
+    /// deadline): the majority side of a partition.
+    pub fn leader_among(&self, among: &[usize]) -> usize {
+        let start = Instant::now();
+        loop {
+            if let Some((l, _)) = self.agreed_leader_among(among, None) {
+                return l;
+            }
+            assert!(start.elapsed() < DEADLINE, "no leader agreed on in time");
+            sleep(Duration::from_millis(50));
+        }
+    }
+
     fn agreed_leader(&self, not: Option<usize>) -> Option<(usize, Value)> {
+        self.agreed_leader_among(&self.running(), not)
+    }
+
+    fn agreed_leader_among(&self, among: &[usize], not: Option<usize>) -> Option<(usize, Value)> {
         let mut leader = None;
-        for i in self.running() {
+        for &i in among.iter().filter(|i| self.procs[**i].is_some()) {
             let s = status(self.ports[i])?;
             let l = s["leader"].as_u64()? as usize - 1;
             if leader.is_some_and(|x| x != l) || Some(l) == not {
@@ -175,6 +228,9 @@ impl Cluster {
             leader = Some(l);
         }
         let l = leader?;
+        if !among.contains(&l) {
+            return None;
+        }
         let s = status(self.ports[l])?;
         (s["state"] == "Leader").then_some((l, s))
     }
@@ -213,33 +269,35 @@ impl Cluster {
         Some(last)
     }
 
-    /// Stop every node cleanly, then `mdb_dump` and `mdb_dump -a` (Debian's) of every
-    /// node's data file; the test fails if the tool is missing, or if a
-    /// stopped node left a file LMDB cannot read.
-    pub fn dumps(&mut self) -> Vec<String> {
+    /// Stop every node cleanly, then dump every node's data file with
+    /// Debian's `mdb_dump` (the test fails if the tool is missing, or if a
+    /// stopped node left a file LMDB cannot read): `-a` (the named
+    /// databases) without the map size, and the main database's records as
+    /// key -> value without the named databases' own records. Both leave
+    /// out what differs between equal contents laid out differently (a
+    /// node that installed a snapshot holds a compacted copy).
+    pub fn dumps(&mut self) -> Vec<(String, Records)> {
         let all: Vec<usize> = (0..self.ports.len()).collect();
         self.dumps_of(&all)
     }
 
-    /// [`Cluster::dumps`] of the nodes `nodes` (indexes) only.
-    pub fn dumps_of(&mut self, nodes: &[usize]) -> Vec<String> {
-        for &i in nodes {
-            self.stop(i);
-        }
+    /// [`Cluster::dumps`] of the nodes `nodes` (indexes) only, stopped
+    /// together.
+    pub fn dumps_of(&mut self, nodes: &[usize]) -> Vec<(String, Records)> {
+        self.stop_nodes(nodes);
         nodes
             .iter()
             .map(|&i| {
-                let dump = |args: &[&str]| {
-                    let out = Command::new("mdb_dump")
-                        .args(args)
-                        .arg(self.data_dir(i))
-                        .output()
-                        .expect("Debian's mdb_dump (lmdb-utils) runs");
-                    assert!(out.status.success(), "mdb_dump of node {}: {out:?}", i + 1);
-                    String::from_utf8(out.stdout).unwrap()
-                };
-                // `-a` dumps the named databases only: the main one too.
-                logical(&dump(&[]), &dump(&["-a"]))
+                let named: String = mdb_dump(&self.data_dir(i), true)
+                    .lines()
+                    .filter(|l| !l.starts_with("mapsize="))
+                    .map(|l| format!("{l}\n"))
+                    .collect();
+                let mut main = parse_dump(&mdb_dump(&self.data_dir(i), false));
+                for name in named.lines().filter_map(|l| l.strip_prefix("database=")) {
+                    main.remove(name.as_bytes());
+                }
+                (named, main)
             })
             .collect()
     }
@@ -250,52 +308,110 @@ impl Drop for Cluster {
         for i in 0..self.procs.len() {
             self.kill(i);
         }
+        // A failed test shows what the nodes said last (their directory
+        // goes with the cluster).
         if std::thread::panicking() {
-            // What the nodes said, before their directory goes.
-            for i in 0..self.procs.len() {
+            for i in 0..self.ports.len() {
                 let log = self.dir.path().join(format!("n{}.log", i + 1));
                 let text = std::fs::read_to_string(log).unwrap_or_default();
-                eprintln!("--- node {} stderr ---\n{text}", i + 1);
+                let tail: Vec<&str> = text.lines().rev().take(40).collect();
+                eprintln!("--- node {} stderr (last lines, newest first):", i + 1);
+                for l in tail {
+                    eprintln!("{l}");
+                }
             }
         }
     }
 }
 
-/// The dumps of the main database and of the named ones, without what
-/// differs between equal contents laid out differently (a node that
-/// installed a snapshot holds a compacted copy): the map size, and the
-/// main database's records of the named databases (their roots and page
-/// counts).
-fn logical(main: &str, named: &str) -> String {
-    let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
-    let names: Vec<String> = named
-        .lines()
-        .filter_map(|l| l.strip_prefix("database="))
-        .map(|n| format!(" {}", hex(n)))
-        .collect();
-    let mut out = String::new();
-    let mut lines = main.lines();
-    while let Some(l) = lines.next() {
-        if names.iter().any(|n| n == l) {
-            lines.next(); // the record's value
-        } else if !l.starts_with("mapsize=") {
-            out += l;
-            out += "\n";
+/// `n` free ports below the kernel's range of ephemeral ports: a port
+/// `bind(0)` picked could be taken, while its node is down, by another
+/// connection's local end (the proxies make many), and the node could not
+/// restart on it.
+fn free_ports(n: usize) -> Vec<u16> {
+    let low: u32 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let base = 10_000u32;
+    assert!(low > base + 1000, "ephemeral ports start at {low}");
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos()
+        ^ std::process::id().rotate_left(16);
+    // Hold every listener until all ports are picked: no duplicates.
+    let mut ls = Vec::new();
+    while ls.len() < n {
+        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        let port = base + (seed >> 8) % (low - base);
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port as u16)) {
+            ls.push(l);
         }
     }
-    out + &named
-        .lines()
-        .filter(|l| !l.starts_with("mapsize="))
-        .map(|l| format!("{l}\n"))
-        .collect::<String>()
+    ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
+}
+
+/// Debian's `mdb_dump` (`-a`: the named databases) of the environment
+/// in `dir`.
+fn mdb_dump(dir: &std::path::Path, all: bool) -> String {
+    let mut cmd = Command::new("mdb_dump");
+    if all {
+        cmd.arg("-a");
+    }
+    let out = cmd
+        .arg(dir)
+        .output()
+        .expect("Debian's mdb_dump (lmdb-utils) runs");
+    assert!(out.status.success(), "mdb_dump {dir:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A database's records: key -> value.
+pub type Records = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// The records of a one-database `mdb_dump` (hex, `format=bytevalue`).
+pub fn parse_dump(dump: &str) -> Records {
+    let hex = |l: &str| -> Vec<u8> {
+        let l = l.trim();
+        (0..l.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&l[i..i + 2], 16).expect("mdb_dump's hex"))
+            .collect()
+    };
+    let data = dump
+        .split_once("HEADER=END\n")
+        .expect("a dump header")
+        .1
+        .split_once("DATA=END")
+        .expect("a dump's end")
+        .0;
+    let lines: Vec<&str> = data.lines().collect();
+    assert!(
+        lines.len().is_multiple_of(2),
+        "records come in pairs: {dump}"
+    );
+    lines.chunks(2).map(|kv| (hex(kv[0]), hex(kv[1]))).collect()
 }
 
 /// One HTTP/1.1 request; the status code and body.
 pub fn http(port: u16, method: &str, path: &str, body: &[u8]) -> std::io::Result<(u16, Vec<u8>)> {
+    http_within(port, method, path, body, Duration::from_secs(30))
+}
+
+/// One HTTP/1.1 request that fails with an error if any step (connect,
+/// send, each read) takes longer than `timeout`.
+pub fn http_within(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    timeout: Duration,
+) -> std::io::Result<(u16, Vec<u8>)> {
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    s.set_write_timeout(Some(Duration::from_secs(30)))?;
+    let mut s = TcpStream::connect_timeout(&addr, timeout)?;
+    s.set_read_timeout(Some(timeout))?;
+    s.set_write_timeout(Some(timeout))?;
     write!(
         s,
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
