@@ -4,13 +4,39 @@
 //! directories, so that a crash at any point leaves either the old
 //! environment or the new one (finished at the next open).
 
-use crate::state_machine::RESERVED_DB;
-use mdb::{Database, DbFlags, Env, EnvOptions, WalOptions};
+use crate::types::{LogId, Member, NodeId};
+use mdb::{Database, DbFlags, Env, EnvOptions, Txn, WalOptions};
+use openraft::StoredMembership;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::RwLock;
 use std::time::Duration;
+
+/// The database of the data file reserved for replication's bookkeeping:
+/// the last applied log id and membership. Applications must not write it.
+pub const RESERVED_DB: &str = "__mdb_raft";
+pub(crate) const APPLIED_KEY: &[u8] = b"applied";
+pub(crate) const MEMBERSHIP_KEY: &[u8] = b"membership";
+
+/// The last applied log id recorded in the data file, read in `txn`.
+pub fn applied_in(txn: &impl Txn, reserved: Database) -> mdb::Result<Option<LogId>> {
+    Ok(match txn.get(reserved, APPLIED_KEY)? {
+        Some(v) => serde_json::from_slice(v).ok(),
+        None => None,
+    })
+}
+
+/// The membership recorded in the data file, read in `txn`.
+pub fn membership_in(
+    txn: &impl Txn,
+    reserved: Database,
+) -> mdb::Result<StoredMembership<NodeId, Member>> {
+    Ok(match txn.get(reserved, MEMBERSHIP_KEY)? {
+        Some(v) => serde_json::from_slice(v).map_err(|_| mdb::ErrorKind::Corrupted)?,
+        None => StoredMembership::default(),
+    })
+}
 
 /// How often the data environment's log is synced in the background (its
 /// commits do not wait for it: the Raft log is the durable copy).

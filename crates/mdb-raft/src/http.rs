@@ -149,7 +149,7 @@ fn error_response(e: Error) -> Response {
 }
 
 /// A write's answer: its log id, or the error.
-fn answer(r: crate::Result<LogId>) -> Response {
+fn answer(r: crate::error::Result<LogId>) -> Response {
     match r {
         Ok(id) => {
             Json(serde_json::json!({"index": id.index, "term": id.leader_id.term})).into_response()

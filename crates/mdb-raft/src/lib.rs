@@ -40,9 +40,9 @@ mod snapshot;
 mod state_machine;
 mod types;
 
+pub use data::RESERVED_DB;
 pub use error::{Error, Result};
 pub use node::{ReadInfo, Status};
-pub use state_machine::RESERVED_DB;
 pub use types::{Applied, Batch, LogId, Member, NodeId, Op, Proposal, TypeConfig};
 
 use data::DataEnv;

@@ -1,10 +1,10 @@
 //! A running node: openraft over the two environments, and the async
 //! operations the HTTP server and [`crate::ReplicatedEnv`] call.
 
+use crate::data::applied_in;
 use crate::data::DataEnv;
 use crate::error::{Error, Result};
 use crate::network::Network;
-use crate::state_machine::applied_in;
 use crate::types::{Applied, Batch, LogId, Member, NodeId, Proposal, Raft};
 use mdb::RoTxn;
 use openraft::error::{CheckIsLeaderError, ClientWriteError, ForwardToLeader, RaftError};

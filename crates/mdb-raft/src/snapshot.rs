@@ -10,8 +10,7 @@
 //! older ones are removed when a newer one is complete. A snapshot being
 //! received from the leader is written to `incoming-<seq>.tmp/data.mdb`.
 
-use crate::data::DataEnv;
-use crate::state_machine::{applied_in, membership_in, RESERVED_DB};
+use crate::data::{applied_in, membership_in, DataEnv, RESERVED_DB};
 use crate::types::{LogId, Member, NodeId};
 use mdb::{EnvFlags, EnvOptions, Txn};
 use openraft::{SnapshotMeta, StoredMembership};

@@ -5,12 +5,12 @@
 //! hot copies of it (`snapshot.rs`); installing one replaces it whole
 //! (`data.rs`).
 
-use crate::data::DataEnv;
+use crate::data::{applied_in, membership_in, DataEnv, APPLIED_KEY, MEMBERSHIP_KEY, RESERVED_DB};
 use crate::snapshot::{Meta, SnapshotStore};
 #[cfg(test)]
 use crate::types::Proposal;
 use crate::types::{Applied, Batch, Entry, LogId, Member, NodeId, Op, TypeConfig};
-use mdb::{Database, DbFlags, RwTxn, Txn, WriteFlags};
+use mdb::{Database, DbFlags, RwTxn, WriteFlags};
 use openraft::storage::RaftStateMachine;
 use openraft::{
     EntryPayload, RaftSnapshotBuilder, Snapshot, StorageError, StorageIOError, StoredMembership,
@@ -22,12 +22,6 @@ use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 
 type StorageResult<T> = Result<T, StorageError<NodeId>>;
-
-/// The database of the data file reserved for replication's bookkeeping:
-/// the last applied log id and membership. Applications must not write it.
-pub const RESERVED_DB: &str = "__mdb_raft";
-const APPLIED_KEY: &[u8] = b"applied";
-const MEMBERSHIP_KEY: &[u8] = b"membership";
 
 fn sm_read_err(e: impl std::error::Error + 'static) -> StorageError<NodeId> {
     StorageIOError::read_state_machine(&e).into()
@@ -51,25 +45,6 @@ pub struct StateMachine {
     snapshots: Arc<SnapshotStore>,
     /// The file a snapshot from the leader is being received into.
     incoming: Option<PathBuf>,
-}
-
-/// The last applied log id recorded in the data file, read in `txn`.
-pub fn applied_in(txn: &impl Txn, reserved: Database) -> mdb::Result<Option<LogId>> {
-    Ok(match txn.get(reserved, APPLIED_KEY)? {
-        Some(v) => serde_json::from_slice(v).ok(),
-        None => None,
-    })
-}
-
-/// The membership recorded in the data file, read in `txn`.
-pub fn membership_in(
-    txn: &impl Txn,
-    reserved: Database,
-) -> mdb::Result<StoredMembership<NodeId, Member>> {
-    Ok(match txn.get(reserved, MEMBERSHIP_KEY)? {
-        Some(v) => serde_json::from_slice(v).map_err(|_| mdb::ErrorKind::Corrupted)?,
-        None => StoredMembership::default(),
-    })
 }
 
 impl StateMachine {
@@ -294,6 +269,7 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mdb::Txn;
     use openraft::CommittedLeaderId;
 
     fn entry(index: u64, batch: Batch) -> Entry {
