@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{get_local, Client, Cluster, DEADLINE};
+use common::{get_local, write_load, Client, Cluster, DEADLINE};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -85,21 +85,12 @@ fn leader_killed_under_load_loses_no_acknowledged_write() {
     let (old, _) = c.leader(None);
     let acked: Acked = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
-    let threads: Vec<_> = (0..4)
-        .map(|t| {
-            let (ports, acked, stop) = (c.ports.clone(), acked.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut cl = Client::new(&ports);
-                let mut i = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let (k, v) = (format!("t{t}-{i:05}"), format!("value {t} {i}"));
-                    cl.write(&k, Some(v.as_bytes()));
-                    acked.lock().unwrap().insert(k, Some(v.into_bytes()));
-                    i += 1;
-                }
-            })
-        })
-        .collect();
+    let threads = write_load(&c.ports, 4, &stop, {
+        let acked = acked.clone();
+        move |k, v| {
+            acked.lock().unwrap().insert(k, Some(v));
+        }
+    });
     wait_acked(&acked, 40);
     c.kill(old);
     let n = acked.lock().unwrap().len();

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{admin, get_local, status, wait_until, Client, Cluster};
+use common::{admin, get_local, status, wait_until, write_load, Cluster};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,21 +26,12 @@ fn three_nodes_grow_to_four_then_remove_the_leader_under_load() {
     c.leader(None);
     let acked: Acked = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
-    let threads: Vec<_> = (0..4)
-        .map(|t| {
-            let (ports, acked, stop) = (c.ports.clone(), acked.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut cl = Client::new(&ports);
-                let mut i = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let (k, v) = (format!("t{t}-{i:05}"), format!("value {t} {i}"));
-                    cl.write(&k, Some(v.as_bytes()));
-                    acked.lock().unwrap().insert(k, v.into_bytes());
-                    i += 1;
-                }
-            })
-        })
-        .collect();
+    let threads = write_load(&c.ports, 4, &stop, {
+        let acked = acked.clone();
+        move |k, v| {
+            acked.lock().unwrap().insert(k, v);
+        }
+    });
     acked_more(&acked, 40);
 
     // Node 4 starts empty, is added as a learner, then made a voter.

@@ -11,6 +11,13 @@ fn index(port: u16, field: &str) -> u64 {
     status(port).and_then(|s| s[field].as_u64()).unwrap_or(0)
 }
 
+/// Write `k{i:04}` = `value {i}` and keep it as acknowledged.
+fn write(cl: &mut Client, acked: &mut Vec<(String, String)>, i: u32) {
+    let (k, v) = (format!("k{i:04}"), format!("value {i}"));
+    cl.write(&k, Some(v.as_bytes()));
+    acked.push((k, v));
+}
+
 #[test]
 fn a_new_node_catches_up_from_a_snapshot_and_the_log_since() {
     // Three voters; a fourth joins later. A snapshot every 20 entries,
@@ -20,13 +27,8 @@ fn a_new_node_catches_up_from_a_snapshot_and_the_log_since() {
     let (leader, _) = c.leader(None);
     let mut cl = Client::new(&c.ports);
     let mut acked = Vec::new();
-    let mut write = |cl: &mut Client, i: u32| {
-        let (k, v) = (format!("k{i:04}"), format!("value {i}"));
-        cl.write(&k, Some(v.as_bytes()));
-        acked.push((k, v));
-    };
     for i in 0..150 {
-        write(&mut cl, i);
+        write(&mut cl, &mut acked, i);
     }
     // The leader purged its log: a node that starts empty cannot replay it.
     let port = c.ports[leader];
@@ -39,11 +41,11 @@ fn a_new_node_catches_up_from_a_snapshot_and_the_log_since() {
     let body = format!(r#"{{"id":4,"addr":"{}"}}"#, c.addr(3));
     admin(&c, "/cluster/learner", &body);
     for i in 150..200 {
-        write(&mut cl, i);
+        write(&mut cl, &mut acked, i);
     }
     admin(&c, "/cluster/promote", r#"{"id":4}"#);
     for i in 200..220 {
-        write(&mut cl, i);
+        write(&mut cl, &mut acked, i);
     }
     let last = c.settle();
     let s4 = status(c.ports[3]).expect("node 4 answers");
@@ -77,13 +79,8 @@ fn a_follower_down_past_the_purge_point_installs_a_snapshot_over_its_data() {
     let (leader, _) = c.leader(None);
     let mut cl = Client::new(&c.ports);
     let mut acked = Vec::new();
-    let mut write = |cl: &mut Client, i: u32| {
-        let (k, v) = (format!("k{i:04}"), format!("value {i}"));
-        cl.write(&k, Some(v.as_bytes()));
-        acked.push((k, v));
-    };
     for i in 0..30 {
-        write(&mut cl, i);
+        write(&mut cl, &mut acked, i);
     }
     // A follower stops with data of its own; the log moves on past it
     // and is purged.
@@ -92,7 +89,7 @@ fn a_follower_down_past_the_purge_point_installs_a_snapshot_over_its_data() {
     c.stop(down);
     let held = index(c.ports[leader], "last_log_index");
     for i in 30..150 {
-        write(&mut cl, i);
+        write(&mut cl, &mut acked, i);
     }
     let port = c.ports[c.leader(None).0];
     wait_until("the leader purges past the stopped node", || {
@@ -100,7 +97,7 @@ fn a_follower_down_past_the_purge_point_installs_a_snapshot_over_its_data() {
     });
     c.restart(down);
     for i in 150..170 {
-        write(&mut cl, i);
+        write(&mut cl, &mut acked, i);
     }
     let last = c.settle();
     let s = status(c.ports[down]).expect("the restarted node answers");

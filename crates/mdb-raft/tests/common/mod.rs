@@ -546,3 +546,29 @@ pub fn admin(c: &Cluster, path: &str, body: &str) {
         sleep(Duration::from_millis(50));
     }
 }
+
+/// `clients` threads, each writing keys `t{T}-{I:05}` = `value {T} {I}`
+/// through its own [`Client`] until `stop`, and handing each acknowledged
+/// write to `record`.
+pub fn write_load(
+    ports: &[u16],
+    clients: usize,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+    record: impl Fn(String, Vec<u8>) + Send + Clone + 'static,
+) -> Vec<std::thread::JoinHandle<()>> {
+    (0..clients)
+        .map(|t| {
+            let (ports, stop, record) = (ports.to_vec(), stop.clone(), record.clone());
+            std::thread::spawn(move || {
+                let mut cl = Client::new(&ports);
+                let mut i = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let (k, v) = (format!("t{t}-{i:05}"), format!("value {t} {i}"));
+                    cl.write(&k, Some(v.as_bytes()));
+                    record(k, v.into_bytes());
+                    i += 1;
+                }
+            })
+        })
+        .collect()
+}
