@@ -3,6 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
+# The suite writes a few GiB (target/, a 2 GiB load in TMPDIR): say what
+# there is, so that a full disk is told from a failure of ours.
+df -h . "${TMPDIR:-/tmp}" || true
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p mdb-bench --all-targets --features matrix,rocksdb -- -D warnings

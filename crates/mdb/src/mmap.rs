@@ -20,14 +20,23 @@ pub(crate) struct Maps {
     /// Boxed: a `&Map` lent out stays put when the vector grows.
     #[allow(clippy::vec_box)]
     all: Mutex<Vec<Box<Map>>>,
+    /// `MDB_NORDAHEAD`: every generation is advised random access.
+    no_readahead: bool,
 }
 
 impl Maps {
-    pub(crate) fn new(map: Map) -> Maps {
+    /// The generations, starting with `map`; with `no_readahead` (LMDB's
+    /// `MDB_NORDAHEAD`) a page fault reads only its own page, not the
+    /// pages around it.
+    pub(crate) fn new(map: Map, no_readahead: bool) -> Maps {
+        if no_readahead {
+            map.advise_random();
+        }
         let mut b = Box::new(map);
         Maps {
             cur: AtomicPtr::new(&mut *b),
             all: Mutex::new(vec![b]),
+            no_readahead,
         }
     }
 
@@ -52,7 +61,7 @@ impl Maps {
         if cur.len() >= len {
             return Ok(cur);
         }
-        let p = Self::push(&mut all, &self.cur, Map::new(file, len, writable, None)?);
+        let p = self.push(&mut all, Map::new(file, len, writable, None)?);
         // SAFETY: as in `current`: the box now lives in `all` until `self` drops.
         Ok(unsafe { &*p })
     }
@@ -60,17 +69,20 @@ impl Maps {
     /// Make `map` the newest generation (`Env::set_map_size`).
     pub(crate) fn install(&self, map: Map) {
         let mut all = self.all.lock().unwrap_or_else(|e| e.into_inner());
-        Self::push(&mut all, &self.cur, map);
+        self.push(&mut all, map);
     }
 
     /// Box `map` into `all` (the caller holds its lock) and make it the
     /// newest; returns where it lives (boxed: it must not move).
     #[allow(clippy::vec_box)]
-    fn push(all: &mut Vec<Box<Map>>, cur: &AtomicPtr<Map>, map: Map) -> *mut Map {
+    fn push(&self, all: &mut Vec<Box<Map>>, map: Map) -> *mut Map {
+        if self.no_readahead {
+            map.advise_random();
+        }
         let mut b = Box::new(map);
         let p: *mut Map = &mut *b;
         all.push(b);
-        cur.store(p, Ordering::Release);
+        self.cur.store(p, Ordering::Release);
         p
     }
 }
@@ -174,6 +186,21 @@ impl Map {
         let at = (b.as_ptr() as usize).wrapping_sub(self.ptr as usize);
         if at < self.len {
             self.prefetch(at, b.len());
+        }
+    }
+
+    /// Advise the kernel that access is random (`MADV_RANDOM`): a fault
+    /// reads its page alone. LMDB does this for `MDB_NORDAHEAD`, for
+    /// databases larger than memory, where read-around fills the cache
+    /// with pages no one asked for. (On kernels that cache files in large
+    /// folios, read-around also makes each later one-page write dirty its
+    /// whole folio: docs/benchmarks.md, twelfth session.) A hint: failure
+    /// changes nothing.
+    pub(crate) fn advise_random(&self) {
+        // SAFETY: the whole of our own live mapping; MADV_RANDOM changes
+        // only the kernel's read-ahead policy, never the contents.
+        unsafe {
+            libc::madvise(self.ptr as *mut libc::c_void, self.len, libc::MADV_RANDOM);
         }
     }
 

@@ -122,6 +122,17 @@ fn reader_process(dir: &Path) {
     .unwrap();
 }
 
+/// Bytes an unprivileged process may still write on `dir`'s file system.
+fn free_bytes(dir: &Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path and a zeroed out-struct the call fills.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, 0);
+    st.f_bavail * st.f_frsize
+}
+
 #[test]
 fn loads_2_gib_from_a_1_mib_map_while_a_process_reads() {
     if let Some(dir) = std::env::var_os(ROLE) {
@@ -131,6 +142,15 @@ fn loads_2_gib_from_a_1_mib_map_while_a_process_reads() {
     // On disk: 2 GiB does not belong in /dev/shm.
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
+    let need = u64::from(COMMITS * PER_COMMIT) * VAL as u64 + (512 << 20);
+    let free = free_bytes(dir);
+    assert!(
+        free >= need,
+        "this test writes 2 GiB: {dir:?} has {} MiB free, it needs {} MiB \
+         (free disk space, or point TMPDIR at a larger disk)",
+        free >> 20,
+        need >> 20
+    );
     {
         // Created as LMDB creates it: a fixed 1 MiB map.
         let env = EnvOptions::new().auto_grow(false).open(dir).unwrap();

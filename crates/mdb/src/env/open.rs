@@ -249,7 +249,7 @@ impl Env {
             path: path.to_path_buf(),
             flags: AtomicU32::new(flags.0),
             psize,
-            maps: Maps::new(map),
+            maps: Maps::new(map, flags.contains(EnvFlags::NO_READAHEAD)),
             ceiling,
             spill_at: if wal.is_some() || writemap {
                 0

@@ -98,7 +98,8 @@ impl EnvFlags {
     /// [`EnvOptions::no_lock`]: [`EnvOptions::open`] refuses it in
     /// [`EnvOptions::flags`] with `EINVAL`.
     pub const NO_LOCK: EnvFlags = EnvFlags(0x400000);
-    /// `MDB_NORDAHEAD`: no read-ahead (accepted, no effect here).
+    /// `MDB_NORDAHEAD`: no read-ahead: a page fault reads its own page only
+    /// (`MADV_RANDOM` on the map), for databases larger than memory.
     pub const NO_READAHEAD: EnvFlags = EnvFlags(0x800000);
     /// `MDB_NOMEMINIT`: accepted; new pages are always zero-initialised here.
     pub const NO_MEM_INIT: EnvFlags = EnvFlags(0x1000000);
