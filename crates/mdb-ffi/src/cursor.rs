@@ -10,7 +10,15 @@ use crate::handles::{cursor_ref, detach, txn_ref, Kind, Leaf, MDB_cursor, MDB_tx
 use crate::put::{answer_existing, check_sizes, db_flags, stash};
 use crate::types::*;
 use mdb::{CursorOp, CursorState, WriteFlags};
+use std::cell::Cell;
 use std::os::raw::{c_int, c_uint};
+
+thread_local! {
+    /// The read cursor this thread closed last, for its next
+    /// `mdb_cursor_open` in a read transaction: back-mdb opens and closes
+    /// several per LDAP search.
+    static SPARE: Cell<Option<Box<MDB_cursor>>> = const { Cell::new(None) };
+}
 
 /// The cursor and its (usable) transaction.
 ///
@@ -49,27 +57,53 @@ pub unsafe extern "C" fn mdb_cursor_open(
             if write && dbi == 0 {
                 return Err(EINVAL);
             }
-            let st = match t.view()? {
-                View::Ro(r) => CursorState::new(r, db),
-                View::Rw(w) => CursorState::new(&*w, db),
-            }
-            .map_err(|e| e.code())?;
-            let c = MDB_cursor {
-                live: true,
-                write,
-                txn,
-                env: t.env,
-                dbi,
-                st: Some(st),
-                leaf: None,
-            };
-            let p = if write {
-                env.cursors
-                    .lock()
-                    .unwrap_or_else(|x| x.into_inner())
-                    .take(c)
-            } else {
-                Box::into_raw(Box::new(c))
+            let tenv = t.env;
+            let p = match t.view()? {
+                View::Ro(r) => {
+                    // The thread's spare from its last close, bound in
+                    // place: no allocation, no 1 KiB state moved around.
+                    let mut c = match SPARE.with(Cell::take) {
+                        Some(mut c) => {
+                            let bound = match c.st.as_mut() {
+                                Some(st) => st.rebind(r, db),
+                                None => CursorState::new(r, db).map(|st| c.st = Some(st)),
+                            };
+                            if let Err(e) = bound {
+                                SPARE.with(|s| s.set(Some(c)));
+                                return Err(e.code());
+                            }
+                            c
+                        }
+                        None => Box::new(MDB_cursor {
+                            live: true,
+                            write,
+                            txn,
+                            env: tenv,
+                            dbi,
+                            st: Some(CursorState::new(r, db).map_err(|e| e.code())?),
+                            leaf: None,
+                        }),
+                    };
+                    (c.live, c.write, c.txn, c.env, c.dbi, c.leaf) =
+                        (true, false, txn, tenv, dbi, None);
+                    Box::into_raw(c)
+                }
+                View::Rw(w) => {
+                    let st = CursorState::new(&*w, db).map_err(|e| e.code())?;
+                    let c = MDB_cursor {
+                        live: true,
+                        write,
+                        txn,
+                        env: tenv,
+                        dbi,
+                        st: Some(st),
+                        leaf: None,
+                    };
+                    env.cursors
+                        .lock()
+                        .unwrap_or_else(|x| x.into_inner())
+                        .take(c)
+                }
             };
             t.cursors.push(p);
             // SAFETY: checked non-NULL.
@@ -97,7 +131,10 @@ pub unsafe extern "C" fn mdb_cursor_close(cursor: *mut MDB_cursor) {
         } else {
             cur.live = false;
             // SAFETY: read cursors come from Box::into_raw in mdb_cursor_open.
-            drop(unsafe { Box::from_raw(cursor) });
+            let c = unsafe { Box::from_raw(cursor) };
+            // Kept for this thread's next open (the one kept before, if
+            // any, is freed).
+            drop(SPARE.with(|s| s.replace(Some(c))));
         }
         0
     });
@@ -114,15 +151,16 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
                 return Err(EINVAL);
             }
             let db = t.db(cur.dbi)?;
-            let st = match t.view()? {
-                View::Ro(r) => CursorState::new(r, db).map_err(|e| e.code())?,
-                View::Rw(_) => return Err(EINVAL),
-            };
+            match (t.view()?, cur.st.as_mut()) {
+                (View::Ro(r), Some(st)) => st.rebind(r, db),
+                (View::Ro(r), None) => CursorState::new(r, db).map(|st| cur.st = Some(st)),
+                (View::Rw(_), _) => return Err(EINVAL),
+            }
+            .map_err(|e| e.code())?;
             // SAFETY: a bound cursor's transaction is live.
             if let Ok(old) = unsafe { txn_ref(cur.txn) } {
                 old.cursors.retain(|&c| c != cursor);
             }
-            cur.st = Some(st);
             cur.leaf = None;
             cur.txn = txn;
             cur.env = t.env;

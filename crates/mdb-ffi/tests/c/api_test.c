@@ -2405,6 +2405,93 @@ static void test_hardening(void)
 }
 #endif
 
+/* Read cursors closed and opened again, one after another, over databases
+ * of other kinds: nothing of the cursor before carries over (position,
+ * sub-database, comparator). Our library binds the thread's last closed
+ * read cursor in place, so this is where stale state would show. */
+static void test_cursor_reopen(void)
+{
+	MDB_env *env = open_env("cursor-reopen", 0, 0, 4);
+	MDB_txn *txn, *r;
+	MDB_cursor *c;
+	MDB_dbi dups, ints;
+	MDB_val k, d;
+	size_t i, n, prev, count;
+	char buf[16];
+	if (!env) {
+		TRUE(!"open_env");
+		return;
+	}
+	MUST(mdb_txn_begin(env, NULL, 0, &txn));
+	MUST(mdb_dbi_open(txn, "dups", MDB_CREATE | MDB_DUPSORT, &dups));
+	MUST(mdb_dbi_open(txn, "ints", MDB_CREATE | MDB_INTEGERKEY, &ints));
+	for (i = 0; i < 400; i++) {
+		snprintf(buf, sizeof buf, "v%04zu", i);
+		put(txn, dups, "a", buf);
+	}
+	put(txn, dups, "b", "only");
+	for (i = 1; i <= 300; i++) {
+		k.mv_size = sizeof i;
+		k.mv_data = &i;
+		d = V("x");
+		OK(mdb_put(txn, ints, &k, &d, 0));
+	}
+	OK(mdb_txn_commit(txn));
+
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &r));
+	/* Deep in key "a"'s sub-database. */
+	MUST(mdb_cursor_open(r, dups, &c));
+	k = V("a");
+	OK(mdb_cursor_get(c, &k, &d, MDB_SET));
+	OK(mdb_cursor_get(c, &k, &d, MDB_LAST_DUP));
+	TRUE(eq(d, "v0399"));
+	mdb_cursor_close(c);
+	/* An integer-key database: unpositioned, and in integer order (256
+	 * before 257 but after 2, which byte order on a little-endian machine
+	 * would not give). */
+	MUST(mdb_cursor_open(r, ints, &c));
+	CHECK(mdb_cursor_get(c, &k, &d, MDB_GET_CURRENT), EINVAL);
+	for (n = 0, prev = 0; mdb_cursor_get(c, &k, &d, MDB_NEXT) == 0; n++) {
+		memcpy(&i, k.mv_data, sizeof i);
+		TRUE(i == prev + 1);
+		prev = i;
+	}
+	CHECK(n, 300);
+	/* Seeks compare keys: with the byte order's comparator they would
+	 * miss. */
+	for (i = 1; i <= 300; i += 17) {
+		size_t want = i;
+		k.mv_size = sizeof want;
+		k.mv_data = &want;
+		OK(mdb_cursor_get(c, &k, &d, MDB_SET_KEY));
+		memcpy(&prev, k.mv_data, sizeof prev);
+		CHECK(prev, i);
+	}
+	mdb_cursor_close(c);
+	/* Back on the DUPSORT database: unpositioned again, counts right. */
+	MUST(mdb_cursor_open(r, dups, &c));
+	CHECK(mdb_cursor_get(c, &k, &d, MDB_GET_CURRENT), EINVAL);
+	CHECK(mdb_cursor_count(c, &count), EINVAL);
+	OK(mdb_cursor_get(c, &k, &d, MDB_NEXT));
+	TRUE(eq(k, "a") && eq(d, "v0000"));
+	OK(mdb_cursor_count(c, &count));
+	CHECK(count, 400);
+	OK(mdb_cursor_get(c, &k, &d, MDB_NEXT_NODUP));
+	TRUE(eq(k, "b") && eq(d, "only"));
+	OK(mdb_cursor_count(c, &count));
+	CHECK(count, 1);
+	mdb_cursor_close(c);
+	/* A failed open leaves nothing behind for the next. */
+	CHECK(mdb_cursor_open(r, 77, &c), EINVAL);
+	MUST(mdb_cursor_open(r, ints, &c));
+	OK(mdb_cursor_get(c, &k, &d, MDB_LAST));
+	memcpy(&i, k.mv_data, sizeof i);
+	CHECK(i, 300);
+	mdb_cursor_close(c);
+	mdb_txn_abort(r);
+	mdb_env_close(env);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -2442,6 +2529,7 @@ int main(int argc, char **argv)
 	test_cursor_dup();
 	test_cursor_del_positions();
 	test_cursor_dupfixed();
+	test_cursor_reopen();
 	test_copy();
 	test_readers();
 #ifdef MDB_FFI_OURS

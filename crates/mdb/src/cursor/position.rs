@@ -79,7 +79,7 @@ impl PosBox {
     pub(crate) fn new(kcmp: CmpFn, dcmp: Option<CmpFn>) -> PosBox {
         let pos = match SPARE.with(Cell::take) {
             Some(mut b) => {
-                *b = Position::new(kcmp, dcmp);
+                b.renew(kcmp, dcmp);
                 b
             }
             None => Box::new(Position::new(kcmp, dcmp)),
@@ -124,6 +124,17 @@ impl Position {
             kcmp,
             dcmp,
         }
+    }
+
+    /// Become [`Position::new`]`(kcmp, dcmp)` in place: a cursor bound
+    /// anew writes a few words, not its 1 KiB of paths.
+    pub(crate) fn renew(&mut self, kcmp: CmpFn, dcmp: Option<CmpFn>) {
+        self.main.clear();
+        self.sub = Sub::Single;
+        self.just_deleted = false;
+        self.dup_del = DupDel::No;
+        self.kcmp = kcmp;
+        self.dcmp = dcmp;
     }
 
     /// Whether the cursor has never been positioned (or the DB emptied).

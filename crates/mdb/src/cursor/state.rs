@@ -72,6 +72,42 @@ impl CursorState {
         })
     }
 
+    /// Become [`CursorState::new`]`(txn, db)` in place, keeping the
+    /// buffers it holds: the C library binds pooled cursors this way
+    /// (`mdb_cursor_open`, `mdb_cursor_renew`) instead of building and
+    /// moving a new 1 KiB state. On an error the cursor is unchanged.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use mdb::{CursorOp, CursorState, Database, Env, WriteFlags};
+    /// let env = Env::open(dir.path())?;
+    /// let mut w = env.write_txn()?;
+    /// w.put(Database::MAIN, b"k", b"v", WriteFlags::EMPTY)?;
+    /// w.commit()?;
+    /// let r = env.read_txn()?;
+    /// let mut c = CursorState::new(&r, Database::MAIN)?;
+    /// c.get(&r, CursorOp::Last)?;
+    /// drop(r); // one read transaction a thread
+    /// let r2 = env.read_txn()?;
+    /// c.rebind(&r2, Database::MAIN)?;
+    /// assert!(!c.is_positioned());
+    /// assert_eq!(c.get(&r2, CursorOp::First)?, Some((&b"k"[..], &b"v"[..])));
+    /// # Ok::<(), mdb::Error>(())
+    /// ```
+    pub fn rebind<T: Snapshot>(&mut self, txn: &T, db: Database) -> Result<()> {
+        db.check_env(txn.env().tag())?;
+        let rec = txn.db(db)?;
+        let (k, d) = txn.env().comparators(db, rec.flags);
+        self.db = db;
+        self.flags = rec.flags;
+        self.pos.renew(k, d);
+        self.gen = txn.generation_of(db);
+        self.key.clear();
+        self.val.clear();
+        self.saved = false;
+        Ok(())
+    }
+
     /// The database this cursor walks.
     ///
     /// ```
@@ -111,7 +147,7 @@ impl CursorState {
     /// ```
     pub fn reset(&mut self) {
         let (k, d) = (self.pos.kcmp, self.pos.dcmp);
-        self.pos = Position::new(k, d);
+        self.pos.renew(k, d);
         self.saved = false;
     }
 

@@ -42,6 +42,7 @@ impl std::fmt::Debug for CmpFn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self.0 {
             Kind::Lexical => "CmpFn(lexical)",
+            Kind::Integer => "CmpFn(integer)",
             Kind::Rust(_) => "CmpFn(rust)",
             Kind::C(_) => "CmpFn(c)",
         })
@@ -52,6 +53,9 @@ impl std::fmt::Debug for CmpFn {
 enum Kind {
     /// [`lexical`], known statically so searches can inline it.
     Lexical,
+    /// [`integer`] (INTEGERKEY, INTEGERDUP), likewise: back-mdb's entry
+    /// ids.
+    Integer,
     Rust(RustCmp),
     C(CCmp),
 }
@@ -103,6 +107,12 @@ impl CmpFn {
         matches!(self.0, Kind::Lexical)
     }
 
+    /// Whether this is [`integer`], LMDB's order for INTEGERKEY.
+    #[inline]
+    pub(crate) fn is_integer(&self) -> bool {
+        matches!(self.0, Kind::Integer)
+    }
+
     /// Compare `a` with `b`.
     ///
     /// ```
@@ -114,6 +124,7 @@ impl CmpFn {
     pub fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
         match self.0 {
             Kind::Lexical => lexical(a, b),
+            Kind::Integer => integer(a, b),
             Kind::Rust(f) => f(a, b),
             Kind::C(f) => {
                 let (x, y) = (
@@ -227,7 +238,7 @@ impl Order {
         match self {
             Order::Lexical => CmpFn(Kind::Lexical),
             Order::Reverse => CmpFn::rust(reverse),
-            Order::Integer => CmpFn::rust(integer),
+            Order::Integer => CmpFn(Kind::Integer),
         }
     }
 }

@@ -48,6 +48,13 @@ pub trait PageRead {
     /// nothing for a dirty page).
     #[inline]
     fn prefetch_bytes(&self, _b: &[u8]) {}
+    /// Whether no page of this view changes while it lives (a read
+    /// transaction's snapshot): a cursor's path into it then stays true,
+    /// and a seek may start from the leaf it stands on.
+    #[inline]
+    fn frozen(&self) -> bool {
+        false
+    }
 }
 
 /// A fast hasher for page numbers (they are already well spread).

@@ -27,6 +27,15 @@ impl Path {
         self.len.saturating_sub(1)
     }
 
+    /// Become empty, as [`Path::new`] is, writing only level 0 (what an
+    /// empty path's [`leaf`](Self::leaf) reads) rather than 520 bytes.
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.pg[0] = 0;
+        self.ix[0] = 0;
+        self.len = 0;
+    }
+
     /// Become a copy of `other`, copying only the levels it uses (a whole
     /// path is 520 bytes; a cursor's is 2-4 levels). At least level 0, so
     /// an empty path's [`leaf`](Self::leaf) reads what `other`'s would.

@@ -179,6 +179,12 @@ impl CursorPos {
         }
     }
 
+    /// Become unset, as [`CursorPos::new`] is, in place.
+    pub(crate) fn clear(&mut self) {
+        self.path.clear();
+        self.unset = true;
+    }
+
     fn leaf<'a, S: PageRead>(&self, s: &'a S) -> Result<Page<'a>> {
         s.page(self.path.pg[self.path.leaf()])
     }
@@ -450,7 +456,7 @@ impl CursorPos {
         rec: &DbRecord,
         cmp: CmpFn,
         key: &[u8],
-    ) -> Result<(bool, Option<(Page<'a>, usize)>)> {
+    ) -> Result<Seek<'a>> {
         match self.try_seek(s, rec, cmp, key) {
             Err(e) => self.unposition(e),
             ok => ok,
@@ -464,7 +470,12 @@ impl CursorPos {
         rec: &DbRecord,
         cmp: CmpFn,
         key: &[u8],
-    ) -> Result<(bool, Option<(Page<'a>, usize)>)> {
+    ) -> Result<Seek<'a>> {
+        if s.frozen() && !self.unset && self.path.len > 0 {
+            if let Some(hit) = self.seek_in_leaf(s, cmp, key)? {
+                return Ok(hit);
+            }
+        }
         let (i, exact, leaf) = descend_to(s, rec, cmp, key, &mut self.path)?;
         let Some(p) = leaf else {
             self.unset = true;
@@ -484,6 +495,42 @@ impl CursorPos {
         Ok((exact, None))
     }
 }
+
+impl CursorPos {
+    /// A seek that ends on the leaf the cursor stands on, found without
+    /// a descent: when `key` lies between that leaf's first and last keys,
+    /// no other leaf can hold it or its successor. Only in a frozen
+    /// snapshot, where the cursor's path is still true. `None` when the
+    /// key lies outside (or the leaf is empty): the caller descends.
+    /// back-mdb walks ids in order (a subtree search reads 100 entries,
+    /// mostly of one leaf), as LMDB's `MDB_SET` on an initialised cursor
+    /// does.
+    #[inline(never)]
+    fn seek_in_leaf<'a, S: PageRead>(
+        &mut self,
+        s: &'a S,
+        cmp: CmpFn,
+        key: &[u8],
+    ) -> Result<Option<Seek<'a>>> {
+        use std::cmp::Ordering::*;
+        let l = self.path.leaf();
+        let p = s.page(self.path.pg[l])?;
+        let n = p.len();
+        if !p.is_leaf() || n == 0 {
+            return Ok(None);
+        }
+        if cmp.compare(p.key(0)?, key) == Greater || cmp.compare(p.key(n - 1)?, key) == Less {
+            return Ok(None);
+        }
+        let (i, exact) = search(&p, key, cmp)?;
+        self.path.ix[l] = i;
+        Ok(Some((exact, Some((p, i)))))
+    }
+}
+
+/// What a seek found: whether the key matched exactly, and the leaf node
+/// the cursor stands on (see [`CursorPos::seek_at`]).
+pub(crate) type Seek<'a> = (bool, Option<(Page<'a>, usize)>);
 
 /// The leaf a cursor crossed to, and its parent (`None` if it could not
 /// be read again), for a caller that looks further along the parent.

@@ -429,6 +429,10 @@ impl<S: SlotMode> PageRead for RoTxn<'_, S> {
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
         self.view.page(pgno)
     }
+    #[inline]
+    fn frozen(&self) -> bool {
+        true
+    }
     // Always, as the map's: the scan step's lookup (a cursor's general
     // path has several call sites, and one more made it an out-of-line
     // call: 1 Ir more a `scan` step, 13 a `range_10`).
