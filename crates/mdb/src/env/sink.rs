@@ -1,12 +1,14 @@
 //! Which commit sink an environment commits through: the write-ahead log
-//! in WAL mode, else LMDB's own commit (to the file, or under WRITEMAP
-//! through the writable map). A [`Sink`] is made per use from the
-//! environment's parts, on the stack: no allocation, and a `match` where a
-//! boxed sink took a call through a vtable.
+//! in WAL mode, else LMDB's own commit; either writes its pages to the
+//! file, or under WRITEMAP copies them into the writable map. A [`Sink`]
+//! is made per use from the environment's parts, on the stack: no
+//! allocation, and a `match` where a boxed sink took a call through a
+//! vtable.
 
 use super::{Env, EnvFlags};
 use crate::error::Result;
 use crate::format::meta::Meta;
+use crate::mmap::Map;
 use crate::sink::{Commit, CommitFailure, CommitSink, LmdbSink, Pending};
 use crate::wal::checkpointer::WalEnv;
 
@@ -14,26 +16,27 @@ use crate::wal::checkpointer::WalEnv;
 /// kind (a replicated log, say) is one more variant.
 pub(crate) enum Sink<'a> {
     Lmdb(LmdbSink<'a>),
-    Wal(&'a WalEnv),
+    /// The log, and under WRITEMAP the writable map its commits copy their
+    /// pages into, with MAPASYNC.
+    Wal(&'a WalEnv, Option<(&'a Map, bool)>),
 }
 
 impl Env {
     /// Where commits go and who holds the writer lock.
     #[inline]
     pub(crate) fn sink(&self) -> Sink<'_> {
+        let f = self.flags();
+        let map = f
+            .contains(EnvFlags::WRITE_MAP)
+            .then(|| (self.map(), f.contains(EnvFlags::MAP_ASYNC)));
         match &self.wal {
-            Some(w) => Sink::Wal(w),
-            None => {
-                let f = self.flags();
-                Sink::Lmdb(LmdbSink {
-                    lock: &self.lock,
-                    file: &self.file,
-                    psize: self.psize,
-                    map: f
-                        .contains(EnvFlags::WRITE_MAP)
-                        .then(|| (self.map(), f.contains(EnvFlags::MAP_ASYNC))),
-                })
-            }
+            Some(w) => Sink::Wal(w, map),
+            None => Sink::Lmdb(LmdbSink {
+                lock: &self.lock,
+                file: &self.file,
+                psize: self.psize,
+                map,
+            }),
         }
     }
 }
@@ -43,7 +46,7 @@ macro_rules! each {
     ($s:expr, $x:ident => $e:expr) => {
         match $s {
             Sink::Lmdb($x) => $e,
-            Sink::Wal($x) => $e,
+            Sink::Wal($x, _) => $e,
         }
     };
 }
@@ -67,7 +70,10 @@ impl CommitSink for Sink<'_> {
     }
     #[inline]
     fn commit(&self, c: &Commit<'_>) -> std::result::Result<Option<Pending>, CommitFailure> {
-        each!(self, s => s.commit(c))
+        match self {
+            Sink::Lmdb(s) => s.commit(c),
+            Sink::Wal(w, map) => w.commit_via(c, *map),
+        }
     }
     #[inline]
     fn wait(&self, p: Pending) -> Result<()> {

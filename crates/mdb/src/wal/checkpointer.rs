@@ -18,7 +18,7 @@ use crate::wal::group::Group;
 use crate::wal::mode::Wal;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What an environment in WAL mode shares with its background threads;
 /// also its commit sink (`wal/sink.rs`).
@@ -90,6 +90,12 @@ impl WalEnv {
         if self.group.is_mine() {
             // Its write transaction holds the lock the checkpoint needs.
             return Err(ErrorKind::BadTxn.into());
+        }
+        if self.group.visible(self.lock.txnid()).is_some() {
+            // Commits of relaxed durability (NO_SYNC's wait for this):
+            // durable and published first, so that the checkpoint covers
+            // them and the pages held for them are reused after it.
+            self.group.drain(&self.wal, &self.file)?;
         }
         let m = self.newest_meta()?;
         let behind = m.txnid > self.wal.checkpointed();
@@ -193,8 +199,13 @@ impl WalEnv {
     }
 
     /// A commit with relaxed durability was appended: the flusher syncs the
-    /// log within the period.
+    /// log within the period (`sync_every`). Under NO_SYNC alone no thread
+    /// does: `Env::sync`, the next checkpoint (which the pages held for the
+    /// log, the log's size or `checkpoint_interval` call for) or the close.
     pub(super) fn flush_soon(&self) {
+        if self.wal.opts.sync_every.is_none() {
+            return;
+        }
         let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
         if !w.flush {
             w.flush = true;
@@ -202,14 +213,13 @@ impl WalEnv {
         }
     }
 
-    /// The period of relaxed durability for a commit under `flags`, if
-    /// relaxed.
-    pub(super) fn relaxed(&self, no_sync: bool) -> Option<Duration> {
-        match (self.wal.opts.sync_every, no_sync) {
-            (Some(d), _) => Some(d),
-            (None, true) => Some(Duration::from_millis(10)),
-            (None, false) => None,
-        }
+    /// Whether a commit, under NO_SYNC if `no_sync`, returns without
+    /// waiting for the log's sync: with `sync_every`, or under NO_SYNC
+    /// (LMDB's meaning: a crash may lose the last commits; their metas go
+    /// to the data file only once their records are durable, so the
+    /// environment stays consistent).
+    pub(super) fn relaxed(&self, no_sync: bool) -> bool {
+        no_sync || self.wal.opts.sync_every.is_some()
     }
 }
 
@@ -246,8 +256,8 @@ impl Worker {
     }
 
     /// The flusher of relaxed durability: once a relaxed commit is
-    /// appended, wait for the period, then sync the log for every commit
-    /// appended. It also syncs the log at once for a durable commit that
+    /// appended under `sync_every`, wait for the period, then sync the log
+    /// for every commit appended (NO_SYNC's wait for a checkpoint). It also syncs the log at once for a durable commit that
     /// appended its record ahead of its pages, and makes spare log
     /// segments ahead of need.
     pub(crate) fn flusher(shared: Arc<WalEnv>) -> Result<Worker> {
@@ -299,7 +309,7 @@ fn flush_loop(s: &WalEnv) {
             continue;
         }
         // The period, cut short only by the close (which flushes itself).
-        let until = Instant::now() + s.relaxed(true).unwrap_or_default();
+        let until = Instant::now() + s.wal.opts.sync_every.unwrap_or_default();
         let mut w = wait_until(s, w, until, |_| false);
         if w.stop {
             return;

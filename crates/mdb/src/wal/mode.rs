@@ -24,6 +24,7 @@ use crate::error::{ErrorKind, Result};
 use crate::format::meta::{Meta, META_WRITE_LEN, VERSION, VERSION_OFF, VERSION_WAL};
 use crate::io::{Commit, CommitFailure, DataFile, FaultInjector};
 use crate::lock::LockFile;
+use crate::mmap::Map;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -58,7 +59,11 @@ pub struct WalOptions {
     /// the data file gets a commit's meta only once it is durable, and no
     /// page a durable snapshot uses is reused before. `None` (the default):
     /// every commit is durable when it returns. The environment flag
-    /// NO_SYNC asks for this mode too (with a 10 ms period if unset).
+    /// NO_SYNC (and MAP_ASYNC with WRITE_MAP) asks for relaxed durability
+    /// too, with LMDB's meaning when `None`: no thread syncs the log on a
+    /// timer, only `Env::sync`, checkpoints (the background checkpointer's
+    /// included), log segment switches and the close do; until then other
+    /// processes see none of those commits and wait for the writer lock.
     pub sync_every: Option<Duration>,
 }
 
@@ -478,15 +483,17 @@ impl Wal {
         inner.log.restart()
     }
 
-    /// Write the pages of commit `c` to the data file and append its
-    /// record to the log, without a sync and without its meta: the commit
-    /// is neither durable nor visible yet. The group (`super::group`) makes
-    /// it durable with one log sync for every commit appended meanwhile,
-    /// then writes the metas and publishes them in order. The pages may go
-    /// to the data file before the record is durable because a writer
-    /// reuses only pages that no durable snapshot can need. Under NO_SYNC
-    /// the log is still synced: WAL mode never trades safety for speed
-    /// silently.
+    /// Write the pages of commit `c` to the data file (copied into `map`,
+    /// the writable map, under WRITEMAP) and append its record to the log,
+    /// without a sync and without its meta: the commit is neither durable
+    /// nor visible yet. The group (`super::group`) makes it durable with
+    /// one log sync for every commit appended meanwhile, then writes the
+    /// metas and publishes them in order. The pages may go to the data file
+    /// before the record is durable because a writer reuses only pages that
+    /// no durable snapshot can need. A commit under NO_SYNC waits for no
+    /// sync, but its meta still goes to the data file only once a sync made
+    /// its record durable: a crash loses it and every later commit, never
+    /// more (the log stays a prefix).
     ///
     /// `early`: the record is appended first when it can be taken back
     /// ([`Appended`] is returned), and the caller writes the pages while
@@ -498,7 +505,7 @@ impl Wal {
     /// failed.
     pub(super) fn append_commit(
         &self,
-        df: &DataFile,
+        (df, map): (&DataFile, Option<&Map>),
         psize: usize,
         c: &Commit<'_>,
         early: bool,
@@ -534,7 +541,7 @@ impl Wal {
         if tail.is_none() {
             // Free pages of every durable snapshot: harmless if the commit
             // fails here or later.
-            df.write_pages(psize, c.pages).map_err(clean)?;
+            df.write_pages_to(map, psize, c.pages).map_err(clean)?;
         }
         let mut inner = self.inner();
         // Stock LMDB must not open the file while the log alone holds this

@@ -1,15 +1,19 @@
 //! The write-ahead log as the environment's commit sink: the writer lock
 //! is the group's token (`group.rs`), a commit writes its pages to the
-//! data file unsynced and appends its record (`Wal::append_commit`; a
-//! durable commit of many pages appends it first and writes the pages
-//! while the flusher thread syncs the log), and the group makes it durable (one log sync for every commit appended
-//! meanwhile) and publishes its meta once the token is given back.
+//! data file unsynced (under WRITEMAP, copied into the writable map) and
+//! appends its record (`Wal::append_commit`; a durable commit of many
+//! pages appends it first and writes the pages while the flusher thread
+//! syncs the log), and the group makes it durable (one log sync for every
+//! commit appended meanwhile) and publishes its meta once the token is
+//! given back. A commit under NO_SYNC (or MAPASYNC with WRITEMAP) does not
+//! wait for that sync (`WalEnv::relaxed`).
 
 use super::checkpointer::WalEnv;
 use super::group::publish_replayed;
 use super::mode::Due;
 use crate::error::Result;
 use crate::format::meta::Meta;
+use crate::mmap::Map;
 use crate::sink::{recover, Commit, CommitFailure, CommitSink, Pending};
 
 /// Dirty pages from which a durable commit appends its record before it
@@ -60,45 +64,9 @@ impl CommitSink for WalEnv {
         Some(self.wal.checkpointed() + 1)
     }
 
-    /// Appends: the pages go to the data file and the record to the log,
-    /// unsynced; [`CommitSink::wait`] makes it durable and publishes it,
-    /// unless durability is relaxed (the flusher does, within the period),
-    /// and takes a checkpoint when the pages held for the log call for it.
+    /// [`WalEnv::commit_via`] the file.
     fn commit(&self, c: &Commit<'_>) -> std::result::Result<Option<Pending>, CommitFailure> {
-        let relaxed = self.relaxed(!c.sync).is_some();
-        // A durable commit of many pages: its record first, synced by the
-        // flusher thread while this one writes the pages (publishing waits
-        // for both). A few pages cost less than waking that thread.
-        let early = !relaxed && c.pages.len() >= EARLY_PAGES;
-        if let Some(a) = self.wal.append_commit(&self.file, self.psize, c, early)? {
-            self.sync_ahead_soon();
-            if let Err(e) = self.file.write_pages(self.psize, c.pages) {
-                // Its record must never be replayed: taken back, or the
-                // environment stops.
-                let r = self.group.retract(c.meta.txnid, || self.wal.retract(a));
-                return Err(match r {
-                    Ok(()) => CommitFailure::Clean(e),
-                    Err(_) => CommitFailure::Fatal(e),
-                });
-            }
-        }
-        self.group
-            .appended(c.meta, c.meta_off(self.psize), *c.update, relaxed);
-        let due = self.wal.wants_checkpoint(c.freed, c.meta.last_pgno);
-        if due == Due::Soon {
-            self.kick();
-        }
-        if self.wal.wants_spare() {
-            self.spare_soon();
-        }
-        if relaxed {
-            self.flush_soon();
-        }
-        let p = Pending {
-            txnid: (!relaxed).then_some(c.meta.txnid),
-            checkpoint: due == Due::Now,
-        };
-        Ok((p.txnid.is_some() || p.checkpoint).then_some(p))
+        self.commit_via(c, None)
     }
 
     fn wait(&self, p: Pending) -> Result<()> {
@@ -133,5 +101,59 @@ impl CommitSink for WalEnv {
 
     fn settle(&self) -> Result<()> {
         self.checkpoint(true).map(|_| ())
+    }
+}
+
+impl WalEnv {
+    /// Appends: the pages go to the data file (copied into `map`, the
+    /// writable map, under WRITEMAP; `map.1`: MAPASYNC) and the record to
+    /// the log, unsynced; [`CommitSink::wait`] makes it durable and
+    /// publishes it, unless durability is relaxed (the flusher, `Env::sync`,
+    /// a checkpoint or the close do), and takes a checkpoint when the pages
+    /// held for the log call for it.
+    pub(crate) fn commit_via(
+        &self,
+        c: &Commit<'_>,
+        map: Option<(&Map, bool)>,
+    ) -> std::result::Result<Option<Pending>, CommitFailure> {
+        let map_async = map.is_some_and(|m| m.1);
+        let map = map.map(|m| m.0);
+        let relaxed = self.relaxed(!c.sync || map_async);
+        // A durable commit of many pages: its record first, synced by the
+        // flusher thread while this one writes the pages (publishing waits
+        // for both). A few pages cost less than waking that thread.
+        let early = !relaxed && c.pages.len() >= EARLY_PAGES;
+        if let Some(a) = self
+            .wal
+            .append_commit((&self.file, map), self.psize, c, early)?
+        {
+            self.sync_ahead_soon();
+            if let Err(e) = self.file.write_pages_to(map, self.psize, c.pages) {
+                // Its record must never be replayed: taken back, or the
+                // environment stops.
+                let r = self.group.retract(c.meta.txnid, || self.wal.retract(a));
+                return Err(match r {
+                    Ok(()) => CommitFailure::Clean(e),
+                    Err(_) => CommitFailure::Fatal(e),
+                });
+            }
+        }
+        self.group
+            .appended(c.meta, c.meta_off(self.psize), *c.update, relaxed);
+        let due = self.wal.wants_checkpoint(c.freed, c.meta.last_pgno);
+        if due == Due::Soon {
+            self.kick();
+        }
+        if self.wal.wants_spare() {
+            self.spare_soon();
+        }
+        if relaxed {
+            self.flush_soon();
+        }
+        let p = Pending {
+            txnid: (!relaxed).then_some(c.meta.txnid),
+            checkpoint: due == Due::Now,
+        };
+        Ok((p.txnid.is_some() || p.checkpoint).then_some(p))
     }
 }
