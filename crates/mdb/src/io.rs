@@ -367,23 +367,6 @@ impl DataFile {
         Ok(())
     }
 
-    /// Write whole pages as [`DataFile::write_pages`] does, or, given a
-    /// writable map (WRITEMAP), copy them into it: no system call per
-    /// group of pages, and the page cache the same either way (a
-    /// `MAP_SHARED` map is the file's page cache), so readers through the
-    /// file or the map and a later sync see them alike.
-    pub(crate) fn write_pages_to(
-        &self,
-        map: Option<&Map>,
-        psize: usize,
-        pages: &[(u64, &[u8])],
-    ) -> Result<()> {
-        match map {
-            Some(map) => self.write_pages_mapped(map, psize, pages),
-            None => self.write_pages(psize, pages),
-        }
-    }
-
     /// WRITEMAP: write the meta update into the map.
     pub(crate) fn write_meta_mapped(&self, map: &Map, offset: u64, bytes: &[u8]) -> Result<()> {
         let op = IoOp::WriteMeta {

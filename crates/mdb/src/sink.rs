@@ -106,8 +106,10 @@ pub(crate) struct LmdbSink<'a> {
 
 impl LmdbSink<'_> {
     fn write_pages(&self, pages: &[(u64, &[u8])]) -> Result<()> {
-        let map = self.map.map(|(m, _)| m);
-        self.file.write_pages_to(map, self.psize, pages)
+        match self.map {
+            Some((map, _)) => self.file.write_pages_mapped(map, self.psize, pages),
+            None => self.file.write_pages(self.psize, pages),
+        }
     }
 
     /// Make the pages written so far durable; `force` overrides MAPASYNC.

@@ -163,19 +163,18 @@ fn a_batch_commit_whose_pages_fail_takes_its_record_back() {
     pages_fail_take_the_record_back(EnvFlags::EMPTY);
 }
 
-/// The same under WRITE_MAP, where a commit copies its pages into the
-/// writable map (one seam step per page, none merged into a vectored
-/// write): a copy the injector fails (as a full disk would, had the file
-/// not been extended to the map's size first) takes the record back too.
-/// Before, WAL mode wrote the pages with `pwrite` whatever the flags.
+/// The same under WRITE_MAP: WAL mode writes the pages with vectored
+/// `pwrite`s there too, not one copy into the map per page (`wal/sink.rs`:
+/// after a checkpoint each copy is a write fault, and a full disk would be
+/// SIGBUS rather than this ENOSPC).
 #[test]
-fn under_writemap_a_batch_commit_whose_map_copies_fail_takes_its_record_back() {
+fn under_writemap_a_batch_commit_whose_pages_fail_takes_its_record_back() {
     pages_fail_take_the_record_back(EnvFlags::WRITE_MAP);
 }
 
-/// Whether every page write of `ops` is one 4 KiB page copied into the
-/// map, and there are at least `min` of them.
-fn copied_page_by_page(ops: &[(IoOp, String)], min: usize) -> bool {
+/// Whether some page write of `ops` covers several pages (a vectored
+/// write, where a copy into the map is one page), among at least 32.
+fn written_in_runs(ops: &[(IoOp, String)]) -> bool {
     let lens: Vec<usize> = ops
         .iter()
         .filter_map(|(op, _)| match op {
@@ -183,20 +182,19 @@ fn copied_page_by_page(ops: &[(IoOp, String)], min: usize) -> bool {
             _ => None,
         })
         .collect();
-    lens.len() >= min && lens.iter().all(|&l| l == 4096)
+    lens.iter().map(|l| l / 4096).sum::<usize>() >= 32 && lens.iter().any(|&l| l > 4096)
 }
 
 fn pages_fail_take_the_record_back(flags: EnvFlags) {
     let dir = tempfile::tempdir().unwrap();
     let rec = Arc::new(Recorder::default());
-    let writemap = flags.contains(EnvFlags::WRITE_MAP);
     {
         let env = loaded_with(dir.path(), rec.clone(), flags);
         rec.take();
         batch(&env, 10_000, 10_500).unwrap();
         let ops = rec.take();
         // A few hundred leaves, most of them next to another in the file.
-        assert_eq!(copied_page_by_page(&ops, 32), writemap, "{ops:?}");
+        assert!(written_in_runs(&ops), "{ops:?}");
         rec.fail_pages.store(true, Ordering::SeqCst);
         let e = batch(&env, 20_000, 20_500).unwrap_err();
         rec.fail_pages.store(false, Ordering::SeqCst);

@@ -100,9 +100,8 @@ enum Mode {
     Durable,
     /// When a later `Env::sync`, checkpoint or close returns.
     Relaxed,
-    /// The same, under NO_SYNC and WRITE_MAP (`slapadd -q`'s flags): the
-    /// pages are copied into the writable map, and no thread syncs the
-    /// log on a timer.
+    /// The same, under NO_SYNC and WRITE_MAP (`slapadd -q`'s flags): no
+    /// thread syncs the log on a timer.
     NoSyncMap,
 }
 
@@ -872,11 +871,11 @@ fn power_cuts_lose_no_synced_commit_of_relaxed_durability() {
     );
 }
 
-/// NO_SYNC with WRITE_MAP, as `slapadd -q` opens: commits copy their pages
-/// into the map and sync nothing; a cut anywhere keeps exactly a prefix
-/// holding every commit an `Env::sync(true)`, a checkpoint or the close
-/// acknowledged. Before, a flusher thread synced the log 10 ms after each
-/// such commit, at steps no two runs shared ("the runs differ").
+/// NO_SYNC with WRITE_MAP, as `slapadd -q` opens: commits sync nothing; a
+/// cut anywhere keeps exactly a prefix holding every commit an
+/// `Env::sync(true)`, a checkpoint or the close acknowledged. Before, a
+/// flusher thread synced the log 10 ms after such a commit (the recording
+/// run's pause after the first shows it).
 #[test]
 fn power_cuts_lose_no_synced_commit_under_no_sync_and_writemap() {
     power_cuts(

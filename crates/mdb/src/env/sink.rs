@@ -1,14 +1,12 @@
 //! Which commit sink an environment commits through: the write-ahead log
-//! in WAL mode, else LMDB's own commit; either writes its pages to the
-//! file, or under WRITEMAP copies them into the writable map. A [`Sink`]
-//! is made per use from the environment's parts, on the stack: no
-//! allocation, and a `match` where a boxed sink took a call through a
-//! vtable.
+//! in WAL mode, else LMDB's own commit (to the file, or under WRITEMAP
+//! through the writable map). A [`Sink`] is made per use from the
+//! environment's parts, on the stack: no allocation, and a `match` where
+//! a boxed sink took a call through a vtable.
 
 use super::{Env, EnvFlags};
 use crate::error::Result;
 use crate::format::meta::Meta;
-use crate::mmap::Map;
 use crate::sink::{Commit, CommitFailure, CommitSink, LmdbSink, Pending};
 use crate::wal::checkpointer::WalEnv;
 
@@ -16,9 +14,10 @@ use crate::wal::checkpointer::WalEnv;
 /// kind (a replicated log, say) is one more variant.
 pub(crate) enum Sink<'a> {
     Lmdb(LmdbSink<'a>),
-    /// The log, and under WRITEMAP the writable map its commits copy their
-    /// pages into, with MAPASYNC.
-    Wal(&'a WalEnv, Option<(&'a Map, bool)>),
+    /// The log; `true` under WRITEMAP with MAPASYNC, which relaxes
+    /// durability as NO_SYNC does (its commits write their pages with
+    /// `pwrite` under WRITEMAP too: `wal/sink.rs`).
+    Wal(&'a WalEnv, bool),
 }
 
 impl Env {
@@ -30,7 +29,7 @@ impl Env {
             .contains(EnvFlags::WRITE_MAP)
             .then(|| (self.map(), f.contains(EnvFlags::MAP_ASYNC)));
         match &self.wal {
-            Some(w) => Sink::Wal(w, map),
+            Some(w) => Sink::Wal(w, map.is_some_and(|m| m.1)),
             None => Sink::Lmdb(LmdbSink {
                 lock: &self.lock,
                 file: &self.file,
@@ -72,7 +71,7 @@ impl CommitSink for Sink<'_> {
     fn commit(&self, c: &Commit<'_>) -> std::result::Result<Option<Pending>, CommitFailure> {
         match self {
             Sink::Lmdb(s) => s.commit(c),
-            Sink::Wal(w, map) => w.commit_via(c, *map),
+            Sink::Wal(w, map_async) => w.commit_via(c, *map_async),
         }
     }
     #[inline]

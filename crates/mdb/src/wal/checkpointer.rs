@@ -103,11 +103,7 @@ impl WalEnv {
             return Ok(self.wal.checkpointed());
         }
         if behind {
-            // The bulk of the sync, before writers are held up. Under
-            // WRITE_MAP the pages were copied into the map: `fdatasync`
-            // flushes them as well (a shared map is the file's page cache,
-            // its pages dirtied at the write fault; Linux's
-            // `msync(MS_SYNC)` is `vfs_fsync_range` of the same file).
+            // The bulk of the sync, before writers are held up.
             self.file.sync_data()?;
         }
         self.locked(|| {

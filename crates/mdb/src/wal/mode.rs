@@ -24,7 +24,6 @@ use crate::error::{ErrorKind, Result};
 use crate::format::meta::{Meta, META_WRITE_LEN, VERSION, VERSION_OFF, VERSION_WAL};
 use crate::io::{Commit, CommitFailure, DataFile, FaultInjector};
 use crate::lock::LockFile;
-use crate::mmap::Map;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -483,10 +482,9 @@ impl Wal {
         inner.log.restart()
     }
 
-    /// Write the pages of commit `c` to the data file (copied into `map`,
-    /// the writable map, under WRITEMAP) and append its record to the log,
-    /// without a sync and without its meta: the commit is neither durable
-    /// nor visible yet. The group (`super::group`) makes it durable with
+    /// Write the pages of commit `c` to the data file and append its
+    /// record to the log, without a sync and without its meta: the commit
+    /// is neither durable nor visible yet. The group (`super::group`) makes it durable with
     /// one log sync for every commit appended meanwhile, then writes the
     /// metas and publishes them in order. The pages may go to the data file
     /// before the record is durable because a writer reuses only pages that
@@ -505,7 +503,7 @@ impl Wal {
     /// failed.
     pub(super) fn append_commit(
         &self,
-        (df, map): (&DataFile, Option<&Map>),
+        df: &DataFile,
         psize: usize,
         c: &Commit<'_>,
         early: bool,
@@ -541,7 +539,7 @@ impl Wal {
         if tail.is_none() {
             // Free pages of every durable snapshot: harmless if the commit
             // fails here or later.
-            df.write_pages_to(map, psize, c.pages).map_err(clean)?;
+            df.write_pages(psize, c.pages).map_err(clean)?;
         }
         let mut inner = self.inner();
         // Stock LMDB must not open the file while the log alone holds this
