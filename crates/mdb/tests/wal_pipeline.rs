@@ -236,6 +236,18 @@ fn pages_fail_take_the_record_back(flags: EnvFlags) {
     }
 }
 
+/// 20,000 keys of 900-byte values `round`, in two commits.
+fn fill(env: &Env, round: u8) {
+    for half in 0..2u64 {
+        let mut w = env.write_txn().unwrap();
+        for i in half * 10_000..(half + 1) * 10_000 {
+            w.put(Database::MAIN, &key(i), &[round; 900], WriteFlags::EMPTY)
+                .unwrap();
+        }
+        w.commit().unwrap();
+    }
+}
+
 /// Whether `op` is a step of a checkpoint: the data file's sync, the
 /// checkpoint file's write or sync.
 fn is_checkpoint_step(op: &IoOp) -> bool {
@@ -255,17 +267,7 @@ fn the_committing_thread_leaves_checkpoints_to_the_checkpointer() {
     let dir = tempfile::tempdir().unwrap();
     let rec = Arc::new(Recorder::default());
     let env = open(dir.path(), rec.clone());
-    let fill = |round: u8| {
-        for half in 0..2u64 {
-            let mut w = env.write_txn().unwrap();
-            for i in half * 10_000..(half + 1) * 10_000 {
-                w.put(Database::MAIN, &key(i), &[round; 900], WriteFlags::EMPTY)
-                    .unwrap();
-            }
-            w.commit().unwrap();
-        }
-    };
-    fill(0);
+    fill(&env, 0);
     env.checkpoint().unwrap();
     // The file is marked for the log again (a data-file sync of this
     // thread, once after a plain checkpoint).
@@ -275,7 +277,7 @@ fn the_committing_thread_leaves_checkpoints_to_the_checkpointer() {
     let me = std::thread::current().name().unwrap().to_string();
     for round in 1..4u8 {
         // About 5,000 leaves rewritten a commit: past the bound at once.
-        fill(round);
+        fill(&env, round);
     }
     let ops = rec.take();
     let own: Vec<_> = ops
@@ -287,6 +289,45 @@ fn the_committing_thread_leaves_checkpoints_to_the_checkpointer() {
         .iter()
         .any(|(op, t)| *t == "mdb-checkpointer" && matches!(op, IoOp::CheckpointWrite { .. })));
     assert!(env.wal_info().unwrap().checkpoint_txnid > before);
+    let r = env.read_txn().unwrap();
+    assert_eq!(
+        r.get(Database::MAIN, &key(19_999)).unwrap(),
+        Some(&[3u8; 900][..])
+    );
+}
+
+/// Under NO_SYNC no thread syncs the log on a timer, so the commits past
+/// the bound on pages held for the log are not yet published when the
+/// checkpoint they wait for runs: it makes them durable and published
+/// first, so that it covers them and their freed pages are reused (else
+/// it covers nothing new, and the file grows on). Without that step in
+/// `WalEnv::checkpoint` the checkpoint stays where `env.checkpoint()` left
+/// it.
+#[test]
+fn under_no_sync_the_checkpoints_commits_wait_for_cover_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts();
+    // The committing thread takes the checkpoints itself.
+    o.checkpointer = false;
+    let env = EnvOptions::new()
+        .map_size(256 << 20)
+        .flags(EnvFlags::NO_SYNC)
+        .wal(o)
+        .open(dir.path())
+        .unwrap();
+    fill(&env, 0);
+    env.checkpoint().unwrap();
+    let before = env.wal_info().unwrap();
+    for round in 1..4u8 {
+        // About 5,000 leaves rewritten a commit: past the bound at once.
+        fill(&env, round);
+    }
+    let info = env.wal_info().unwrap();
+    assert!(info.checkpoint_waits > before.checkpoint_waits, "{info:?}");
+    assert!(
+        info.checkpoint_txnid >= before.checkpoint_txnid + 4,
+        "{before:?} -> {info:?}"
+    );
     let r = env.read_txn().unwrap();
     assert_eq!(
         r.get(Database::MAIN, &key(19_999)).unwrap(),
