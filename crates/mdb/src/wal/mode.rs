@@ -484,14 +484,14 @@ impl Wal {
 
     /// Write the pages of commit `c` to the data file and append its
     /// record to the log, without a sync and without its meta: the commit
-    /// is neither durable nor visible yet. The group (`super::group`) makes it durable with
-    /// one log sync for every commit appended meanwhile, then writes the
-    /// metas and publishes them in order. The pages may go to the data file
-    /// before the record is durable because a writer reuses only pages that
-    /// no durable snapshot can need. A commit under NO_SYNC waits for no
-    /// sync, but its meta still goes to the data file only once a sync made
-    /// its record durable: a crash loses it and every later commit, never
-    /// more (the log stays a prefix).
+    /// is neither durable nor visible yet. The group (`super::group`) makes
+    /// it durable with one log sync for every commit appended meanwhile,
+    /// then writes the metas and publishes them in order. The pages may go
+    /// to the data file before the record is durable because a writer
+    /// reuses only pages that no durable snapshot can need. A commit under
+    /// NO_SYNC waits for no sync, but its meta still goes to the data file
+    /// only once a sync made its record durable: a crash loses it and
+    /// every later commit, never more (the log stays a prefix).
     ///
     /// `early`: the record is appended first when it can be taken back
     /// ([`Appended`] is returned), and the caller writes the pages while
