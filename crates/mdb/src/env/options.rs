@@ -417,8 +417,13 @@ impl EnvOptions {
     /// the data file; a checkpointer syncs the data file later, and an open
     /// after a crash rolls the log forward. The data file stays an LMDB
     /// file. The log lives in `wal/` beside the data file (`<file>-wal/`
-    /// with NO_SUB_DIR). NO_SYNC and NO_META_SYNC do not apply: every
-    /// commit syncs the log.
+    /// with NO_SUB_DIR). Under WRITE_MAP a commit still writes its pages
+    /// with `pwrite` (copies into the map cost more, `wal/sink.rs`).
+    /// NO_SYNC (and MAP_ASYNC with WRITE_MAP) commits return without a
+    /// sync of the log ([`WalOptions::sync_every`]: `Env::sync`,
+    /// checkpoints and the close make them durable; a crash loses the last
+    /// of them, never the file's consistency). NO_META_SYNC does not
+    /// apply: such a commit syncs the log, once.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();

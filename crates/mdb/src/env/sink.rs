@@ -1,8 +1,8 @@
 //! Which commit sink an environment commits through: the write-ahead log
 //! in WAL mode, else LMDB's own commit (to the file, or under WRITEMAP
 //! through the writable map). A [`Sink`] is made per use from the
-//! environment's parts, on the stack: no allocation, and a `match` where a
-//! boxed sink took a call through a vtable.
+//! environment's parts, on the stack: no allocation, and a `match` where
+//! a boxed sink took a call through a vtable.
 
 use super::{Env, EnvFlags};
 use crate::error::Result;
@@ -14,26 +14,28 @@ use crate::wal::checkpointer::WalEnv;
 /// kind (a replicated log, say) is one more variant.
 pub(crate) enum Sink<'a> {
     Lmdb(LmdbSink<'a>),
-    Wal(&'a WalEnv),
+    /// The log; `true` under WRITEMAP with MAPASYNC, which relaxes
+    /// durability as NO_SYNC does (its commits write their pages with
+    /// `pwrite` under WRITEMAP too: `wal/sink.rs`).
+    Wal(&'a WalEnv, bool),
 }
 
 impl Env {
     /// Where commits go and who holds the writer lock.
     #[inline]
     pub(crate) fn sink(&self) -> Sink<'_> {
+        let f = self.flags();
+        let map = f
+            .contains(EnvFlags::WRITE_MAP)
+            .then(|| (self.map(), f.contains(EnvFlags::MAP_ASYNC)));
         match &self.wal {
-            Some(w) => Sink::Wal(w),
-            None => {
-                let f = self.flags();
-                Sink::Lmdb(LmdbSink {
-                    lock: &self.lock,
-                    file: &self.file,
-                    psize: self.psize,
-                    map: f
-                        .contains(EnvFlags::WRITE_MAP)
-                        .then(|| (self.map(), f.contains(EnvFlags::MAP_ASYNC))),
-                })
-            }
+            Some(w) => Sink::Wal(w, map.is_some_and(|m| m.1)),
+            None => Sink::Lmdb(LmdbSink {
+                lock: &self.lock,
+                file: &self.file,
+                psize: self.psize,
+                map,
+            }),
         }
     }
 }
@@ -43,7 +45,7 @@ macro_rules! each {
     ($s:expr, $x:ident => $e:expr) => {
         match $s {
             Sink::Lmdb($x) => $e,
-            Sink::Wal($x) => $e,
+            Sink::Wal($x, _) => $e,
         }
     };
 }
@@ -67,7 +69,10 @@ impl CommitSink for Sink<'_> {
     }
     #[inline]
     fn commit(&self, c: &Commit<'_>) -> std::result::Result<Option<Pending>, CommitFailure> {
-        each!(self, s => s.commit(c))
+        match self {
+            Sink::Lmdb(s) => s.commit(c),
+            Sink::Wal(w, map_async) => w.commit_via(c, *map_async),
+        }
     }
     #[inline]
     fn wait(&self, p: Pending) -> Result<()> {

@@ -20,6 +20,14 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// How soon the flusher syncs the log after a NO_SYNC commit (without
+/// `sync_every`). A commit's meta reaches the data file, where other
+/// processes look for it, only once its record is durable; LMDB's readers
+/// and writers elsewhere see a NO_SYNC commit at once, so the wait is kept
+/// short rather than left to the next checkpoint (up to its interval, with
+/// the writer lock held meanwhile).
+const NO_SYNC_PERIOD: Duration = Duration::from_millis(10);
+
 /// What an environment in WAL mode shares with its background threads;
 /// also its commit sink (`wal/sink.rs`).
 pub(crate) struct WalEnv {
@@ -90,6 +98,12 @@ impl WalEnv {
         if self.group.is_mine() {
             // Its write transaction holds the lock the checkpoint needs.
             return Err(ErrorKind::BadTxn.into());
+        }
+        if self.group.visible(self.lock.txnid()).is_some() {
+            // Commits of relaxed durability (NO_SYNC's wait for this):
+            // durable and published first, so that the checkpoint covers
+            // them and the pages held for them are reused after it.
+            self.group.drain(&self.wal, &self.file)?;
         }
         let m = self.newest_meta()?;
         let behind = m.txnid > self.wal.checkpointed();
@@ -193,7 +207,7 @@ impl WalEnv {
     }
 
     /// A commit with relaxed durability was appended: the flusher syncs the
-    /// log within the period.
+    /// log within the period (`sync_every`, else [`NO_SYNC_PERIOD`]).
     pub(super) fn flush_soon(&self) {
         let mut w = self.wake.lock().unwrap_or_else(|p| p.into_inner());
         if !w.flush {
@@ -202,14 +216,13 @@ impl WalEnv {
         }
     }
 
-    /// The period of relaxed durability for a commit under `flags`, if
-    /// relaxed.
-    pub(super) fn relaxed(&self, no_sync: bool) -> Option<Duration> {
-        match (self.wal.opts.sync_every, no_sync) {
-            (Some(d), _) => Some(d),
-            (None, true) => Some(Duration::from_millis(10)),
-            (None, false) => None,
-        }
+    /// Whether a commit, under NO_SYNC if `no_sync`, returns without
+    /// waiting for the log's sync: with `sync_every`, or under NO_SYNC
+    /// (LMDB's meaning: a crash may lose the last commits; their metas go
+    /// to the data file only once their records are durable, so the
+    /// environment stays consistent).
+    pub(super) fn relaxed(&self, no_sync: bool) -> bool {
+        no_sync || self.wal.opts.sync_every.is_some()
     }
 }
 
@@ -246,8 +259,8 @@ impl Worker {
     }
 
     /// The flusher of relaxed durability: once a relaxed commit is
-    /// appended, wait for the period, then sync the log for every commit
-    /// appended. It also syncs the log at once for a durable commit that
+    /// appended under `sync_every`, wait for the period, then sync the log
+    /// for every commit appended (NO_SYNC's wait for a checkpoint). It also syncs the log at once for a durable commit that
     /// appended its record ahead of its pages, and makes spare log
     /// segments ahead of need.
     pub(crate) fn flusher(shared: Arc<WalEnv>) -> Result<Worker> {
@@ -299,7 +312,7 @@ fn flush_loop(s: &WalEnv) {
             continue;
         }
         // The period, cut short only by the close (which flushes itself).
-        let until = Instant::now() + s.relaxed(true).unwrap_or_default();
+        let until = Instant::now() + s.wal.opts.sync_every.unwrap_or(NO_SYNC_PERIOD);
         let mut w = wait_until(s, w, until, |_| false);
         if w.stop {
             return;

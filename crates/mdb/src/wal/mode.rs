@@ -58,7 +58,10 @@ pub struct WalOptions {
     /// the data file gets a commit's meta only once it is durable, and no
     /// page a durable snapshot uses is reused before. `None` (the default):
     /// every commit is durable when it returns. The environment flag
-    /// NO_SYNC asks for this mode too (with a 10 ms period if unset).
+    /// NO_SYNC (and MAP_ASYNC with WRITE_MAP) asks for relaxed durability
+    /// too; when `None`, the period is 10 ms: other processes see a commit
+    /// only once it is durable (and wait for the writer lock meanwhile),
+    /// where LMDB's see a NO_SYNC commit at once.
     pub sync_every: Option<Duration>,
 }
 
@@ -484,9 +487,10 @@ impl Wal {
     /// it durable with one log sync for every commit appended meanwhile,
     /// then writes the metas and publishes them in order. The pages may go
     /// to the data file before the record is durable because a writer
-    /// reuses only pages that no durable snapshot can need. Under NO_SYNC
-    /// the log is still synced: WAL mode never trades safety for speed
-    /// silently.
+    /// reuses only pages that no durable snapshot can need. A commit under
+    /// NO_SYNC waits for no sync, but its meta still goes to the data file
+    /// only once a sync made its record durable: a crash loses it and
+    /// every later commit, never more (the log stays a prefix).
     ///
     /// `early`: the record is appended first when it can be taken back
     /// ([`Appended`] is returned), and the caller writes the pages while
