@@ -296,6 +296,28 @@ int main(int argc, char **argv)
 	CALLGRIND_DUMP_STATS_AT("dupsort_put");
 	done("dupsort_put", n);
 
+	/* Per item: MDB_NEXT_NODUP to each key, then MDB_NEXT_DUP along its
+	 * values (back-mdb's walk of an index, or of dn2id's children). */
+	count = 0;
+	CALLGRIND_ZERO_STATS;
+	MUST(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+	MUST(mdb_cursor_open(txn, dup, &cur));
+	while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_NODUP)) == 0) {
+		do
+			count++;
+		while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP)) == 0);
+		if (rc != MDB_NOTFOUND)
+			MUST(rc);
+	}
+	if (rc != MDB_NOTFOUND)
+		MUST(rc);
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	CALLGRIND_DUMP_STATS_AT("dupsort_walk");
+	if (count != n)
+		fail("dupsort_walk: wrong count");
+	done("dupsort_walk", n);
+
 	CALLGRIND_ZERO_STATS;
 	for (size_t i = 0; i < n; i += BATCH) {
 		MUST(mdb_txn_begin(env, NULL, 0, &txn));

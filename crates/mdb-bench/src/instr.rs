@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The phases, in the drivers' order, with what one operation is.
-const PHASES: [(&str, &str); 11] = [
+const PHASES: [(&str, &str); 12] = [
     ("put_random", "random puts, 1000 per txn"),
     ("put_append", "sorted puts with APPEND, 1000 per txn"),
     ("get", "random gets, one read txn"),
@@ -35,6 +35,10 @@ const PHASES: [(&str, &str); 11] = [
     (
         "dupsort_put",
         "random DUPSORT puts, ~100 ids per key, 1000 per txn",
+    ),
+    (
+        "dupsort_walk",
+        "NEXT_NODUP to each key, NEXT_DUP along its values, one read txn",
     ),
     ("delete", "random deletes, 1000 per txn"),
     ("cursor_delete", "cursor del + NEXT, 1000 per txn"),

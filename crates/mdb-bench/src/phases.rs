@@ -231,6 +231,22 @@ pub fn run(dir: &Path, n: usize) -> Res<()> {
         Ok(())
     })?;
 
+    let walked = phase("dupsort_walk", n, || {
+        let r = env.read_txn()?;
+        let mut c = r.cursor(dup)?;
+        let mut count = 0;
+        while c.next_nodup()?.is_some() {
+            count += 1;
+            while c.next_dup()?.is_some() {
+                count += 1;
+            }
+        }
+        Ok(count)
+    })?;
+    if walked != n {
+        return Err("dupsort_walk: wrong count".into());
+    }
+
     phase("delete", n, || {
         for chunk in d.del_order.chunks(BATCH) {
             let mut w = env.write_txn()?;

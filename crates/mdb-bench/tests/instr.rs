@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 /// Each phase and its operation count at N = 2000.
-const PHASES: [(&str, f64); 11] = [
+const PHASES: [(&str, f64); 12] = [
     ("put_random", 2000.0),
     ("put_append", 2000.0),
     ("get", 2000.0),
@@ -19,6 +19,7 @@ const PHASES: [(&str, f64); 11] = [
     ("read_txn", 200.0),
     ("large_get", 20.0),
     ("dupsort_put", 2000.0),
+    ("dupsort_walk", 2000.0),
     ("delete", 2000.0),
     ("cursor_delete", 2000.0),
     ("first_delete", 2000.0),
