@@ -100,8 +100,8 @@ pub(crate) fn spawn_printer(id: u64) {
                         c.items.load(Ordering::Relaxed),
                     );
                     let n = now.0 - last[i].0;
-                    if n > 0 {
-                        let us = (now.1 - last[i].1) / n / 1000;
+                    if let Some(ns) = (now.1 - last[i].1).checked_div(n) {
+                        let us = ns / 1000;
                         let items = (now.2 - last[i].2) as f64 / n as f64;
                         line += &format!(" {name} {n}x {us}us {items:.1}i;");
                     }
