@@ -106,6 +106,7 @@ fn open_data(dir: &Path, max_dbs: u32) -> mdb::Result<Data> {
     // (and the close) make it a plain LMDB file again.
     let mut wal = WalOptions::default();
     wal.sync_every = Some(DATA_SYNC_PERIOD);
+    wal.writer_grace = crate::log_store::WRITER_GRACE;
     let env = EnvOptions::new().max_dbs(max_dbs + 1).wal(wal).open(dir)?;
     let mut w = env.write_txn()?;
     let reserved = w.create_db(RESERVED_DB, DbFlags::EMPTY)?;

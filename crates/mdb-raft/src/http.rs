@@ -5,6 +5,7 @@
 use crate::error::Error;
 use crate::network::BINARY;
 use crate::node::Node;
+use crate::stats::{self, Phase};
 use crate::types::{Batch, LogId, NodeId, TypeConfig};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -59,7 +60,10 @@ where
 async fn append(State(n): State<N>, body: Bytes) -> Response {
     rpc(body, |req: AppendEntriesRequest<TypeConfig>| async move {
         n.heard_commit(req.leader_commit);
-        n.raft.append_entries(req).await
+        let (t, len) = (stats::start(), req.entries.len());
+        let r = n.raft.append_entries(req).await;
+        stats::record(Phase::Follow, t, len);
+        r
     })
     .await
 }
@@ -159,7 +163,10 @@ fn answer(r: crate::error::Result<LogId>) -> Response {
 }
 
 async fn write(n: N, batch: Batch) -> Response {
-    answer(n.write(batch).await)
+    let t = stats::start();
+    let r = n.write(batch).await;
+    stats::record(Phase::KvWrite, t, 1);
+    answer(r)
 }
 
 async fn kv_put(State(n): State<N>, Path(key): Path<String>, body: Bytes) -> Response {

@@ -38,6 +38,7 @@ mod network;
 mod node;
 mod snapshot;
 mod state_machine;
+mod stats;
 mod types;
 
 pub use data::RESERVED_DB;
@@ -170,6 +171,7 @@ impl ReplicatedEnv {
         );
         let sm = StateMachine::open(data.clone(), snapshots)?;
         let log = LogStore::open(&config.dir.join("raft"))?;
+        stats::spawn_printer(config.id);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(4)
             .enable_all()

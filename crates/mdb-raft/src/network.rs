@@ -3,6 +3,7 @@
 //! encoded with postcard (compact binary serde: a value's bytes travel as
 //! they are, where JSON spelled each byte as a decimal number).
 
+use crate::stats::{self, Phase};
 use crate::types::{Member, NodeId, TypeConfig};
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
@@ -118,7 +119,10 @@ impl RaftNetwork<TypeConfig> for Peer {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<NodeId>> {
-        self.call("append", &rpc, &option).await
+        let (t, n) = (stats::start(), rpc.entries.len());
+        let r = self.call("append", &rpc, &option).await;
+        stats::record(Phase::Replicate, t, n);
+        r
     }
 
     async fn install_snapshot(

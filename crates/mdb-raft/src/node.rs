@@ -5,6 +5,7 @@ use crate::data::applied_in;
 use crate::data::DataEnv;
 use crate::error::{Error, Result};
 use crate::network::Network;
+use crate::stats::{self, Phase};
 use crate::types::{Applied, Batch, LogId, Member, NodeId, Proposal, Raft};
 use mdb::RoTxn;
 use openraft::error::{CheckIsLeaderError, ClientWriteError, ForwardToLeader, RaftError};
@@ -129,7 +130,9 @@ pub(crate) async fn propose(raft: Raft, mut rx: mpsc::UnboundedReceiver<Waiting>
         let raft = raft.clone();
         tokio::spawn(async move {
             let (batches, replies): (Vec<Batch>, Vec<_>) = group.into_iter().unzip();
+            let (t, n) = (stats::start(), batches.len());
             let r = raft.client_write(Proposal { batches }).await;
+            stats::record(Phase::Propose, t, n);
             drop(slot);
             match r {
                 Ok(resp) => {

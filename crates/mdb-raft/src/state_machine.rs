@@ -7,6 +7,7 @@
 
 use crate::data::{applied_in, membership_in, DataEnv, APPLIED_KEY, MEMBERSHIP_KEY, RESERVED_DB};
 use crate::snapshot::{Meta, SnapshotStore};
+use crate::stats::{self, Phase};
 #[cfg(test)]
 use crate::types::Proposal;
 use crate::types::{Applied, Batch, Entry, LogId, Member, NodeId, Op, TypeConfig};
@@ -175,9 +176,15 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I::IntoIter: Send,
     {
         let entries = entries.into_iter();
-        self.data
+        let t = stats::start();
+        let r = self
+            .data
             .with(|d| apply_entries(d, entries))
-            .map_err(sm_write_err)
+            .map_err(sm_write_err);
+        if let Ok(out) = &r {
+            stats::record(Phase::Apply, t, out.len());
+        }
+        r
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {

@@ -74,8 +74,8 @@ impl WalEnv {
         psize: usize,
     ) -> Result<WalEnv> {
         Ok(WalEnv {
+            group: Group::spawn(lock.clone(), wal.opts.writer_grace)?,
             wal,
-            group: Group::spawn(lock.clone())?,
             file,
             lock,
             psize,

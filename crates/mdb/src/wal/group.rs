@@ -44,11 +44,6 @@ const GATHER: Duration = Duration::from_micros(200);
 /// wakes the next to spin in its place.
 const SPIN: Duration = Duration::from_micros(100);
 
-/// How long the holder keeps the writer mutex once this process's writers
-/// are done, in case one comes back (other processes wait up to twice that
-/// long more).
-const GRACE: Duration = Duration::from_millis(1);
-
 /// This process's writers in WAL mode (see the module documentation).
 pub(crate) struct Group {
     shared: Arc<Shared>,
@@ -57,6 +52,10 @@ pub(crate) struct Group {
 
 struct Shared {
     lock: Arc<LockFile>,
+    /// How long the holder keeps the writer mutex once this process's
+    /// writers are done, in case one comes back
+    /// (`WalOptions::writer_grace`).
+    grace: Duration,
     st: Mutex<State>,
     /// `State::relaxed`'s txnid, 0 without one: readers look here first and
     /// take the mutex only when there is something to see (readers of a
@@ -162,9 +161,10 @@ impl Shared {
 
 impl Group {
     /// Start the holder thread of the environment whose lock file is `lock`.
-    pub(crate) fn spawn(lock: Arc<LockFile>) -> Result<Group> {
+    pub(crate) fn spawn(lock: Arc<LockFile>, grace: Duration) -> Result<Group> {
         let shared = Arc::new(Shared {
             lock,
+            grace,
             st: Mutex::new(State::default()),
             relaxed_txnid: AtomicU64::new(0),
             free: AtomicBool::new(true),
@@ -514,7 +514,7 @@ fn publish_metas(
 }
 
 /// The holder thread: lock the writer mutex when a writer wants it; unlock
-/// it once this process's writers were idle for a [`GRACE`] period (no
+/// it once this process's writers were idle for a grace period (no
 /// token holder or waiter, no commit in the pipeline, no new entry).
 fn hold(sh: &Shared) {
     let mut g = sh.state();
@@ -553,7 +553,7 @@ fn hold(sh: &Shared) {
         let entries = g.entries;
         g = sh
             .holder_cv
-            .wait_timeout(g, GRACE)
+            .wait_timeout(g, sh.grace)
             .unwrap_or_else(|p| p.into_inner())
             .0;
         let idle = g.owner.is_none() && g.waiting == 0 && g.pending.is_empty();
@@ -580,5 +580,29 @@ impl Drop for Group {
         if let Some(t) = self.holder.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(dir: &std::path::Path, grace: Duration) -> Group {
+        let lock = LockFile::open(&dir.join("lock.mdb"), 126, 0o644).unwrap();
+        Group::spawn(Arc::new(lock), grace).unwrap()
+    }
+
+    /// With a long grace, a writer that comes back after an idle spell
+    /// finds the writer mutex still held for the process (not `fresh`):
+    /// no hand-off to the holder, no look at the log.
+    #[test]
+    fn a_long_writer_grace_keeps_the_writer_mutex_between_bursts() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = group(dir.path(), Duration::from_secs(3600));
+        assert!(g.enter().unwrap().fresh);
+        g.leave();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!g.enter().unwrap().fresh);
+        g.leave();
     }
 }

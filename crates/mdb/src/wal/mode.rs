@@ -63,6 +63,14 @@ pub struct WalOptions {
     /// only once it is durable (and wait for the writer lock meanwhile),
     /// where LMDB's see a NO_SYNC commit at once.
     pub sync_every: Option<Duration>,
+    /// How long this process keeps the lock file's writer mutex once its
+    /// writers are idle (default 1 ms), in case one comes back: taking it
+    /// again costs a hand-off to the thread that holds it for the process
+    /// and a look at what other processes did to the log. A process that
+    /// is the only writer of the environment and writes in bursts apart
+    /// (a Raft node, every few milliseconds) may keep it longer; a writer
+    /// of another process waits for it that long.
+    pub writer_grace: Duration,
 }
 
 impl Default for WalOptions {
@@ -73,6 +81,7 @@ impl Default for WalOptions {
             checkpoint_bytes: 64 << 20,
             checkpointer: true,
             sync_every: None,
+            writer_grace: Duration::from_millis(1),
         }
     }
 }
