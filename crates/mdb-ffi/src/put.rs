@@ -15,10 +15,29 @@ pub(crate) fn stash<'s>(scratch: &'s mut Vec<u8>, key: &[u8], val: &[u8]) -> (&'
         scratch.resize(n, 0);
     }
     let (k, rest) = scratch.split_at_mut(key.len());
-    k.copy_from_slice(key);
+    copy_small(k, key);
     let v = &mut rest[..val.len()];
-    v.copy_from_slice(val);
+    copy_small(v, val);
     (k, v)
+}
+
+/// `dst.copy_from_slice(src)`, with the sizes of back-mdb's index keys
+/// and ids (4 and 8 bytes) as fixed-size copies, not `memcpy` calls.
+#[inline(always)]
+fn copy_small(dst: &mut [u8], src: &[u8]) {
+    if let (Ok(d), Ok(s)) = (
+        <&mut [u8; 8]>::try_from(&mut *dst),
+        <&[u8; 8]>::try_from(src),
+    ) {
+        *d = *s;
+    } else if let (Ok(d), Ok(s)) = (
+        <&mut [u8; 4]>::try_from(&mut *dst),
+        <&[u8; 4]>::try_from(src),
+    ) {
+        *d = *s;
+    } else {
+        dst.copy_from_slice(src);
+    }
 }
 
 /// Whether `db` is DUPSORT in `w`.

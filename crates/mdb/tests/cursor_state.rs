@@ -1101,3 +1101,61 @@ fn cursor_on_an_equal_duplicate_refinds_it_by_order() {
         assert_eq!(next.1, [2u32.to_be_bytes(), [0; 4]].concat());
     }
 }
+
+/// slapd's index shape (keys of 4 and 8 bytes, 8-byte ids, DUPFIXED)
+/// with two cursors on one database: after each put through one, the
+/// other re-finds its item by the key and value it kept (copied by size)
+/// and steps on from there as a model says.
+#[test]
+fn cursors_refind_short_keys_and_ids_after_each_others_puts() {
+    use std::collections::BTreeSet;
+    let (_dir, env) = env_256m_dbs();
+    let mut w = env.write_txn().unwrap();
+    let db = w
+        .create_db("idx", DbFlags::DUP_SORT | DbFlags::DUP_FIXED)
+        .unwrap();
+    let mut cs = [
+        CursorState::new(&w, db).unwrap(),
+        CursorState::new(&w, db).unwrap(),
+    ];
+    let mut rnd = xorshift(0x2545_f491_4f6c_dd1d);
+    let mut model: BTreeSet<(Vec<u8>, Vec<u8>)> = BTreeSet::new();
+    for n in 0..6000usize {
+        let kn = rnd() % 300;
+        let k = if kn.is_multiple_of(2) {
+            (kn as u32).to_be_bytes().to_vec()
+        } else {
+            kn.to_be_bytes().to_vec()
+        };
+        let v = (rnd() % 20_000).to_be_bytes().to_vec();
+        let (me, other) = (n % 2, 1 - n % 2);
+        let before = cs[other]
+            .get(&w, CursorOp::GetCurrent)
+            .ok()
+            .flatten()
+            .map(|(a, b)| (a.to_vec(), b.to_vec()));
+        cs[me].get(&w, CursorOp::Set(&k)).unwrap();
+        let r = w.cursor_put(&mut cs[me], &k, &v, WriteFlags::NO_DUP_DATA);
+        if !model.insert((k.clone(), v.clone())) {
+            assert_eq!(r.map_err(|e| e.kind()), Err(mdb::ErrorKind::KeyExist));
+        } else {
+            r.unwrap();
+        }
+        let Some(o) = before else { continue };
+        let want = model.range(o.clone()..).nth(1);
+        let next = cs[other].get(&w, CursorOp::Next).unwrap();
+        assert_eq!(
+            next.map(|(a, b)| (a.to_vec(), b.to_vec())).as_ref(),
+            want,
+            "op {n}: NEXT after {o:?}"
+        );
+    }
+    assert!(w.cursor_work().refinds > 1000, "{:?}", w.cursor_work());
+    let all: Vec<(Vec<u8>, Vec<u8>)> = w
+        .cursor(db)
+        .unwrap()
+        .iter()
+        .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
+        .collect();
+    assert_eq!(all, model.into_iter().collect::<Vec<_>>());
+}

@@ -178,13 +178,13 @@ impl CursorState {
         }
         match item {
             Some((k, v)) => {
-                self.key.clear();
-                self.key.extend_from_slice(k);
+                copy_into(&mut self.key, k);
                 // Only duplicates are re-found by value (and are short): a
                 // plain value may span a gigabyte of overflow pages.
-                self.val.clear();
                 if self.pos.dcmp.is_some() {
-                    self.val.extend_from_slice(v);
+                    copy_into(&mut self.val, v);
+                } else {
+                    self.val.clear();
                 }
                 self.saved = true;
             }
@@ -427,5 +427,20 @@ impl CursorState {
     /// ```
     pub fn is_positioned(&self) -> bool {
         !self.pos.unset()
+    }
+}
+
+/// `v` becomes a copy of `src`; the sizes of back-mdb's index keys and
+/// ids (4 and 8 bytes) as fixed-size copies, not `memcpy` calls (a write
+/// cursor remembers its item after every op).
+#[inline(always)]
+fn copy_into(v: &mut Vec<u8>, src: &[u8]) {
+    v.clear();
+    if let Ok(a) = <&[u8; 8]>::try_from(src) {
+        v.extend_from_slice(a);
+    } else if let Ok(a) = <&[u8; 4]>::try_from(src) {
+        v.extend_from_slice(a);
+    } else {
+        v.extend_from_slice(src);
     }
 }

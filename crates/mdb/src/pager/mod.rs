@@ -21,7 +21,9 @@ pub(crate) use sort::{merge_desc, sort_by_pgno, sort_pgnos};
 use crate::env::Env;
 use crate::error::{ErrorKind, Result};
 use crate::format::meta::{DbRecord, Meta};
-use crate::format::page::{is_overflow, ov_pages, overflow_data, Page, HDR};
+use crate::format::page::{
+    flags_of, is_overflow, ov_pages, overflow_data, Page, HDR, P_BRANCH, P_LEAF,
+};
 use crate::mmap::Map;
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -185,11 +187,13 @@ impl DirtyPath {
             .count()
     }
 
-    /// Remember `pg`, all dirty now.
+    /// Remember the first `len` pages of `pg`, all dirty now.
     #[inline]
-    pub(crate) fn set(&mut self, pg: &[u64], lost: u64) {
-        let n = pg.len().min(DIRTY_PATH_MAX);
-        self.pg[..n].copy_from_slice(&pg[..n]);
+    pub(crate) fn set(&mut self, pg: &[u64; MAX_DEPTH], len: usize, lost: u64) {
+        let n = len.min(DIRTY_PATH_MAX);
+        // One fixed-size copy, not a `memcpy` call: the slots past `n`
+        // mean nothing.
+        self.pg.copy_from_slice(&pg[..DIRTY_PATH_MAX]);
         self.len = n;
         self.lost = lost;
     }
@@ -392,7 +396,18 @@ impl PageRead for Pager<'_> {
     }
     #[inline]
     fn page(&self, pgno: u64) -> Result<Page<'_>> {
-        Page::new(self.page_bytes(pgno)?)
+        // A dirty tree page was checked as it became dirty (`copy_to_new`,
+        // `unspill`) or made here, and is kept well-formed by the edits:
+        // no second header check at every read (a descent reads each of
+        // its pages so); an overflow run is still no tree page.
+        if let Some(b) = self.dirty.get(&pgno) {
+            return if flags_of(b) & (P_BRANCH | P_LEAF) != 0 {
+                Ok(Page::edited(b))
+            } else {
+                Err(ErrorKind::Corrupted.into())
+            };
+        }
+        Page::new(self.committed(pgno, self.env.psize)?)
     }
     // Always inlined: a descent's cost then does not depend on how the
     // crate's code happens to be split into codegen units (`mdb-bench

@@ -42,8 +42,14 @@ impl Path {
     #[inline]
     pub(crate) fn assign(&mut self, other: &Path) {
         let n = other.len.clamp(1, MAX_DEPTH);
-        self.pg[..n].copy_from_slice(&other.pg[..n]);
-        self.ix[..n].copy_from_slice(&other.ix[..n]);
+        // The usual depths as fixed-size copies, not `memcpy` calls (the
+        // levels past `len` copied too mean nothing); deeper levels after.
+        self.pg[..4].copy_from_slice(&other.pg[..4]);
+        self.ix[..4].copy_from_slice(&other.ix[..4]);
+        if n > 4 {
+            self.pg[4..n].copy_from_slice(&other.pg[4..n]);
+            self.ix[4..n].copy_from_slice(&other.ix[4..n]);
+        }
         self.len = other.len;
     }
 }

@@ -130,6 +130,10 @@ impl Pager<'_> {
             vec![0u8; n * ps].into_boxed_slice()
         };
         buf.copy_from_slice(self.committed(pg, n * ps)?);
+        // Read back from the file: checked as `copy_to_new` checks a page.
+        if n == 1 && !is_overflow(&buf) {
+            crate::format::page::Page::new(&buf)?;
+        }
         self.dirty.insert(pg, buf);
         Ok(true)
     }

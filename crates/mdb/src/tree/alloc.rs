@@ -30,6 +30,9 @@ pub(crate) fn copy_to_new(pager: &mut Pager<'_>, old: u64) -> Result<u64> {
     if flags_of(&buf) & P_DIRTY != 0 {
         return Err(ErrorKind::Corrupted.into());
     }
+    // Its header is checked here, once: reads of a dirty page do not
+    // check it again (`Pager::page`).
+    crate::format::page::Page::new(&buf)?;
     crate::format::page::edit::set_pgno(&mut buf, new);
     pager.dirty.insert(new, buf);
     pager.free_pages(old, 1);

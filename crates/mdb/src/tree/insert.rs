@@ -417,7 +417,7 @@ pub(crate) fn touch_path(pager: &mut Pager<'_>, t: &mut Tree, path: &mut Path) -
             edit::set_child(parent, path.ix[l - 1], new);
         }
     }
-    pager.dirty_path.set(&path.pg[..path.len], pager.lost);
+    pager.dirty_path.set(&path.pg, path.len, pager.lost);
     Ok(())
 }
 
@@ -445,7 +445,7 @@ pub(crate) fn insert(
 ) -> Result<()> {
     let pg = path.pg[lvl];
     let buf = pager.dirty.get_mut(&pg).unwrap();
-    let fits = if Page::new(buf)?.is_leaf2() {
+    let fits = if page::flags_of(buf) & P_LEAF2 != 0 {
         edit::insert_leaf2(buf, i, raw)
     } else {
         edit::insert_raw(buf, i, raw)

@@ -301,8 +301,18 @@ pub fn insert_leaf2(b: &mut [u8], i: usize, key: &[u8]) -> bool {
         return false;
     }
     let at = HDR + i * size;
-    b.copy_within(at..HDR + n * size, at + size);
-    b[at..at + size].copy_from_slice(key);
+    // Appended (slapd's ids go in ascending order): nothing to move.
+    if i < n {
+        b.copy_within(at..HDR + n * size, at + size);
+    }
+    // The usual sizes as one store each, not a `memcpy` call.
+    if let Ok(k) = <&[u8; 8]>::try_from(key) {
+        b[at..at + 8].copy_from_slice(k);
+    } else if let Ok(k) = <&[u8; 4]>::try_from(key) {
+        b[at..at + 4].copy_from_slice(k);
+    } else {
+        b[at..at + size].copy_from_slice(key);
+    }
     // LMDB's accounting: lower grows by 2, upper shrinks by size - 2.
     wr16(b, LOWER_AT, (lo + 2) as u16);
     let up = rd16(b, UPPER_AT) as usize;

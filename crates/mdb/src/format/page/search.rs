@@ -139,6 +139,10 @@ fn short_key_loop(p: &Page<'_>, key: &[u8]) -> Result<(usize, bool)> {
 /// The big-endian word of `key`'s bytes (fewer than eight), zero-padded.
 #[inline(always)]
 fn padded_word(key: &[u8]) -> u64 {
+    // back-mdb's 4-byte keys with no `memcpy` call (a search's only one).
+    if let Ok(k) = <[u8; 4]>::try_from(key) {
+        return u64::from(u32::from_be_bytes(k)) << 32;
+    }
     let mut w = [0u8; 8];
     w[..key.len()].copy_from_slice(key);
     u64::from_be_bytes(w)

@@ -292,3 +292,46 @@ fn edits_match_a_model_and_corruption_never_panics() {
         }
     }
 }
+
+/// `insert_leaf2` against a sorted `Vec` model, for the sizes it stores
+/// without a `memcpy` (4, 8) and others, appending and inserting within:
+/// the packed keys, the count and LMDB's lower/upper accounting, and a
+/// full page refusing a key with nothing changed.
+#[test]
+fn insert_leaf2_matches_a_model() {
+    for size in [1usize, 4, 6, 8, 12] {
+        let mut b = vec![0u8; 512];
+        edit::init_leaf2(&mut b, 3, P_LEAF2 | P_LEAF, size);
+        let up0 = u16::from_le_bytes([b[14], b[15]]) as usize;
+        let mut model: Vec<Vec<u8>> = Vec::new();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for n in 0.. {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key: Vec<u8> = (0..size).map(|j| (x >> (8 * (j % 8))) as u8).collect();
+            // Every third key appended (past all), the others where they sort.
+            let i = if n % 3 == 0 {
+                model.len()
+            } else {
+                model.partition_point(|k| k < &key)
+            };
+            let before = b.clone();
+            if !edit::insert_leaf2(&mut b, i, &key) {
+                assert_eq!(b, before, "size {size}: a refused key changed the page");
+                assert!(HDR + (model.len() + 1) * size > b.len());
+                break;
+            }
+            model.insert(i, key);
+            let p = Page::new(&b).unwrap();
+            assert_eq!(p.len(), model.len(), "size {size}");
+            for (j, k) in model.iter().enumerate() {
+                assert_eq!(p.key(j).unwrap(), &k[..], "size {size}, key {j}");
+            }
+            assert_eq!(p.lower() as usize, HDR + 2 * model.len());
+            let up = up0 as i64 - model.len() as i64 * (size as i64 - 2);
+            assert_eq!(p.upper() as i64, up, "size {size}");
+        }
+        assert!(model.len() > 10, "size {size}: {} keys", model.len());
+    }
+}
