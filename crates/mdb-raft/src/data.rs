@@ -18,6 +18,15 @@ use std::time::Duration;
 pub const RESERVED_DB: &str = "__mdb_raft";
 pub(crate) const APPLIED_KEY: &[u8] = b"applied";
 pub(crate) const MEMBERSHIP_KEY: &[u8] = b"membership";
+pub(crate) const CLUSTER_KEY: &[u8] = b"cluster";
+
+/// The cluster's id recorded in the data file (see
+/// [`crate::Proposal::cluster_id`]), read in `txn`.
+pub fn cluster_in(txn: &impl Txn, reserved: Database) -> mdb::Result<Option<String>> {
+    Ok(txn
+        .get(reserved, CLUSTER_KEY)?
+        .map(|v| String::from_utf8_lossy(v).into_owned()))
+}
 
 /// The last applied log id recorded in the data file, read in `txn`.
 pub fn applied_in(txn: &impl Txn, reserved: Database) -> mdb::Result<Option<LogId>> {

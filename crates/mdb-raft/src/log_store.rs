@@ -112,6 +112,18 @@ impl LogStore {
         }
     }
 
+    /// The id of the entry at `index`, if the log holds it (not purged).
+    pub fn log_id_at(&self, index: u64) -> mdb::Result<Option<LogId>> {
+        let r = self.env.read_txn()?;
+        match r.get(self.log, &index.to_be_bytes())? {
+            None => Ok(None),
+            Some(v) => {
+                let e: Entry = serde_json::from_slice(v).map_err(|_| mdb::ErrorKind::Corrupted)?;
+                Ok(Some(e.log_id))
+            }
+        }
+    }
+
     /// Delete the entries with index in `range` (one transaction).
     fn delete_range(&self, from: u64, to_inclusive: u64) -> StorageResult<()> {
         let mut w = self.env.write_txn().map_err(write_err)?;

@@ -5,12 +5,14 @@
 //! hot copies of it (`snapshot.rs`); installing one replaces it whole
 //! (`data.rs`).
 
-use crate::data::{applied_in, membership_in, DataEnv, APPLIED_KEY, MEMBERSHIP_KEY, RESERVED_DB};
+use crate::data::{
+    applied_in, membership_in, DataEnv, APPLIED_KEY, CLUSTER_KEY, MEMBERSHIP_KEY, RESERVED_DB,
+};
 use crate::snapshot::{Meta, SnapshotStore};
 #[cfg(test)]
 use crate::types::Proposal;
 use crate::types::{Applied, Batch, Entry, LogId, Member, NodeId, Op, TypeConfig};
-use mdb::{Database, DbFlags, RwTxn, WriteFlags};
+use mdb::{Database, DbFlags, RwTxn, Txn, WriteFlags};
 use openraft::storage::RaftStateMachine;
 use openraft::{
     EntryPayload, RaftSnapshotBuilder, Snapshot, StorageError, StorageIOError, StoredMembership,
@@ -115,6 +117,13 @@ fn apply_entries(
         match &e.payload {
             EntryPayload::Blank => {}
             EntryPayload::Normal(proposal) => {
+                if let Some(id) = &proposal.cluster_id {
+                    // The first id committed stays: a second leader may
+                    // have proposed one before it applied the first.
+                    if w.get(d.reserved, CLUSTER_KEY)?.is_none() {
+                        w.put(d.reserved, CLUSTER_KEY, id.as_bytes(), WriteFlags::EMPTY)?;
+                    }
+                }
                 for batch in &proposal.batches {
                     // A refused write set is undone alone; every node
                     // refuses it the same way, so the replicas stay equal.
@@ -277,6 +286,7 @@ mod tests {
             log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
             payload: EntryPayload::Normal(Proposal {
                 batches: vec![batch],
+                cluster_id: None,
             }),
         }
     }
@@ -342,6 +352,7 @@ mod tests {
             log_id: LogId::new(CommittedLeaderId::new(1, 1), 1),
             payload: EntryPayload::Normal(Proposal {
                 batches: vec![first, bad, last],
+                cluster_id: None,
             }),
         };
         let out = block_on(sm.apply([e])).unwrap();

@@ -73,8 +73,13 @@ impl Cluster {
     /// Start node `i + 1` (beyond the initial voters) with an empty
     /// directory, waiting to be added to the cluster.
     pub fn join(&mut self, i: usize) {
+        self.join_with(i, &[]);
+    }
+
+    /// [`Cluster::join`] with more arguments for this node (`--seed-from`).
+    pub fn join_with(&mut self, i: usize, args: &[&str]) {
         assert!(i >= self.voters, "node {} is an initial voter", i + 1);
-        self.spawn(i);
+        self.spawn_with(i, args);
     }
 
     /// `host:port` of node `i + 1`.
@@ -97,6 +102,10 @@ impl Cluster {
     }
 
     fn spawn(&mut self, i: usize) {
+        self.spawn_with(i, &[]);
+    }
+
+    fn spawn_with(&mut self, i: usize, extra: &[&str]) {
         assert!(self.procs[i].is_none(), "node {} runs already", i + 1);
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -112,7 +121,8 @@ impl Cluster {
                 let me = format!("{}={}", i + 1, self.addr(i));
                 vec!["--members".to_string(), me, "--join".to_string()]
             })
-            .args(&self.args);
+            .args(&self.args)
+            .args(extra);
         if let Some(net) = &self.net {
             let routes: Vec<String> = (0..self.ports.len())
                 .filter(|j| *j != i)
@@ -571,4 +581,15 @@ pub fn write_load(
             })
         })
         .collect()
+}
+
+/// Acknowledged writes: key -> value.
+pub type Acked = std::sync::Arc<std::sync::Mutex<BTreeMap<String, Vec<u8>>>>;
+
+/// Wait until `n` more writes than now are in `acked`.
+pub fn acked_more(acked: &Acked, n: usize) {
+    let at_least = acked.lock().unwrap().len() + n;
+    wait_until(&format!("{at_least} writes acknowledged"), || {
+        acked.lock().unwrap().len() >= at_least
+    });
 }
