@@ -106,7 +106,7 @@ fn recover(node_dir: &Path) -> std::io::Result<()> {
     sync_dir(node_dir)
 }
 
-fn open_data(dir: &Path, max_dbs: u32) -> mdb::Result<Data> {
+fn open_data(dir: &Path, max_dbs: u32, at_start: bool) -> mdb::Result<Data> {
     std::fs::create_dir_all(dir)?;
     // Durability comes from the Raft log: the data environment runs in
     // WAL mode with relaxed commits, which a power cut may roll back, to a
@@ -115,7 +115,10 @@ fn open_data(dir: &Path, max_dbs: u32) -> mdb::Result<Data> {
     // (and the close) make it a plain LMDB file again.
     let mut wal = WalOptions::default();
     wal.sync_every = Some(DATA_SYNC_PERIOD);
-    let env = EnvOptions::new().max_dbs(max_dbs + 1).wal(wal).open(dir)?;
+    let mut opts = EnvOptions::new();
+    opts.max_dbs(max_dbs + 1).wal(wal);
+    crate::powercut::prepare(dir, at_start, &mut opts)?;
+    let env = opts.open(dir)?;
     let mut w = env.write_txn()?;
     let reserved = w.create_db(RESERVED_DB, DbFlags::EMPTY)?;
     w.commit()?;
@@ -128,7 +131,7 @@ impl DataEnv {
     pub fn open(node_dir: &Path, max_dbs: u32) -> mdb::Result<DataEnv> {
         std::fs::create_dir_all(node_dir)?;
         recover(node_dir)?;
-        let data = open_data(&node_dir.join(DATA), max_dbs)?;
+        let data = open_data(&node_dir.join(DATA), max_dbs, true)?;
         Ok(DataEnv {
             node_dir: node_dir.to_path_buf(),
             max_dbs,
@@ -168,7 +171,7 @@ impl DataEnv {
         std::fs::rename(d.join(DATA), d.join(OLD))?;
         std::fs::rename(d.join(NEW), d.join(DATA))?;
         sync_dir(d)?;
-        *g = Some(open_data(&d.join(DATA), self.max_dbs)?);
+        *g = Some(open_data(&d.join(DATA), self.max_dbs, false)?);
         drop(g);
         std::fs::remove_dir_all(d.join(OLD))?;
         Ok(())

@@ -36,6 +36,7 @@ mod http;
 mod log_store;
 mod network;
 mod node;
+mod powercut;
 mod seed;
 mod snapshot;
 mod state_machine;

@@ -57,7 +57,10 @@ impl LogStore {
         std::fs::create_dir_all(dir).map_err(mdb::Error::from)?;
         let mut wal = WalOptions::default();
         wal.sync_every = Some(BACKSTOP_SYNC);
-        let env = Arc::new(EnvOptions::new().max_dbs(4).wal(wal).open(dir)?);
+        let mut opts = EnvOptions::new();
+        opts.max_dbs(4).wal(wal);
+        crate::powercut::prepare(dir, true, &mut opts)?;
+        let env = Arc::new(opts.open(dir)?);
         let mut w = env.write_txn()?;
         let log = w.create_db(LOG_DB, DbFlags::EMPTY)?;
         let meta = w.create_db(META_DB, DbFlags::EMPTY)?;

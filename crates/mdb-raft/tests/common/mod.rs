@@ -30,6 +30,8 @@ pub struct Cluster {
     voters: usize,
     /// Given to every node.
     args: Vec<String>,
+    /// Set in every node's environment.
+    envs: Vec<(String, String)>,
     /// The links between the nodes, when they go through proxies.
     pub net: Option<Proxies>,
 }
@@ -43,17 +45,29 @@ impl Cluster {
     /// Start `n` nodes that reach each other through fault-injecting
     /// proxies (`self.net`); clients still reach each node directly.
     pub fn start_proxied(n: usize) -> Cluster {
-        Cluster::start_on(n, n, &[], true)
+        Cluster::start_on(n, n, &[], &[], true)
+    }
+
+    /// [`Cluster::start_proxied`], with `args` for every node and `envs`
+    /// in every node's environment.
+    pub fn start_proxied_with(n: usize, args: &[&str], envs: &[(&str, &str)]) -> Cluster {
+        Cluster::start_on(n, n, args, envs, true)
     }
 
     /// Pick ports for `n` nodes and start the first `voters` of them, which
     /// initialise the cluster; `args` go to every node. The others start
     /// with [`Cluster::join`].
     pub fn start_with(n: usize, voters: usize, args: &[&str]) -> Cluster {
-        Cluster::start_on(n, voters, args, false)
+        Cluster::start_on(n, voters, args, &[], false)
     }
 
-    fn start_on(n: usize, voters: usize, args: &[&str], proxied: bool) -> Cluster {
+    fn start_on(
+        n: usize,
+        voters: usize,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        proxied: bool,
+    ) -> Cluster {
         let ports = free_ports(n);
         let net = proxied.then(|| Proxies::start(&ports));
         let mut c = Cluster {
@@ -62,6 +76,10 @@ impl Cluster {
             procs: (0..n).map(|_| None).collect(),
             voters,
             args: args.iter().map(|a| a.to_string()).collect(),
+            envs: envs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             net,
         };
         for i in 0..voters {
@@ -122,7 +140,8 @@ impl Cluster {
                 vec!["--members".to_string(), me, "--join".to_string()]
             })
             .args(&self.args)
-            .args(extra);
+            .args(extra)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)));
         if let Some(net) = &self.net {
             let routes: Vec<String> = (0..self.ports.len())
                 .filter(|j| *j != i)
@@ -183,6 +202,12 @@ impl Cluster {
                 sleep(Duration::from_millis(20));
             }
         }
+    }
+
+    /// What node `i + 1` wrote to its standard error (all its runs).
+    pub fn stderr(&self, i: usize) -> String {
+        let log = self.dir.path().join(format!("n{}.log", i + 1));
+        std::fs::read_to_string(log).unwrap_or_default()
     }
 
     /// Start node `i + 1` again on its directory.
@@ -322,9 +347,8 @@ impl Drop for Cluster {
         // goes with the cluster).
         if std::thread::panicking() {
             for i in 0..self.ports.len() {
-                let log = self.dir.path().join(format!("n{}.log", i + 1));
-                let text = std::fs::read_to_string(log).unwrap_or_default();
-                let tail: Vec<&str> = text.lines().rev().take(40).collect();
+                let text = self.stderr(i);
+                let tail: Vec<&str> = text.lines().rev().take(120).collect();
                 eprintln!("--- node {} stderr (last lines, newest first):", i + 1);
                 for l in tail {
                     eprintln!("{l}");
