@@ -4,7 +4,10 @@
 //! overwrites until the file is synced (`mdb::powercut`), and at its next
 //! start undoes the unsynced ones before it opens them. So kill -9 then a
 //! restart is a power cut: the node comes back with only what it had
-//! synced. Without the feature the variable is ignored.
+//! synced. Without the feature the variable is ignored. With
+//! `MDB_RAFT_POWERCUT_KEEP` set too, the files as the kill left them are
+//! copied to `<dir>.before-cut/` (with the journal) before the undo, for a
+//! post-mortem.
 
 use std::path::Path;
 
@@ -22,6 +25,17 @@ pub fn prepare(dir: &Path, at_start: bool, opts: &mut mdb::EnvOptions) -> mdb::R
     }
     let journal = dir.with_extension("powercut");
     if at_start {
+        if std::env::var_os("MDB_RAFT_POWERCUT_KEEP").is_some() && journal.exists() {
+            // For a post-mortem: the files as the kill left them.
+            let keep = dir.with_extension("before-cut");
+            let _ = std::fs::remove_dir_all(&keep);
+            std::process::Command::new("cp")
+                .arg("-a")
+                .arg(dir)
+                .arg(&keep)
+                .status()?;
+            std::fs::copy(&journal, keep.join("powercut.journal"))?;
+        }
         let n = mdb::powercut::revert(dir, &journal)?;
         eprintln!(
             "mdb-raft: power cut: {n} unsynced writes undone in {}",

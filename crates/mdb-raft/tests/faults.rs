@@ -235,9 +235,10 @@ enum Nemesis {
     DelayAll(Duration),
     /// Close every connection between the nodes, a few times.
     ResetAll,
-    /// Cut the power of the leader (or of a follower): it loses every
-    /// write it had not synced; restart it.
-    PowerCut { leader: bool },
+    /// Cut the power of the leader (if `leader`) and of `followers`
+    /// followers at once: each loses every write it had not synced;
+    /// restart them.
+    PowerCut { leader: bool, followers: usize },
 }
 
 fn inject(c: &mut Cluster, load: &Load, n: Nemesis) {
@@ -288,28 +289,37 @@ fn inject(c: &mut Cluster, load: &Load, n: Nemesis) {
                 load.progress(10);
             }
         }
-        Nemesis::PowerCut { leader } => {
+        Nemesis::PowerCut { leader, followers } => {
             let (l, _) = c.leader(None);
-            let victim = if leader { l } else { (l + 1) % nodes };
-            let before = undone(c, victim).len();
-            // SIGKILL; the node runs with MDB_RAFT_POWERCUT=1, so at its
-            // restart, before it opens anything, it undoes every write it
-            // had not synced.
-            c.kill(victim);
+            let mut victims: Vec<usize> = (1..=followers).map(|d| (l + d) % nodes).collect();
             if leader {
-                c.leader(Some(l));
+                victims.push(l);
             }
-            load.progress(40);
-            c.restart(victim);
-            wait_until("the node is back", || {
-                undone(c, victim).len() >= before + 2 && status(c.ports[victim]).is_some()
-            });
-            let n: u64 = undone(c, victim)[before..].iter().sum();
-            eprintln!(
-                "power cut of node {}: {n} unsynced writes undone",
-                victim + 1
-            );
-            assert!(n > 0, "the power cut of node {} undid nothing", victim + 1);
+            let before: Vec<usize> = victims.iter().map(|&v| undone(c, v).len()).collect();
+            // SIGKILL; the nodes run with MDB_RAFT_POWERCUT=1, so at their
+            // restart, before they open anything, they undo every write
+            // they had not synced.
+            for &v in &victims {
+                c.kill(v);
+            }
+            if victims.len() <= (nodes - 1) / 2 || !leader {
+                // A majority is left: it goes on.
+                if leader {
+                    c.leader(Some(l));
+                }
+                load.progress(40);
+            }
+            for &v in &victims {
+                c.restart(v);
+            }
+            for (&v, b) in victims.iter().zip(before) {
+                wait_until("the node is back", || {
+                    undone(c, v).len() >= b + 2 && status(c.ports[v]).is_some()
+                });
+                let n: u64 = undone(c, v)[b..].iter().sum();
+                eprintln!("power cut of node {}: {n} unsynced writes undone", v + 1);
+                assert!(n > 0, "the power cut of node {} undid nothing", v + 1);
+            }
         }
     }
     load.progress(10); // healed: the cluster takes writes again
@@ -406,11 +416,12 @@ fn five_nodes_under_faults_stay_linearizable() {
     every_fault_once(5);
 }
 
-/// Power cuts (not kill -9, which keeps what the kernel holds): of a
-/// follower, then of the leader, twice, under the load; every acknowledged
-/// write survives on the cluster, the nodes dump identically and the
-/// history is linearizable. Snapshots every 100 entries, so that cuts hit
-/// snapshots and log purges too.
+/// Power cuts (not kill -9, which keeps what the kernel holds) under the
+/// load: of a follower, of the leader, of the leader and a follower at
+/// once (a majority: only what they synced is left), and of every node
+/// at once. Every acknowledged write survives, the nodes dump identically
+/// and the history is linearizable. Snapshots every 100 entries, so that
+/// cuts hit snapshot builds and log purges too.
 #[test]
 fn power_cuts_of_a_follower_and_the_leader_lose_no_acknowledged_write() {
     let envs = [("MDB_RAFT_POWERCUT", "1")];
@@ -419,8 +430,8 @@ fn power_cuts_of_a_follower_and_the_leader_lose_no_acknowledged_write() {
     c.leader(None);
     let load = Load::start(&c, 4, 11);
     load.progress(20);
-    for leader in [false, true, false, true] {
-        inject(&mut c, &load, Nemesis::PowerCut { leader });
+    for (leader, followers) in [(false, 1), (true, 0), (true, 1), (true, 2)] {
+        inject(&mut c, &load, Nemesis::PowerCut { leader, followers });
     }
     check(c, load);
 }

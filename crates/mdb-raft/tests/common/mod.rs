@@ -346,6 +346,14 @@ impl Drop for Cluster {
         // A failed test shows what the nodes said last (their directory
         // goes with the cluster).
         if std::thread::panicking() {
+            if let Some(to) = std::env::var_os("MDB_RAFT_KEEP_DIR") {
+                let _ = Command::new("cp")
+                    .arg("-a")
+                    .arg(self.dir.path())
+                    .arg(&to)
+                    .status();
+                eprintln!("the cluster's directory is kept in {to:?}");
+            }
             for i in 0..self.ports.len() {
                 let text = self.stderr(i);
                 let tail: Vec<&str> = text.lines().rev().take(120).collect();
