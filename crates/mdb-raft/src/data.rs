@@ -280,12 +280,20 @@ mod kill_after_replace {
             let n = dir.path().join("n");
             let a = DataEnv::open(&n, 4).unwrap();
             for i in 0..300 {
-                a.with(|d| Ok(put(&d.env, i))).unwrap();
+                a.with(|d| {
+                    put(&d.env, i);
+                    Ok(())
+                })
+                .unwrap();
             }
             a.with(|d| d.env.copy_to_path(src.path(), compact)).unwrap();
             a.replace(&src.path().join("data.mdb")).unwrap();
             for i in 300..400 {
-                a.with(|d| Ok(put(&d.env, i))).unwrap();
+                a.with(|d| {
+                    put(&d.env, i);
+                    Ok(())
+                })
+                .unwrap();
             }
             // Past the relaxed commits' sync period.
             a.with(|d| d.env.sync(false)).unwrap();
