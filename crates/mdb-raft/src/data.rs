@@ -18,6 +18,15 @@ use std::time::Duration;
 pub const RESERVED_DB: &str = "__mdb_raft";
 pub(crate) const APPLIED_KEY: &[u8] = b"applied";
 pub(crate) const MEMBERSHIP_KEY: &[u8] = b"membership";
+pub(crate) const CLUSTER_KEY: &[u8] = b"cluster";
+
+/// The cluster's id recorded in the data file (see
+/// [`crate::Proposal::cluster_id`]), read in `txn`.
+pub fn cluster_in(txn: &impl Txn, reserved: Database) -> mdb::Result<Option<String>> {
+    Ok(txn
+        .get(reserved, CLUSTER_KEY)?
+        .map(|v| String::from_utf8_lossy(v).into_owned()))
+}
 
 /// The last applied log id recorded in the data file, read in `txn`.
 pub fn applied_in(txn: &impl Txn, reserved: Database) -> mdb::Result<Option<LogId>> {
@@ -97,7 +106,7 @@ fn recover(node_dir: &Path) -> std::io::Result<()> {
     sync_dir(node_dir)
 }
 
-fn open_data(dir: &Path, max_dbs: u32) -> mdb::Result<Data> {
+fn open_data(dir: &Path, max_dbs: u32, at_start: bool) -> mdb::Result<Data> {
     std::fs::create_dir_all(dir)?;
     // Durability comes from the Raft log: the data environment runs in
     // WAL mode with relaxed commits, which a power cut may roll back, to a
@@ -107,7 +116,15 @@ fn open_data(dir: &Path, max_dbs: u32) -> mdb::Result<Data> {
     let mut wal = WalOptions::default();
     wal.sync_every = Some(DATA_SYNC_PERIOD);
     wal.writer_grace = crate::log_store::WRITER_GRACE;
-    let env = EnvOptions::new().max_dbs(max_dbs + 1).wal(wal).open(dir)?;
+    let mut opts = EnvOptions::new();
+    opts.max_dbs(max_dbs + 1).wal(wal);
+    crate::powercut::prepare(dir, at_start, &mut opts)?;
+    let env = opts.open(dir)?;
+    // A checkpoint before the first commit: a plain LMDB file (a snapshot
+    // installed, a seed restored from a backup) opened in WAL mode for the
+    // first time and written without one did not open again after a kill
+    // (`MDB_CORRUPTED`: an engine bug, see the ignored test below).
+    env.checkpoint()?;
     let mut w = env.write_txn()?;
     let reserved = w.create_db(RESERVED_DB, DbFlags::EMPTY)?;
     w.commit()?;
@@ -120,7 +137,7 @@ impl DataEnv {
     pub fn open(node_dir: &Path, max_dbs: u32) -> mdb::Result<DataEnv> {
         std::fs::create_dir_all(node_dir)?;
         recover(node_dir)?;
-        let data = open_data(&node_dir.join(DATA), max_dbs)?;
+        let data = open_data(&node_dir.join(DATA), max_dbs, true)?;
         Ok(DataEnv {
             node_dir: node_dir.to_path_buf(),
             max_dbs,
@@ -160,7 +177,7 @@ impl DataEnv {
         std::fs::rename(d.join(DATA), d.join(OLD))?;
         std::fs::rename(d.join(NEW), d.join(DATA))?;
         sync_dir(d)?;
-        *g = Some(open_data(&d.join(DATA), self.max_dbs)?);
+        *g = Some(open_data(&d.join(DATA), self.max_dbs, false)?);
         drop(g);
         std::fs::remove_dir_all(d.join(OLD))?;
         Ok(())
@@ -218,5 +235,98 @@ mod tests {
         let a = DataEnv::open(&n, 4).unwrap();
         assert!(has(&a, b"new"));
         assert!(!n.join(TMP).exists());
+    }
+}
+
+#[cfg(test)]
+mod kill_after_replace {
+    use super::*;
+    use mdb::WriteFlags;
+
+    fn put(env: &Env, i: u32) {
+        let mut w = env.write_txn().unwrap();
+        let k = format!("k{i:05}");
+        w.put(Database::MAIN, k.as_bytes(), &[7u8; 100], WriteFlags::EMPTY)
+            .unwrap();
+        w.commit().unwrap();
+    }
+
+    /// The files of the environment in `dir` as kill -9 leaves them (the
+    /// kernel's view: a copy taken while it is open) open again.
+    fn reopens_after_kill(dir: &Path, copy: &Path) -> mdb::Result<()> {
+        let st = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(dir)
+            .arg(copy)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let env = EnvOptions::new()
+            .max_dbs(8)
+            .wal(WalOptions::default())
+            .open(copy)?;
+        drop(env);
+        Ok(())
+    }
+
+    /// A node that installed a snapshot (or was seeded from a backup) and
+    /// was killed before the data environment's first checkpoint: the
+    /// environment must open again. It did not (`MDB_CORRUPTED` at open)
+    /// before `open_data` checkpointed at once: see the ignored test below.
+    #[test]
+    fn a_replaced_environment_survives_a_kill_before_its_first_checkpoint() {
+        for compact in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let src = tempfile::tempdir().unwrap();
+            let n = dir.path().join("n");
+            let a = DataEnv::open(&n, 4).unwrap();
+            for i in 0..300 {
+                a.with(|d| {
+                    put(&d.env, i);
+                    Ok(())
+                })
+                .unwrap();
+            }
+            a.with(|d| d.env.copy_to_path(src.path(), compact)).unwrap();
+            a.replace(&src.path().join("data.mdb")).unwrap();
+            for i in 300..400 {
+                a.with(|d| {
+                    put(&d.env, i);
+                    Ok(())
+                })
+                .unwrap();
+            }
+            // Past the relaxed commits' sync period.
+            a.with(|d| d.env.sync(false)).unwrap();
+            let r = reopens_after_kill(&n.join(DATA), &dir.path().join("copy"));
+            assert!(r.is_ok(), "compact {compact}: {:?}", r.err());
+        }
+    }
+
+    /// The engine's bug underneath, without mdb-raft: a plain LMDB file
+    /// opened in WAL mode for the first time, written, and killed before
+    /// a checkpoint, does not open again (`MDB_CORRUPTED: Located page
+    /// was wrong type`).
+    #[test]
+    #[ignore = "mdb WAL-mode bug, not fixed yet: a plain file's first WAL open, commits, kill -9 -> MDB_CORRUPTED at reopen"]
+    fn engine_a_plain_files_first_wal_open_survives_a_kill() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("p");
+        std::fs::create_dir(&plain).unwrap();
+        {
+            let env = EnvOptions::new().max_dbs(8).open(&plain).unwrap();
+            for i in 0..300 {
+                put(&env, i);
+            }
+        }
+        let mut wal = WalOptions::default();
+        wal.sync_every = Some(DATA_SYNC_PERIOD);
+        let env = EnvOptions::new().max_dbs(8).wal(wal).open(&plain).unwrap();
+        for i in 300..400 {
+            put(&env, i);
+        }
+        env.sync(false).unwrap();
+        let r = reopens_after_kill(&plain, &dir.path().join("copy"));
+        assert!(r.is_ok(), "{:?}", r.err());
     }
 }

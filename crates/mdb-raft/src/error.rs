@@ -22,6 +22,10 @@ pub enum Error {
     Unavailable(String),
     /// Bad configuration.
     Config(String),
+    /// A node's data is not a state of this cluster (seeded from a backup
+    /// of another cluster, or ahead of or off the leader's log): it is
+    /// not added.
+    Incompatible(String),
 }
 
 impl std::fmt::Display for Error {
@@ -37,6 +41,7 @@ impl std::fmt::Display for Error {
             Error::Engine(e) => write!(f, "engine: {e}"),
             Error::Unavailable(e) => write!(f, "unavailable: {e}"),
             Error::Config(e) => write!(f, "configuration: {e}"),
+            Error::Incompatible(e) => write!(f, "incompatible data: {e}"),
         }
     }
 }

@@ -30,6 +30,7 @@ pub(crate) fn router(node: N, kv_api: bool) -> Router {
         .route("/raft/vote", post(vote))
         .route("/raft/snapshot", post(snapshot))
         .route("/raft/read_index", get(read_index))
+        .route("/raft/state", get(node_state))
         .route("/status", get(status))
         .route("/cluster/learner", post(add_learner))
         .route("/cluster/promote", post(promote))
@@ -86,6 +87,13 @@ async fn read_index(State(n): State<N>) -> Response {
     Json(n.read_index_reply().await).into_response()
 }
 
+async fn node_state(State(n): State<N>) -> Response {
+    match n.data_state() {
+        Ok(s) => Json(s).into_response(),
+        Err(e) => error_response(e),
+    }
+}
+
 async fn status(State(n): State<N>) -> Response {
     Json(n.status()).into_response()
 }
@@ -137,11 +145,13 @@ async fn remove(State(n): State<N>, body: Bytes) -> Response {
 }
 
 /// An error as the KV API answers it: 421 with the leader for a write on
-/// a follower, 422 for a refused write set, 503 for the rest.
+/// a follower, 422 for a refused write set, 409 for a node whose data
+/// is not a state of this cluster, 503 for the rest.
 fn error_response(e: Error) -> Response {
     let (code, leader) = match &e {
         Error::NotLeader { leader } => (StatusCode::MISDIRECTED_REQUEST, leader.clone()),
         Error::Refused(_) => (StatusCode::UNPROCESSABLE_ENTITY, None),
+        Error::Incompatible(_) => (StatusCode::CONFLICT, None),
         _ => (StatusCode::SERVICE_UNAVAILABLE, None),
     };
     let body = serde_json::json!({

@@ -36,6 +36,8 @@ mod http;
 mod log_store;
 mod network;
 mod node;
+mod powercut;
+mod seed;
 mod snapshot;
 mod state_machine;
 mod stats;
@@ -102,6 +104,14 @@ pub struct Config {
     /// membership and the leader named to clients keep the member
     /// addresses. The fault tests route every link through a proxy.
     pub routes: BTreeMap<NodeId, String>,
+    /// An `mdb backup` directory of a member's data environment to seed
+    /// this node from (only with `bootstrap == false`, on its first start:
+    /// ignored once the node directory holds a node). The newest point of
+    /// the backup becomes the node's data; the leader checks it is a
+    /// state of its cluster before adding the node
+    /// ([`ReplicatedEnv::add_learner`]), which then needs only the log
+    /// since the backup (or a snapshot, if the leader purged that log).
+    pub seed_from: Option<PathBuf>,
 }
 
 impl Config {
@@ -119,6 +129,7 @@ impl Config {
             kv_api: false,
             heartbeat_ms: 100,
             routes: BTreeMap::new(),
+            seed_from: None,
         }
     }
 
@@ -164,6 +175,20 @@ impl ReplicatedEnv {
             .cloned()
             .ok_or_else(|| Error::Config(format!("node {} is not a member", config.id)))?;
         let raft_config = Arc::new(config.raft_config()?);
+        if let Some(backup) = &config.seed_from {
+            if config.bootstrap {
+                let msg = "seeding from a backup is for a node that joins (bootstrap = false)";
+                return Err(Error::Config(msg.into()));
+            }
+            if let Some(s) = seed::seed(&config.dir, backup, config.max_dbs)? {
+                eprintln!(
+                    "mdb-raft: seeded from {} (cluster {}, applied {})",
+                    backup.display(),
+                    s.cluster_id,
+                    s.applied
+                );
+            }
+        }
         let data = Arc::new(DataEnv::open(&config.dir, config.max_dbs)?);
         let snapshots = Arc::new(
             SnapshotStore::open(&config.dir, config.max_dbs)
@@ -172,6 +197,7 @@ impl ReplicatedEnv {
         let sm = StateMachine::open(data.clone(), snapshots)?;
         let log = LogStore::open(&config.dir.join("raft"))?;
         stats::spawn_printer(config.id);
+        let log_reader = log.clone();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(4)
             .enable_all()
@@ -189,6 +215,7 @@ impl ReplicatedEnv {
                 id: config.id,
                 raft,
                 data,
+                log: log_reader,
                 leader_commit: AtomicU64::new(0),
                 network: network.clone(),
                 proposals,
@@ -196,6 +223,7 @@ impl ReplicatedEnv {
             let listener = tokio::net::TcpListener::bind(&addr)
                 .await
                 .map_err(|e| Error::Config(format!("listen on {addr}: {e}")))?;
+            tokio::spawn(node::claim_cluster_id(node.clone()));
             let app = http::router(node.clone(), config.kv_api);
             tokio::spawn(async move { axum::serve(listener, app).await });
             if config.bootstrap
@@ -275,7 +303,10 @@ impl ReplicatedEnv {
 
     /// Add node `id`, listening on `addr`, as a learner: it receives the
     /// log (or, if the leader purged what it lacks, a snapshot and the
-    /// log since) but does not vote. Returns once it has caught up with
+    /// log since) but does not vote. A node that holds data (seeded from
+    /// a backup, [`Config::seed_from`]) is asked for its state first and
+    /// refused with [`Error::Incompatible`] unless it is of this cluster's
+    /// id and at a log id this leader's log holds (or its snapshot covers). Returns once it has caught up with
     /// the membership change (bounded; on timeout it is a learner that
     /// is still catching up). On a follower: [`Error::NotLeader`].
     pub fn add_learner(&self, id: NodeId, addr: &str) -> Result<LogId> {

@@ -65,7 +65,10 @@ impl LogStore {
         // Durable commits (no `sync_every`): each commit syncs the log.
         let mut wal = WalOptions::default();
         wal.writer_grace = WRITER_GRACE;
-        let env = Arc::new(EnvOptions::new().max_dbs(4).wal(wal).open(dir)?);
+        let mut opts = EnvOptions::new();
+        opts.max_dbs(4).wal(wal);
+        crate::powercut::prepare(dir, true, &mut opts)?;
+        let env = Arc::new(opts.open(dir)?);
         let mut w = env.write_txn()?;
         let log = w.create_db(LOG_DB, DbFlags::EMPTY)?;
         let meta = w.create_db(META_DB, DbFlags::EMPTY)?;
@@ -104,6 +107,18 @@ impl LogStore {
             Some(kv) => {
                 let (_, v) = kv.map_err(read_err)?;
                 Ok(Some(decode_entry(v)?.log_id))
+            }
+        }
+    }
+
+    /// The id of the entry at `index`, if the log holds it (not purged).
+    pub fn log_id_at(&self, index: u64) -> mdb::Result<Option<LogId>> {
+        let r = self.env.read_txn()?;
+        match r.get(self.log, &index.to_be_bytes())? {
+            None => Ok(None),
+            Some(v) => {
+                let e: Entry = serde_json::from_slice(v).map_err(|_| mdb::ErrorKind::Corrupted)?;
+                Ok(Some(e.log_id))
             }
         }
     }

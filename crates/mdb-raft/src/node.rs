@@ -1,9 +1,9 @@
 //! A running node: openraft over the two environments, and the async
 //! operations the HTTP server and [`crate::ReplicatedEnv`] call.
 
-use crate::data::applied_in;
-use crate::data::DataEnv;
+use crate::data::{applied_in, cluster_in, DataEnv};
 use crate::error::{Error, Result};
+use crate::log_store::LogStore;
 use crate::network::Network;
 use crate::stats::{self, Phase};
 use crate::types::{Applied, Batch, LogId, Member, NodeId, Proposal, Raft};
@@ -69,6 +69,20 @@ pub struct Status {
     pub snapshots_installed: u64,
     /// Why this node's Raft stopped (a storage error), if it did.
     pub fatal: Option<String>,
+    /// The cluster's id, as applied here (`None` before the first
+    /// leader's id entry is applied).
+    pub cluster_id: Option<String>,
+}
+
+/// What a node's data environment holds (`GET /raft/state`): the leader
+/// asks a node it is to add, to check that its data (seeded from a
+/// backup) is a state of this cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataState {
+    /// The cluster id recorded in the data.
+    pub cluster_id: Option<String>,
+    /// The last log id applied to it.
+    pub applied: Option<LogId>,
 }
 
 /// Answer of `GET /raft/read_index` (asked of the leader by a follower).
@@ -100,6 +114,8 @@ pub(crate) struct Node {
     pub id: NodeId,
     pub raft: Raft,
     pub data: Arc<DataEnv>,
+    /// The Raft log, read to check a joining node's data against it.
+    pub log: LogStore,
     /// The highest commit index a leader has told this node of.
     pub leader_commit: AtomicU64,
     /// The transport: its connection pool and routes serve the read index
@@ -131,7 +147,12 @@ pub(crate) async fn propose(raft: Raft, mut rx: mpsc::UnboundedReceiver<Waiting>
         tokio::spawn(async move {
             let (batches, replies): (Vec<Batch>, Vec<_>) = group.into_iter().unzip();
             let (t, n) = (stats::start(), batches.len());
-            let r = raft.client_write(Proposal { batches }).await;
+            let r = raft
+                .client_write(Proposal {
+                    batches,
+                    cluster_id: None,
+                })
+                .await;
             stats::record(Phase::Propose, t, n);
             drop(slot);
             match r {
@@ -283,8 +304,81 @@ impl Node {
         }
     }
 
-    /// Add `id` at `addr` as a learner; wait (bounded) for it to catch up.
+    /// What this node's data environment holds.
+    pub fn data_state(&self) -> Result<DataState> {
+        Ok(self.data.with(|d| {
+            let r = d.env.read_txn()?;
+            Ok(DataState {
+                cluster_id: cluster_in(&r, d.reserved)?,
+                applied: applied_in(&r, d.reserved)?,
+            })
+        })?)
+    }
+
+    /// Check that node `id`'s data (if it holds any: a node seeded from a
+    /// backup) is a state this cluster had: of this cluster's id, and at
+    /// a log id this leader's log holds (or, if purged, one its snapshot
+    /// covers: the node then receives the snapshot).
+    async fn check_joiner(&self, id: NodeId, addr: &str) -> Result<()> {
+        let url = format!("http://{}/raft/state", self.network.dial(id, addr));
+        let theirs: DataState = async {
+            let r = self.network.client.get(url).timeout(READ_WAIT).send();
+            r.await?.error_for_status()?.json().await
+        }
+        .await
+        .map_err(|e| Error::Unavailable(format!("asking node {id} for its data's state: {e}")))?;
+        let Some(a) = theirs.applied else {
+            return Ok(()); // empty: it gets a snapshot or the whole log
+        };
+        let ours = self.data_state()?;
+        let bad = |why: String| Err(Error::Incompatible(format!("node {id}'s data {why}")));
+        match (&theirs.cluster_id, &ours.cluster_id) {
+            (None, _) => {
+                return bad(format!(
+                    "(applied {a}) records no cluster id: not a member's data"
+                ))
+            }
+            (_, None) => {
+                return Err(Error::Unavailable(
+                    "this cluster has recorded no id yet: try again".into(),
+                ))
+            }
+            (Some(t), Some(o)) if t != o => {
+                return bad(format!(
+                    "is from another cluster (id {t}; this cluster's is {o})"
+                ))
+            }
+            _ => {}
+        }
+        let m = self.raft.metrics().borrow().clone();
+        let last = m.last_log_index.unwrap_or(0);
+        if a.index > last {
+            return bad(format!(
+                "is ahead of the leader's log (applied {a}, the log ends at {last})"
+            ));
+        }
+        match self.log.log_id_at(a.index)? {
+            Some(l) if l == a => Ok(()),
+            Some(l) => bad(format!(
+                "is not on the leader's log (applied {a}, the leader's entry {} is {l})",
+                a.index
+            )),
+            None if m.purged == Some(a) => Ok(()),
+            // Purged: the node will receive the snapshot, which must be
+            // after its state.
+            None if Some(a) < m.snapshot => Ok(()),
+            None => bad(format!(
+                "cannot be checked: applied {a}, the leader's log is purged up to {:?} and its snapshot is at {:?}",
+                m.purged, m.snapshot
+            )),
+        }
+    }
+
+    /// Add `id` at `addr` as a learner, once its data (if it holds any)
+    /// is found to be a state of this cluster; wait (bounded) for it to
+    /// catch up.
     pub async fn add_learner(&self, id: NodeId, addr: String) -> Result<LogId> {
+        self.check_joiner(id, &addr).await?;
         let add = self.raft.add_learner(id, Member { addr }, true);
         match tokio::time::timeout(LEARNER_WAIT, add).await {
             Ok(r) => written(r),
@@ -345,6 +439,46 @@ impl Node {
             snapshots_built: self.data.built.load(Ordering::Relaxed),
             snapshots_installed: self.data.installed.load(Ordering::Relaxed),
             fatal: m.running_state.as_ref().err().map(|e| e.to_string()),
+            cluster_id: self.data_state().ok().and_then(|s| s.cluster_id),
+        }
+    }
+}
+
+/// A new cluster id: 128 random bits, in hex.
+fn new_cluster_id() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// Whenever this node becomes leader (once per term) and finds no cluster
+/// id applied, propose one. Runs until Raft stops.
+pub(crate) async fn claim_cluster_id(node: Arc<Node>) {
+    let mut metrics = node.raft.metrics();
+    let mut tried = None;
+    loop {
+        let (leads, term) = {
+            let m = metrics.borrow_and_update();
+            (m.state == ServerState::Leader, m.current_term)
+        };
+        let known = node.data_state().map(|s| s.cluster_id.is_some());
+        if leads && tried != Some(term) && known.is_ok_and(|k| !k) {
+            tried = Some(term);
+            match new_cluster_id() {
+                Ok(id) => {
+                    let p = Proposal {
+                        batches: Vec::new(),
+                        cluster_id: Some(id),
+                    };
+                    // A lost leadership fails it; the next leader tries.
+                    let _ = node.raft.client_write(p).await;
+                }
+                Err(e) => eprintln!("mdb-raft: a cluster id: {e}"),
+            }
+        }
+        if metrics.changed().await.is_err() {
+            return;
         }
     }
 }

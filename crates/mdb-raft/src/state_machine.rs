@@ -5,13 +5,15 @@
 //! hot copies of it (`snapshot.rs`); installing one replaces it whole
 //! (`data.rs`).
 
-use crate::data::{applied_in, membership_in, DataEnv, APPLIED_KEY, MEMBERSHIP_KEY, RESERVED_DB};
+use crate::data::{
+    applied_in, membership_in, DataEnv, APPLIED_KEY, CLUSTER_KEY, MEMBERSHIP_KEY, RESERVED_DB,
+};
 use crate::snapshot::{Meta, SnapshotStore};
 use crate::stats::{self, Phase};
 #[cfg(test)]
 use crate::types::Proposal;
 use crate::types::{Applied, Batch, Entry, LogId, Member, NodeId, Op, TypeConfig};
-use mdb::{Database, DbFlags, RwTxn, WriteFlags};
+use mdb::{Database, DbFlags, RwTxn, Txn, WriteFlags};
 use openraft::storage::RaftStateMachine;
 use openraft::{
     EntryPayload, RaftSnapshotBuilder, Snapshot, StorageError, StorageIOError, StoredMembership,
@@ -116,6 +118,13 @@ fn apply_entries(
         match &e.payload {
             EntryPayload::Blank => {}
             EntryPayload::Normal(proposal) => {
+                if let Some(id) = &proposal.cluster_id {
+                    // The first id committed stays: a second leader may
+                    // have proposed one before it applied the first.
+                    if w.get(d.reserved, CLUSTER_KEY)?.is_none() {
+                        w.put(d.reserved, CLUSTER_KEY, id.as_bytes(), WriteFlags::EMPTY)?;
+                    }
+                }
                 for batch in &proposal.batches {
                     // A refused write set is undone alone; every node
                     // refuses it the same way, so the replicas stay equal.
@@ -284,6 +293,7 @@ mod tests {
             log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
             payload: EntryPayload::Normal(Proposal {
                 batches: vec![batch],
+                cluster_id: None,
             }),
         }
     }
@@ -349,6 +359,7 @@ mod tests {
             log_id: LogId::new(CommittedLeaderId::new(1, 1), 1),
             payload: EntryPayload::Normal(Proposal {
                 batches: vec![first, bad, last],
+                cluster_id: None,
             }),
         };
         let out = block_on(sm.apply([e])).unwrap();

@@ -69,6 +69,12 @@ impl Batch {
 pub struct Proposal {
     /// The write sets, in the order they are applied.
     pub batches: Vec<Batch>,
+    /// The cluster's id, proposed by a leader that finds none applied
+    /// (the first leader of a cluster): applied only if none is recorded
+    /// yet, so every node keeps the first one. A backup carries it, and a
+    /// node seeded from a backup is refused by a cluster of another id.
+    #[serde(default)]
+    pub cluster_id: Option<String>,
 }
 
 /// What applying a write set answers: the error of an op the engine

@@ -17,7 +17,7 @@ mod common;
 
 use common::history::{History, Op, Outcome, Value};
 use common::proxy::Fault;
-use common::{http_within, Cluster, DEADLINE};
+use common::{http_within, status, wait_until, Cluster, DEADLINE};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -235,6 +235,10 @@ enum Nemesis {
     DelayAll(Duration),
     /// Close every connection between the nodes, a few times.
     ResetAll,
+    /// Cut the power of the leader (if `leader`) and of `followers`
+    /// followers at once: each loses every write it had not synced;
+    /// restart them.
+    PowerCut { leader: bool, followers: usize },
 }
 
 fn inject(c: &mut Cluster, load: &Load, n: Nemesis) {
@@ -285,8 +289,50 @@ fn inject(c: &mut Cluster, load: &Load, n: Nemesis) {
                 load.progress(10);
             }
         }
+        Nemesis::PowerCut { leader, followers } => {
+            let (l, _) = c.leader(None);
+            let mut victims: Vec<usize> = (1..=followers).map(|d| (l + d) % nodes).collect();
+            if leader {
+                victims.push(l);
+            }
+            let before: Vec<usize> = victims.iter().map(|&v| undone(c, v).len()).collect();
+            // SIGKILL; the nodes run with MDB_RAFT_POWERCUT=1, so at their
+            // restart, before they open anything, they undo every write
+            // they had not synced.
+            for &v in &victims {
+                c.kill(v);
+            }
+            if victims.len() <= (nodes - 1) / 2 || !leader {
+                // A majority is left: it goes on.
+                if leader {
+                    c.leader(Some(l));
+                }
+                load.progress(40);
+            }
+            for &v in &victims {
+                c.restart(v);
+            }
+            for (&v, b) in victims.iter().zip(before) {
+                wait_until("the node is back", || {
+                    undone(c, v).len() >= b + 2 && status(c.ports[v]).is_some()
+                });
+                let n: u64 = undone(c, v)[b..].iter().sum();
+                eprintln!("power cut of node {}: {n} unsynced writes undone", v + 1);
+                assert!(n > 0, "the power cut of node {} undid nothing", v + 1);
+            }
+        }
     }
     load.progress(10); // healed: the cluster takes writes again
+}
+
+/// The writes each power cut of node `i + 1` undid, per environment, in
+/// order (what it printed at each start).
+fn undone(c: &Cluster, i: usize) -> Vec<u64> {
+    c.stderr(i)
+        .lines()
+        .filter_map(|l| l.strip_prefix("mdb-raft: power cut: "))
+        .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+        .collect()
 }
 
 /// Heal, stop the load, let the nodes converge, and check the run.
@@ -368,6 +414,40 @@ fn three_nodes_under_faults_stay_linearizable() {
 #[test]
 fn five_nodes_under_faults_stay_linearizable() {
     every_fault_once(5);
+}
+
+/// Power cuts of `(leader, followers)` at once, in turn, under the
+/// load of four clients (writes and linearizable reads), on three nodes
+/// taking snapshots every 100 entries (so that cuts hit snapshot builds
+/// and log purges too); then the checks of [`check`].
+fn power_cuts(cuts: &[(bool, usize)]) {
+    let envs = [("MDB_RAFT_POWERCUT", "1")];
+    let args = ["--snapshot-logs", "100", "--keep-logs", "20"];
+    let mut c = Cluster::start_proxied_with(3, &args, &envs);
+    c.leader(None);
+    let load = Load::start(&c, 4, 11);
+    load.progress(20);
+    for &(leader, followers) in cuts {
+        inject(&mut c, &load, Nemesis::PowerCut { leader, followers });
+    }
+    check(c, load);
+}
+
+/// Power cuts (not kill -9, which keeps what the kernel holds) of a
+/// follower, of the leader, of a follower, of the leader: every
+/// acknowledged write survives, the nodes dump identically and the
+/// history is linearizable.
+#[test]
+fn power_cuts_of_a_follower_and_the_leader_lose_no_acknowledged_write() {
+    power_cuts(&[(false, 1), (true, 0), (false, 1), (true, 0)]);
+}
+
+/// Power cuts of a majority (the leader and a follower) and of every
+/// node at once, after a follower's and the leader's.
+#[test]
+#[ignore = "fails in about 1 run of 5: a linearizable read saw a key absent after a write of it was acknowledged (docs/replication.md, Power cuts)"]
+fn power_cuts_of_a_majority_and_of_every_node() {
+    power_cuts(&[(false, 1), (true, 0), (true, 1), (true, 2)]);
 }
 
 #[test]

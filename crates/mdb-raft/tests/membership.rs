@@ -5,20 +5,9 @@
 
 mod common;
 
-use common::{admin, get_local, status, wait_until, write_load, Cluster};
-use std::collections::BTreeMap;
+use common::{acked_more, admin, get_local, status, wait_until, write_load, Acked, Cluster};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-
-/// Acknowledged writes: key -> value.
-type Acked = Arc<Mutex<BTreeMap<String, Vec<u8>>>>;
-
-fn acked_more(acked: &Acked, n: usize) {
-    let at_least = acked.lock().unwrap().len() + n;
-    wait_until(&format!("{at_least} writes acknowledged"), || {
-        acked.lock().unwrap().len() >= at_least
-    });
-}
+use std::sync::Arc;
 
 #[test]
 fn three_nodes_grow_to_four_then_remove_the_leader_under_load() {

@@ -54,6 +54,10 @@ mod io;
 pub(crate) mod lock;
 mod mmap;
 mod pager;
+/// Simulated power cuts of a process (tests: with the `unstable` feature
+/// only).
+#[cfg(feature = "unstable")]
+pub mod powercut;
 mod sink;
 mod snapshot;
 mod tree;

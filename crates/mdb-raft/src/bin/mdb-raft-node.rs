@@ -13,6 +13,11 @@
 //!     -d '{"id":4,"addr":"127.0.0.1:7004"}' http://127.0.0.1:7001/cluster/learner
 //! curl -X POST -H 'content-type: application/json' -d '{"id":4}' \
 //!     http://127.0.0.1:7001/cluster/promote
+//!
+//! # or seeded from a recent backup of a member's data (mdb backup
+//! # n1/data BACKUP), so that it needs only the log since from the leader
+//! mdb-raft-node --id 4 --dir /var/lib/n4 --members 4=127.0.0.1:7004 --join \
+//!     --seed-from BACKUP
 //! ```
 //!
 //! It runs until killed; every acknowledged write is durable on a quorum.
@@ -26,12 +31,13 @@ use std::process::ExitCode;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 const USAGE: &str = "usage: mdb-raft-node --id N --dir DIR --members ID=HOST:PORT,... \
-[--join] [--heartbeat-ms MS] [--snapshot-logs N] [--keep-logs N] [--route ID=HOST:PORT,...]";
+[--join [--seed-from BACKUP_DIR]] [--heartbeat-ms MS] [--snapshot-logs N] [--keep-logs N] [--route ID=HOST:PORT,...]";
 
 fn parse(args: &[String]) -> Result<Config, String> {
     let (mut id, mut dir, mut hb) = (None, None, 100);
     let (mut members, mut routes) = (BTreeMap::new(), BTreeMap::new());
     let (mut join, mut snapshot_logs, mut keep_logs) = (false, None, None);
+    let mut seed_from = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().ok_or(format!("{a} needs a value"));
@@ -40,6 +46,8 @@ fn parse(args: &[String]) -> Result<Config, String> {
             "--dir" => dir = Some(val()?.clone()),
             "--heartbeat-ms" => hb = val()?.parse().map_err(|e| format!("--heartbeat-ms: {e}"))?,
             "--join" => join = true,
+            // An `mdb backup` directory of a member's data (first start).
+            "--seed-from" => seed_from = Some(std::path::PathBuf::from(val()?)),
             "--snapshot-logs" => {
                 snapshot_logs = Some(val()?.parse().map_err(|e| format!("{a}: {e}"))?)
             }
@@ -61,6 +69,10 @@ fn parse(args: &[String]) -> Result<Config, String> {
     c.snapshot_every = snapshot_logs.unwrap_or(c.snapshot_every);
     c.keep_logs = keep_logs.unwrap_or(c.keep_logs);
     c.routes = routes;
+    if seed_from.is_some() && !join {
+        return Err("--seed-from needs --join".into());
+    }
+    c.seed_from = seed_from;
     Ok(c)
 }
 

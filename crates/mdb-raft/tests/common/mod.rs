@@ -30,6 +30,8 @@ pub struct Cluster {
     voters: usize,
     /// Given to every node.
     args: Vec<String>,
+    /// Set in every node's environment.
+    envs: Vec<(String, String)>,
     /// The links between the nodes, when they go through proxies.
     pub net: Option<Proxies>,
 }
@@ -43,17 +45,29 @@ impl Cluster {
     /// Start `n` nodes that reach each other through fault-injecting
     /// proxies (`self.net`); clients still reach each node directly.
     pub fn start_proxied(n: usize) -> Cluster {
-        Cluster::start_on(n, n, &[], true)
+        Cluster::start_on(n, n, &[], &[], true)
+    }
+
+    /// [`Cluster::start_proxied`], with `args` for every node and `envs`
+    /// in every node's environment.
+    pub fn start_proxied_with(n: usize, args: &[&str], envs: &[(&str, &str)]) -> Cluster {
+        Cluster::start_on(n, n, args, envs, true)
     }
 
     /// Pick ports for `n` nodes and start the first `voters` of them, which
     /// initialise the cluster; `args` go to every node. The others start
     /// with [`Cluster::join`].
     pub fn start_with(n: usize, voters: usize, args: &[&str]) -> Cluster {
-        Cluster::start_on(n, voters, args, false)
+        Cluster::start_on(n, voters, args, &[], false)
     }
 
-    fn start_on(n: usize, voters: usize, args: &[&str], proxied: bool) -> Cluster {
+    fn start_on(
+        n: usize,
+        voters: usize,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        proxied: bool,
+    ) -> Cluster {
         let ports = free_ports(n);
         let net = proxied.then(|| Proxies::start(&ports));
         let mut c = Cluster {
@@ -62,6 +76,10 @@ impl Cluster {
             procs: (0..n).map(|_| None).collect(),
             voters,
             args: args.iter().map(|a| a.to_string()).collect(),
+            envs: envs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             net,
         };
         for i in 0..voters {
@@ -73,8 +91,13 @@ impl Cluster {
     /// Start node `i + 1` (beyond the initial voters) with an empty
     /// directory, waiting to be added to the cluster.
     pub fn join(&mut self, i: usize) {
+        self.join_with(i, &[]);
+    }
+
+    /// [`Cluster::join`] with more arguments for this node (`--seed-from`).
+    pub fn join_with(&mut self, i: usize, args: &[&str]) {
         assert!(i >= self.voters, "node {} is an initial voter", i + 1);
-        self.spawn(i);
+        self.spawn_with(i, args);
     }
 
     /// `host:port` of node `i + 1`.
@@ -97,6 +120,10 @@ impl Cluster {
     }
 
     fn spawn(&mut self, i: usize) {
+        self.spawn_with(i, &[]);
+    }
+
+    fn spawn_with(&mut self, i: usize, extra: &[&str]) {
         assert!(self.procs[i].is_none(), "node {} runs already", i + 1);
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -112,7 +139,9 @@ impl Cluster {
                 let me = format!("{}={}", i + 1, self.addr(i));
                 vec!["--members".to_string(), me, "--join".to_string()]
             })
-            .args(&self.args);
+            .args(&self.args)
+            .args(extra)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)));
         if let Some(net) = &self.net {
             let routes: Vec<String> = (0..self.ports.len())
                 .filter(|j| *j != i)
@@ -173,6 +202,12 @@ impl Cluster {
                 sleep(Duration::from_millis(20));
             }
         }
+    }
+
+    /// What node `i + 1` wrote to its standard error (all its runs).
+    pub fn stderr(&self, i: usize) -> String {
+        let log = self.dir.path().join(format!("n{}.log", i + 1));
+        std::fs::read_to_string(log).unwrap_or_default()
     }
 
     /// Start node `i + 1` again on its directory.
@@ -311,10 +346,17 @@ impl Drop for Cluster {
         // A failed test shows what the nodes said last (their directory
         // goes with the cluster).
         if std::thread::panicking() {
+            if let Some(to) = std::env::var_os("MDB_RAFT_KEEP_DIR") {
+                let _ = Command::new("cp")
+                    .arg("-a")
+                    .arg(self.dir.path())
+                    .arg(&to)
+                    .status();
+                eprintln!("the cluster's directory is kept in {to:?}");
+            }
             for i in 0..self.ports.len() {
-                let log = self.dir.path().join(format!("n{}.log", i + 1));
-                let text = std::fs::read_to_string(log).unwrap_or_default();
-                let tail: Vec<&str> = text.lines().rev().take(40).collect();
+                let text = self.stderr(i);
+                let tail: Vec<&str> = text.lines().rev().take(120).collect();
                 eprintln!("--- node {} stderr (last lines, newest first):", i + 1);
                 for l in tail {
                     eprintln!("{l}");
@@ -571,4 +613,15 @@ pub fn write_load(
             })
         })
         .collect()
+}
+
+/// Acknowledged writes: key -> value.
+pub type Acked = std::sync::Arc<std::sync::Mutex<BTreeMap<String, Vec<u8>>>>;
+
+/// Wait until `n` more writes than now are in `acked`.
+pub fn acked_more(acked: &Acked, n: usize) {
+    let at_least = acked.lock().unwrap().len() + n;
+    wait_until(&format!("{at_least} writes acknowledged"), || {
+        acked.lock().unwrap().len() >= at_least
+    });
 }

@@ -31,7 +31,7 @@ const FIXED: usize = 40;
 /// The longest meta update a slot holds.
 pub(crate) const MAX_META: usize = SLOT - FIXED;
 const CRC_OFF: usize = 28;
-const FILE_NAME: &str = "checkpoint";
+pub(crate) const FILE_NAME: &str = "checkpoint";
 
 /// A checkpoint read back.
 #[derive(Debug, Clone, PartialEq, Eq)]
