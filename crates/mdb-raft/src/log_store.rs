@@ -276,7 +276,10 @@ mod tests {
         b.put(None, b"key", &[7; 100]);
         Entry {
             log_id: LogId::new(CommittedLeaderId::new(3, 1), index),
-            payload: EntryPayload::Normal(Proposal { batches: vec![b] }),
+            payload: EntryPayload::Normal(Proposal {
+                batches: vec![b],
+                cluster_id: None,
+            }),
         }
     }
 
