@@ -16,6 +16,8 @@ use crate::io::DataFile;
 pub(crate) use crate::io::{Commit, CommitFailure};
 use crate::lock::LockFile;
 use crate::mmap::Map;
+use crate::pager::Young;
+use std::sync::Arc;
 
 /// The writer lock and making commits durable and visible (see the module
 /// documentation). Between [`CommitSink::lock`] and [`CommitSink::unlock`]
@@ -41,6 +43,11 @@ pub(crate) trait CommitSink {
     /// keeps hold slots in the reader table for writers outside it, which
     /// its own writers skip.
     fn oldest_bound(&self) -> Option<u64> {
+        None
+    }
+    /// With a bound: the pages past it its writers may reuse all the same
+    /// (`pager/young.rs`).
+    fn young(&self) -> Option<Arc<Young>> {
         None
     }
     /// Write commit `c` and make it durable and visible, or start to: the

@@ -60,6 +60,11 @@ impl CommitSink for WalEnv {
         Some(self.wal.checkpointed() + 1)
     }
 
+    /// Pages past the bound that replay rebuilds before it reads them.
+    fn young(&self) -> Option<std::sync::Arc<crate::pager::Young>> {
+        Some(self.wal.young())
+    }
+
     /// Appends: the pages go to the data file and the record to the log,
     /// unsynced; [`CommitSink::wait`] makes it durable and publishes it,
     /// unless durability is relaxed (the flusher does, within the period),
