@@ -189,3 +189,102 @@ fn a_crash_after_young_pages_were_reused_replays_exactly() {
     drop(env);
     assert_clean(dir.path());
 }
+
+/// Steps of the background checkpointer (its thread only): 5 fails its
+/// data syncs (no checkpoint gets past its first step); 10 holds the next
+/// one (the first sync of a checkpoint that has read its meta, and holds
+/// no lock) in state 2 until told to go (3); once that checkpoint ends
+/// (4), every step fails, so that no later checkpoint repairs the file.
+#[derive(Default)]
+struct Gate {
+    st: std::sync::Mutex<u8>,
+    cv: std::sync::Condvar,
+}
+
+impl Gate {
+    fn set(&self, s: u8) {
+        *self.st.lock().unwrap() = s;
+        self.cv.notify_all();
+    }
+
+    fn get(&self) -> u8 {
+        *self.st.lock().unwrap()
+    }
+
+    fn wait_for(&self, s: u8) {
+        let mut g = self.st.lock().unwrap();
+        while *g != s {
+            g = self.cv.wait(g).unwrap();
+        }
+    }
+}
+
+impl mdb::io::FaultInjector for Gate {
+    fn on_io(&self, op: mdb::io::IoOp) -> mdb::io::IoAction {
+        use mdb::io::{IoAction, IoOp};
+        if std::thread::current().name() != Some("mdb-checkpointer") {
+            return IoAction::Proceed;
+        }
+        let mut g = self.st.lock().unwrap();
+        match (*g, op) {
+            (5, IoOp::SyncData) | (4, _) => return IoAction::Fail(libc::EIO),
+            (10, IoOp::SyncData) => {
+                *g = 2;
+                self.cv.notify_all();
+                while *g == 2 {
+                    g = self.cv.wait(g).unwrap();
+                }
+            }
+            (3, IoOp::CheckpointSync) => {
+                *g = 4;
+                self.cv.notify_all();
+            }
+            _ => {}
+        }
+        IoAction::Proceed
+    }
+}
+
+#[test]
+fn a_checkpoint_covers_no_snapshot_whose_young_pages_were_reused_during_its_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = std::sync::Arc::new(Gate::default());
+    let mut w = WalOptions::default();
+    w.segment_size = 1 << 20;
+    // Every commit asks the checkpointer for a checkpoint.
+    w.checkpoint_bytes = 1;
+    w.checkpoint_interval = std::time::Duration::from_secs(3600);
+    let env = EnvOptions::new()
+        .map_size(256 << 20)
+        .wal(w)
+        .fault_injector(gate.clone())
+        .open(dir.path())
+        .unwrap();
+    let mut model = Model::new();
+    load(&env, &mut model);
+    // Commits with no checkpoint: the pages they write are young.
+    gate.set(5);
+    churn(&env, &mut model, 100, 5);
+    // A checkpoint reads the newest meta, then stops in its sync ...
+    gate.set(10);
+    let mut seed = 100;
+    while gate.get() != 2 {
+        churn(&env, &mut model, 1, seed);
+        seed += 1;
+    }
+    // ... while commits free young pages of that snapshot and reuse them.
+    let reused = env.wal_info().unwrap().young_reused;
+    churn(&env, &mut model, 100, 13);
+    assert!(env.wal_info().unwrap().young_reused > reused + 50);
+    gate.set(3);
+    gate.wait_for(4);
+    // The crash: the files as they are (every commit is in the log).
+    let img = tempfile::tempdir().unwrap();
+    let data = std::fs::read(dir.path().join("data.mdb")).unwrap();
+    image(dir.path(), img.path(), &data);
+    let back = open(img.path(), true);
+    assert_eq!(contents(&back), model);
+    drop(back);
+    assert_clean(img.path());
+    drop(env);
+}
