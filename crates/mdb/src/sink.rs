@@ -39,7 +39,7 @@ pub(crate) trait CommitSink {
     }
     /// A bound on the writer's `oldest`: pages freed by commits at or
     /// after it are not reused, whatever the readers (a log's records may
-    /// need them until its next checkpoint). A sink with a bound also
+    /// need them until its next checkpoint), but for the young ones. A sink with a bound also
     /// keeps hold slots in the reader table for writers outside it, which
     /// its own writers skip.
     fn oldest_bound(&self) -> Option<u64> {

@@ -66,7 +66,7 @@ fn churn(env: &Env, model: &mut Model, n: u64, seed: u64) {
         let mut w = env.write_txn().unwrap();
         for _ in 0..1 + rnd() % 3 {
             let k = key(rnd() % 200);
-            if rnd() % 5 == 0 && model.contains_key(&k) {
+            if rnd().is_multiple_of(5) && model.contains_key(&k) {
                 assert!(w.del(Database::MAIN, &k).unwrap());
                 model.remove(&k);
             } else {
@@ -171,7 +171,7 @@ fn a_crash_after_young_pages_were_reused_replays_exactly() {
             let keep_new = match fate {
                 0 => true,
                 1 => false,
-                _ => rnd() % 2 == 0,
+                _ => rnd().is_multiple_of(2),
             };
             if !keep_new {
                 data[pg * ps..pg * ps + old.len()].copy_from_slice(old);

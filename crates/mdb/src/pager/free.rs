@@ -5,7 +5,10 @@
 //! transaction allocated and freed again is "loose" and reused at once.
 //! Pages of free records older than every reader (`key < oldest`) are
 //! "reclaimed" into `reclaimed`; what is left unused at commit is filed back
-//! under the consumed keys, so nothing is ever lost. Reading and writing the
+//! under the consumed keys, so nothing is ever lost. In WAL mode, records
+//! past the last checkpoint are held, but their young pages
+//! (`pager/young.rs`) are taken into `young_pool`, the rest filed again
+//! under the record's key (`held`). Reading and writing the
 //! free database itself is the tree layer's work (`tree::alloc`,
 //! `tree::freedb`).
 

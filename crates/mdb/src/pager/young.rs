@@ -17,11 +17,16 @@
 //! Pages of another process's commits are not in it (held, as before),
 //! and it is emptied whenever the checkpoint moves (`Inner::saw` in
 //! `wal/mode.rs`, under the writer lock): a page young for one checkpoint
-//! may be in the next one's snapshot. For the same reason a young page
-//! taken from a held record and left unused is filed back under a key at
-//! least its record's, never under the low keys every writer reuses: a
-//! checkpoint recorded later (at a txnid between its write and its
-//! freeing) would make it part of that snapshot.
+//! may be in the next one's snapshot. A checkpoint therefore states the
+//! snapshot published when it is recorded under the writer lock
+//! (`wal/checkpointer.rs`), never an older one read before its data sync:
+//! a young page of that older snapshot may have been freed and reused
+//! meanwhile, while no page of the published one was (a page is reused
+//! only once the commit that freed it is published). Young pages taken
+//! from a held record and left unused, and loose pages, go back under a
+//! held key at least as high as their record's, not under the low keys
+//! every writer reuses (so a young page is only ever listed where it was
+//! freed or later).
 
 use super::PgnoMap;
 use std::collections::BTreeSet;

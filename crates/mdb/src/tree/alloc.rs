@@ -88,10 +88,8 @@ pub(crate) fn keep_commit_room(pager: &mut Pager<'_>, n: usize) -> Result<()> {
     // Pages left before the map's last page (never used, as in LMDB).
     let eof = pager.max_pgno.saturating_sub(pager.next_pgno + 1) as usize;
     loop {
-        let have = eof
-            + pager.free.reclaimed.len()
-            + pager.free.loose.len()
-            + pager.free.young_pool.len();
+        let have =
+            eof + pager.free.reclaimed.len() + pager.free.loose.len() + pager.free.young_pool.len();
         let need = commit_need(pager)?;
         if have >= n + need {
             return Ok(());
@@ -212,18 +210,24 @@ pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
         }
         break (key, freelist::decode(v)?);
     };
-    // In range, and strictly descending as LMDB and we write them (`mdb
-    // check`'s rule): a page listed twice would be handed out twice.
+    check_record(pager, &pages)?;
+    merge_desc(&mut pager.free.reclaimed, &pages);
+    pager.free.consumed = key;
+    Ok(true)
+}
+
+/// A free record's pages must be in range, and strictly descending as
+/// LMDB and we write them (`mdb check`'s rule): a page listed twice would
+/// be handed out twice.
+fn check_record(pager: &Pager<'_>, pages: &[u64]) -> Result<()> {
     let mut above = u64::MAX;
-    for &p in &pages {
+    for &p in pages {
         if p < 2 || p >= pager.next_pgno || p >= above {
             return Err(ErrorKind::Corrupted.into());
         }
         above = p;
     }
-    merge_desc(&mut pager.free.reclaimed, &pages);
-    pager.free.consumed = key;
-    Ok(true)
+    Ok(())
 }
 
 /// WAL mode: take the young pages (`pager/young.rs`) of the next held
@@ -252,13 +256,7 @@ pub(crate) fn consume_held(pager: &mut Pager<'_>) -> Result<bool> {
             // Gone (another writer consumed it after a checkpoint).
             _ => continue,
         };
-        let mut above = u64::MAX;
-        for &p in &pages {
-            if p < 2 || p >= pager.next_pgno || p >= above {
-                return Err(ErrorKind::Corrupted.into());
-            }
-            above = p;
-        }
+        check_record(pager, &pages)?;
         let (fresh, held) = young.split(&pages);
         if fresh.is_empty() {
             continue;

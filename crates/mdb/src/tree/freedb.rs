@@ -113,7 +113,8 @@ pub(crate) fn fill_record(pager: &mut Pager<'_>, key: u64, ids: &[u64]) -> Resul
 /// are at hand for the free database's own updates. Called between
 /// updates of the free database, never during one: consuming reads it.
 pub(crate) fn top_up(pager: &mut Pager<'_>, need: usize) -> Result<()> {
-    let at_hand = |f: &crate::pager::FreeState| f.reclaimed.len() + f.loose.len() + f.young_pool.len();
+    let at_hand =
+        |f: &crate::pager::FreeState| f.reclaimed.len() + f.loose.len() + f.young_pool.len();
     while at_hand(&pager.free) < need {
         if !consume_record(pager)? && !consume_held(pager)? {
             break;

@@ -3,8 +3,9 @@
 //!
 //! A checkpoint reads the newest meta, syncs the data file (every page of
 //! that transaction was written before its meta), then, under the writer
-//! lock so that no process changes the log meanwhile, records the
-//! checkpoint and recycles the log segments it covers. The thread takes one
+//! lock so that no process changes the log meanwhile, reads the newest
+//! meta again (syncing again if it moved: see [`WalEnv::checkpoint`]),
+//! records the checkpoint and recycles the log segments it covers. The thread takes one
 //! every `checkpoint_interval`, or sooner once `checkpoint_bytes` of log
 //! were written; `Env::checkpoint` takes one on demand and closing the
 //! environment takes a last one.
