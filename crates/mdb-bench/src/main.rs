@@ -15,6 +15,7 @@ mod phases;
 mod rocks;
 mod suite;
 mod walbatch;
+mod walsize;
 mod workloads;
 
 use std::path::Path;
@@ -24,6 +25,7 @@ fn main() {
     match argv.first().map(String::as_str) {
         Some("instr") => std::process::exit(instr::main(&argv[1..])),
         Some("wal-batch") => std::process::exit(walbatch::main(&argv[1..])),
+        Some("wal-size") => std::process::exit(walsize::main(&argv[1..])),
         #[cfg(feature = "matrix")]
         Some("matrix") => std::process::exit(matrix::main(&argv[1..])),
         #[cfg(not(feature = "matrix"))]

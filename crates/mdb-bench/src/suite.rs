@@ -117,6 +117,8 @@ usage: mdb-bench [--n N] [--reps R] [--only WORKLOAD,...] [--scale N,N,...]
   --markdown   print the results as a markdown table
 
 Instructions per operation under callgrind: mdb-bench instr --help
+The data file's size in WAL mode against the default mode, for the
+matrix's writes and removals: mdb-bench wal-size DIR N
 LMDB, mdb, redb, RocksDB, SQLite, fjall and sled side by side (built with
 --features matrix[,rocksdb]): mdb-bench matrix --help";
 

@@ -16,6 +16,8 @@ use crate::io::DataFile;
 pub(crate) use crate::io::{Commit, CommitFailure};
 use crate::lock::LockFile;
 use crate::mmap::Map;
+use crate::pager::Young;
+use std::sync::Arc;
 
 /// The writer lock and making commits durable and visible (see the module
 /// documentation). Between [`CommitSink::lock`] and [`CommitSink::unlock`]
@@ -37,10 +39,15 @@ pub(crate) trait CommitSink {
     }
     /// A bound on the writer's `oldest`: pages freed by commits at or
     /// after it are not reused, whatever the readers (a log's records may
-    /// need them until its next checkpoint). A sink with a bound also
+    /// need them until its next checkpoint), but for the young ones. A sink with a bound also
     /// keeps hold slots in the reader table for writers outside it, which
     /// its own writers skip.
     fn oldest_bound(&self) -> Option<u64> {
+        None
+    }
+    /// With a bound: the pages past it its writers may reuse all the same
+    /// (`pager/young.rs`).
+    fn young(&self) -> Option<Arc<Young>> {
         None
     }
     /// Write commit `c` and make it durable and visible, or start to: the

@@ -1567,23 +1567,27 @@ fn a_commit_logs_what_changed_not_whole_pages() {
     eprintln!("log bytes per commit: with a split {split:?}, a 10,000-byte value {ov}");
 }
 
-/// Pages freed since the last checkpoint are held (records' patches may
-/// need them) and, once they reach a sixteenth of the file (at least 1024),
-/// ask the checkpointer for a checkpoint, which frees them for reuse: a
-/// stream of small overwrites does not grow the file. Before, the count
-/// of held pages read the list of freed pages after the commit had filed
-/// (and emptied) it: it stayed 0, and the file grew by the pages each
-/// commit freed until 64 MB of log asked for a checkpoint.
+/// Pages of the last checkpoint's snapshot freed since are held (records'
+/// patches may need them) and, once they reach a 32nd of the file (at
+/// least 1024), ask the checkpointer for a checkpoint, which frees them
+/// for reuse: a stream of commits that each replace a large value of the
+/// load does not grow the file without bound. Before, the count of held
+/// pages read the list of freed pages after the commit had filed (and
+/// emptied) it: it stayed 0, and the file grew by the pages each commit
+/// freed until 64 MB of log asked for a checkpoint. (Pages written since
+/// the checkpoint are reused at once, `pager/young.rs`: small overwrites
+/// of the same keys hold nothing.)
 #[test]
 fn pages_held_for_the_log_ask_for_a_checkpoint() {
-    let (env, _dir) = overwrite_one_of_100(true, 3000);
-    // Without checkpoints each commit's freed pages (three or more) stay
-    // held: 9,000 pages and more. However late the background checkpointer
-    // (a loaded machine), the writer checkpoints itself at 4,096 held.
-    let last = env.info().unwrap().last_pgno;
-    eprintln!("after 3,000 overwrites: {last} pages");
-    assert!(last < 5000, "the file grew to {last} pages");
-    assert!(env.wal_info().unwrap().checkpoint_txnid > 1);
+    let (env, _dir, loaded) = replace_large_values(true);
+    // Without checkpoints each commit's three freed overflow pages stay
+    // held, and the new value takes three more: 7,500 pages. However late
+    // the background checkpointer (a loaded machine), the writer
+    // checkpoints itself at 4,096 held.
+    let grown = env.info().unwrap().last_pgno - loaded;
+    eprintln!("after 2,500 replacements: {grown} pages more");
+    assert!(grown < 5000, "the file grew by {grown} pages");
+    assert!(env.wal_info().unwrap().checkpoint_txnid > 10);
 }
 
 /// Without the background checkpointer, a writer whose commits hold more
@@ -1591,26 +1595,38 @@ fn pages_held_for_the_log_ask_for_a_checkpoint() {
 /// stays bounded however far the checkpointer is behind (or absent).
 #[test]
 fn a_writer_past_the_held_bound_checkpoints_itself() {
-    let (env, _dir) = overwrite_one_of_100(false, 4000);
-    // Each commit frees three pages or more, held until a checkpoint:
-    // 12,000 pages and more without one; the bound is 4,096 held pages.
-    let last = env.info().unwrap().last_pgno;
-    assert!(last < 6000, "the file grew to {last} pages");
+    let (env, _dir, loaded) = replace_large_values(false);
+    // Each commit frees three pages of the load's snapshot, held until a
+    // checkpoint, and takes three: 7,500 pages more without one; the
+    // bound is 4,096 held pages.
+    let grown = env.info().unwrap().last_pgno - loaded;
+    assert!(grown < 5000, "the file grew by {grown} pages");
     let ck = env.wal_info().unwrap().checkpoint_txnid;
     assert!(ck > 1000, "checkpoint at txn {ck}");
     let r = env.read_txn().unwrap();
-    for n in 3900..4000u64 {
+    for i in 2400..2500u64 {
         assert_eq!(
-            r.get(Database::MAIN, format!("key{:05}", n % 100).as_bytes())
-                .unwrap(),
-            Some(&n.to_le_bytes()[..])
+            r.get(Database::MAIN, &big_key(i, true)).unwrap(),
+            Some(&big_value(i)[..])
         );
+        assert_eq!(r.get(Database::MAIN, &big_key(i, false)).unwrap(), None);
     }
 }
 
-/// A WAL environment (checkpoints only by held pages) of 100 keys, then
-/// `commits` commits that each overwrite one of them.
-fn overwrite_one_of_100(checkpointer: bool, commits: u64) -> (mdb::Env, tempfile::TempDir) {
+fn big_key(i: u64, new: bool) -> Vec<u8> {
+    format!("{}{i:05}", if new { "new" } else { "old" }).into_bytes()
+}
+
+/// Three overflow pages.
+fn big_value(i: u64) -> Vec<u8> {
+    vec![i as u8; 12_000]
+}
+
+/// A WAL environment (checkpoints only by held pages) loaded with 2,500
+/// values of three overflow pages each and checkpointed, then 2,500
+/// commits that each delete one of them and put another as large. Returns
+/// the environment and the file's last page after the load.
+fn replace_large_values(checkpointer: bool) -> (mdb::Env, tempfile::TempDir, u64) {
     let dir = tempfile::tempdir().unwrap();
     let mut o = wal_opts();
     o.checkpointer = checkpointer;
@@ -1622,23 +1638,32 @@ fn overwrite_one_of_100(checkpointer: bool, commits: u64) -> (mdb::Env, tempfile
         .wal(o)
         .open(dir.path())
         .unwrap();
-    let key = |i: u64| format!("key{i:05}").into_bytes();
-    let mut w = env.write_txn().unwrap();
-    for i in 0..100 {
-        w.put(Database::MAIN, &key(i), &[1; 100], WriteFlags::EMPTY)
-            .unwrap();
-    }
-    w.commit().unwrap();
-    for n in 0..commits {
+    for c in 0..5u64 {
         let mut w = env.write_txn().unwrap();
+        for i in c * 500..(c + 1) * 500 {
+            w.put(
+                Database::MAIN,
+                &big_key(i, false),
+                &big_value(i),
+                WriteFlags::EMPTY,
+            )
+            .unwrap();
+        }
+        w.commit().unwrap();
+    }
+    env.checkpoint().unwrap();
+    let loaded = env.info().unwrap().last_pgno;
+    for i in 0..2500u64 {
+        let mut w = env.write_txn().unwrap();
+        assert!(w.del(Database::MAIN, &big_key(i, false)).unwrap());
         w.put(
             Database::MAIN,
-            &key(n % 100),
-            &n.to_le_bytes(),
+            &big_key(i, true),
+            &big_value(i),
             WriteFlags::EMPTY,
         )
         .unwrap();
         w.commit().unwrap();
     }
-    (env, dir)
+    (env, dir, loaded)
 }

@@ -381,6 +381,9 @@ struct Outcome {
     /// Pages the workload's records told as patches (bases read from the
     /// data file at replay), and the pages it reused.
     patched: u64,
+    /// Pages written and freed between two checkpoints that a commit
+    /// reused before the second (`young_reused`).
+    young: u64,
 }
 
 /// The workload: open, commit `TXNS` transactions with checkpoints between
@@ -393,6 +396,7 @@ fn workload(dir: &Path, mode: Mode, fault: Arc<PowerCut>, models: &[Model]) -> O
         attempted: 0,
         unseen: None,
         patched: 0,
+        young: 0,
     };
     let Ok(env) = EnvOptions::new()
         .map_size(MAP_SIZE)
@@ -449,6 +453,7 @@ fn workload(dir: &Path, mode: Mode, fault: Arc<PowerCut>, models: &[Model]) -> O
         }
     }
     out.patched = env.wal_info().map_or(0, |i| i.patched_pages);
+    out.young = env.wal_info().map_or(0, |i| i.young_reused);
     // Dropping closes with a last checkpoint, which (relaxed) makes the
     // last commits durable.
     drop(env);
@@ -757,6 +762,11 @@ fn power_cuts(mode: Mode, plan: Plan) {
     // hold taken out, most images fail (1,185 of 1,503 durable, 528 of
     // 1,173 relaxed: a base overwritten, the page replay builds wrong).
     assert!(full.patched >= 2 * TXNS, "{} pages patched", full.patched);
+    // Pages written after a checkpoint and freed before the next are
+    // reused before it (`young_reused`): replay rebuilds them from their
+    // own records before reading them, so every cut below between two
+    // checkpoints also checks that.
+    assert!(full.young >= 5, "{} young pages reused", full.young);
     let ops = std::mem::take(&mut rec.st.lock().unwrap().ops);
     drop(dir);
     if mode.relaxed() {
@@ -824,12 +834,13 @@ fn power_cuts(mode: Mode, plan: Plan) {
         }
     }
     eprintln!(
-        "{mode:?}: {} steps ({} pages patched), {images} crash images: {short} short of the attempted, \
+        "{mode:?}: {} steps ({} pages patched, {} young pages reused), {images} crash images: {short} short of the attempted, \
          {long} past the acknowledged, {unborn} cut while creating the data file, \
          {plain_files} plain data files checked without their log; \
          {twice} images of a cut while recovering",
         ops.len(),
-        full.patched
+        full.patched,
+        full.young
     );
     assert!(
         failures.is_empty(),

@@ -68,6 +68,10 @@ impl CommitSink for Sink<'_> {
         each!(self, s => s.oldest_bound())
     }
     #[inline]
+    fn young(&self) -> Option<std::sync::Arc<crate::pager::Young>> {
+        each!(self, s => s.young())
+    }
+    #[inline]
     fn commit(&self, c: &Commit<'_>) -> std::result::Result<Option<Pending>, CommitFailure> {
         match self {
             Sink::Lmdb(s) => s.commit(c),

@@ -5,9 +5,15 @@
 //! transaction allocated and freed again is "loose" and reused at once.
 //! Pages of free records older than every reader (`key < oldest`) are
 //! "reclaimed" into `reclaimed`; what is left unused at commit is filed back
-//! under the consumed keys, so nothing is ever lost. Reading and writing the
+//! under the consumed keys, so nothing is ever lost. In WAL mode, records
+//! past the last checkpoint are held, but their young pages
+//! (`pager/young.rs`) are taken into `young_pool`, the rest filed again
+//! under the record's key (`held`). Reading and writing the
 //! free database itself is the tree layer's work (`tree::alloc`,
 //! `tree::freedb`).
+
+use super::young::Young;
+use std::sync::Arc;
 
 /// Free-list state of one write transaction.
 #[derive(Clone)]
@@ -34,6 +40,35 @@ pub(crate) struct FreeState {
     /// Keys of the records this commit filed its unused reclaimed pages
     /// under: consuming steps over them.
     pub(crate) kept: Vec<u64>,
+    /// WAL mode: the young pages (`pager/young.rs`) and the readers' bound
+    /// on free records (`oldest` is the lower of it and the checkpoint's).
+    pub(crate) young: Option<(Arc<Young>, u64)>,
+    /// Keys of held records listing young pages, not consumed yet by this
+    /// transaction, descending (popped from the end); `None` until the
+    /// first is wanted.
+    pub(crate) young_keys: Option<Vec<u64>>,
+    /// Young pages taken from held records, sorted descending.
+    pub(crate) young_pool: Vec<u64>,
+    /// Pages allocated from `young_pool`.
+    pub(crate) young_used: u64,
+    /// Held records consumed for their young pages, ascending by key.
+    pub(crate) held: Vec<HeldRecord>,
+    /// Loose pages the save filed (tell the young set at commit).
+    pub(crate) filed_loose: Vec<u64>,
+}
+
+/// A free record past the checkpoint consumed for its young pages: filed
+/// again under its key with the rest (the last one also with the young
+/// pages and loose pages left over, see `pager/young.rs`).
+#[derive(Clone, Debug)]
+pub(crate) struct HeldRecord {
+    pub(crate) key: u64,
+    /// Its pages that are not young, descending.
+    pub(crate) pages: Vec<u64>,
+    /// Reserved again by this transaction (so its leaf is dirty).
+    pub(crate) reserved: bool,
+    /// Filed with young pages (set by the save).
+    pub(crate) young: bool,
 }
 
 impl FreeState {
@@ -48,7 +83,21 @@ impl FreeState {
             exhausted: false,
             saving: false,
             kept: Vec::new(),
+            young: None,
+            young_keys: None,
+            young_pool: Vec::new(),
+            young_used: 0,
+            held: Vec::new(),
+            filed_loose: Vec::new(),
         }
+    }
+
+    /// Take `n` consecutive young pages, preferring the lowest numbers.
+    #[inline]
+    pub(crate) fn take_young_run(&mut self, n: usize) -> Option<u64> {
+        let p = take_from(&mut self.young_pool, n)?;
+        self.young_used += n as u64;
+        Some(p)
     }
 
     /// Whether `n` consecutive free pages are at hand (one: any loose or

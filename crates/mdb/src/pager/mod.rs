@@ -12,11 +12,13 @@ mod free;
 mod path;
 mod sort;
 mod spill;
+mod young;
 
 pub(crate) use dirty::DirtyPages;
-pub(crate) use free::FreeState;
+pub(crate) use free::{FreeState, HeldRecord};
 pub(crate) use path::{Path, MAX_DEPTH};
 pub(crate) use sort::{merge_desc, sort_by_pgno, sort_pgnos};
+pub(crate) use young::{Committed, Young};
 
 use crate::env::Env;
 use crate::error::{ErrorKind, Result};

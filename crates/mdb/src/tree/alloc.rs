@@ -7,7 +7,7 @@
 use crate::error::{ErrorKind, Result};
 use crate::format::freelist;
 use crate::format::page::{flags_of, footprint, HDR, P_DIRTY};
-use crate::pager::{merge_desc, PageRead, Pager};
+use crate::pager::{merge_desc, HeldRecord, PageRead, Pager};
 use crate::tree::*;
 
 /// Largest number of page ids in one free record we reserve at once, beyond need.
@@ -63,6 +63,15 @@ pub(crate) fn alloc(pager: &mut Pager<'_>, n: usize) -> Result<u64> {
             break;
         }
     }
+    // WAL mode: young pages of held records before the end of the file.
+    loop {
+        if let Some(p) = pager.free.take_young_run(n) {
+            return Ok(p);
+        }
+        if pager.free.saving || !consume_held(pager)? {
+            break;
+        }
+    }
     // As LMDB: the map's last page is never used, so files we write
     // always fit a map of the same size in LMDB.
     if pager.next_pgno + n as u64 >= pager.max_pgno {
@@ -82,7 +91,8 @@ pub(crate) fn keep_commit_room(pager: &mut Pager<'_>, n: usize) -> Result<()> {
     // Pages left before the map's last page (never used, as in LMDB).
     let eof = pager.max_pgno.saturating_sub(pager.next_pgno + 1) as usize;
     loop {
-        let have = eof + pager.free.reclaimed.len() + pager.free.loose.len();
+        let have =
+            eof + pager.free.reclaimed.len() + pager.free.loose.len() + pager.free.young_pool.len();
         let need = commit_need(pager)?;
         if have >= n + need {
             return Ok(());
@@ -92,7 +102,7 @@ pub(crate) fn keep_commit_room(pager: &mut Pager<'_>, n: usize) -> Result<()> {
         if need > 0 && have + 1 >= n + need && !save_splits(pager)? {
             return Ok(());
         }
-        if !consume_record(pager)? {
+        if !consume_record(pager)? && !consume_held(pager)? {
             return Err(ErrorKind::MapFull.into());
         }
     }
@@ -203,16 +213,65 @@ pub(crate) fn consume_record(pager: &mut Pager<'_>) -> Result<bool> {
         }
         break (key, freelist::decode(v)?);
     };
-    // In range, and strictly descending as LMDB and we write them (`mdb
-    // check`'s rule): a page listed twice would be handed out twice.
+    check_record(pager, &pages)?;
+    merge_desc(&mut pager.free.reclaimed, &pages);
+    pager.free.consumed = key;
+    Ok(true)
+}
+
+/// A free record's pages must be in range, and strictly descending as
+/// LMDB and we write them (`mdb check`'s rule): a page listed twice would
+/// be handed out twice.
+fn check_record(pager: &Pager<'_>, pages: &[u64]) -> Result<()> {
     let mut above = u64::MAX;
-    for &p in &pages {
+    for &p in pages {
         if p < 2 || p >= pager.next_pgno || p >= above {
             return Err(ErrorKind::Corrupted.into());
         }
         above = p;
     }
-    merge_desc(&mut pager.free.reclaimed, &pages);
-    pager.free.consumed = key;
-    Ok(true)
+    Ok(())
+}
+
+/// WAL mode: take the young pages (`pager/young.rs`) of the next held
+/// record (past the checkpoint, older than every reader) that lists some;
+/// the rest of it is filed again under its key at commit. `false` when no
+/// such record is left.
+pub(crate) fn consume_held(pager: &mut Pager<'_>) -> Result<bool> {
+    let Some((young, readers)) = pager.free.young.clone() else {
+        return Ok(false);
+    };
+    if pager.free.young_keys.is_none() {
+        let mut keys = young.keys_in(pager.free.oldest, readers);
+        keys.reverse();
+        pager.free.young_keys = Some(keys);
+    }
+    let rec = pager.free_db;
+    let cmp = crate::format::cmp::for_flags(rec.flags);
+    while let Some(key) = pager.free.young_keys.as_mut().and_then(|k| k.pop()) {
+        let mut pos = CursorPos::new();
+        pos.seek(&*pager, &rec, cmp, &freelist::key(key))?;
+        let pages = match pos.current(&*pager)? {
+            Some((k, v)) if freelist::decode_key(k)? == key => {
+                freelist::count(v)?;
+                freelist::decode(v)?
+            }
+            // Gone (another writer consumed it after a checkpoint).
+            _ => continue,
+        };
+        check_record(pager, &pages)?;
+        let (fresh, held) = young.split(&pages);
+        if fresh.is_empty() {
+            continue;
+        }
+        merge_desc(&mut pager.free.young_pool, &fresh);
+        pager.free.held.push(HeldRecord {
+            key,
+            pages: held,
+            reserved: false,
+            young: false,
+        });
+        return Ok(true);
+    }
+    Ok(false)
 }

@@ -4,7 +4,7 @@ use crate::error::{ErrorKind, Result};
 use crate::format::freelist;
 use crate::format::page::{edit, NodeData, F_BIGDATA};
 use crate::pager::{merge_desc, sort_pgnos, PageRead, Pager};
-use crate::tree::alloc::{consume_record, reserved_ids};
+use crate::tree::alloc::{consume_held, consume_record, reserved_ids};
 use crate::tree::*;
 
 /// Capacity in page ids of the free record `key`, if it exists.
@@ -113,8 +113,10 @@ pub(crate) fn fill_record(pager: &mut Pager<'_>, key: u64, ids: &[u64]) -> Resul
 /// are at hand for the free database's own updates. Called between
 /// updates of the free database, never during one: consuming reads it.
 pub(crate) fn top_up(pager: &mut Pager<'_>, need: usize) -> Result<()> {
-    while pager.free.reclaimed.len() + pager.free.loose.len() < need {
-        if !consume_record(pager)? {
+    let at_hand =
+        |f: &crate::pager::FreeState| f.reclaimed.len() + f.loose.len() + f.young_pool.len();
+    while at_hand(&pager.free) < need {
+        if !consume_record(pager)? && !consume_held(pager)? {
             break;
         }
     }
@@ -244,7 +246,10 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
                 continue;
             }
         }
-        if consumed == 0 && !pager.free.loose.is_empty() {
+        // Loose pages may be young pages of held records: with any
+        // consumed, they go back with them (`pager/young.rs`).
+        let to_held = !pager.free.held.is_empty();
+        if consumed == 0 && !to_held && !pager.free.loose.is_empty() {
             // No consumed key to re-file under: loose pages join this txn's record.
             let l = std::mem::take(&mut pager.free.loose);
             pager.free.loose_filed.extend(l);
@@ -254,7 +259,11 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
             reserve_record(pager, txnid, reserved_ids(nf))?;
             continue;
         }
-        let nl = pager.free.reclaimed.len() + pager.free.loose.len();
+        if let Some((key, cap)) = held_reserve(pager)? {
+            reserve_record(pager, key, cap)?;
+            continue;
+        }
+        let nl = pager.free.reclaimed.len() + if to_held { 0 } else { pager.free.loose.len() };
         // Every planned record exists, and together with any reserved
         // earlier (under a smaller `consumed`) they hold `nl` ids.
         let plan = leftover_plan(pager, nl)?;
@@ -287,7 +296,7 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
             // Fewer keys than records: only possible with no plan at all.
             return Err(ErrorKind::PageFull.into());
         }
-        if consumed == 0 && !pager.free.loose.is_empty() {
+        if consumed == 0 && !to_held && !pager.free.loose.is_empty() {
             continue;
         }
         // Stable: fill in place (no allocation from here on).
@@ -302,7 +311,14 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
         let mut left = std::mem::take(&mut pager.free.reclaimed);
         let mut loose = std::mem::take(&mut pager.free.loose);
         sort_pgnos(&mut loose, true);
-        merge_desc(&mut left, &loose);
+        if pager.free.young.is_some() {
+            pager.free.filed_loose.clone_from(&loose);
+        }
+        if to_held {
+            fill_held(pager, &loose)?;
+        } else {
+            merge_desc(&mut left, &loose);
+        }
         // Every record reserved for leftovers is filled, the ones no
         // longer needed with a count of zero (they stay, at or below
         // `consumed`, for a later transaction to consume and delete).
@@ -321,4 +337,50 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
         return Ok(());
     }
     Err(ErrorKind::PageFull.into())
+}
+
+/// Ids the held record `i` (`pager/young.rs`) is filed again with: its own
+/// pages, and for the last (the highest key) the young and loose pages
+/// left over.
+fn held_len(pager: &Pager<'_>, i: usize) -> usize {
+    let f = &pager.free;
+    let mut n = f.held[i].pages.len();
+    if i + 1 == f.held.len() {
+        n += f.young_pool.len() + f.loose.len();
+    }
+    n
+}
+
+/// The next held record to reserve again, (key, capacity): each is
+/// reserved once by this transaction (so that filling it writes in place),
+/// and again when it must hold more.
+fn held_reserve(pager: &mut Pager<'_>) -> Result<Option<(u64, usize)>> {
+    for i in 0..pager.free.held.len() {
+        let need = held_len(pager, i);
+        let h = &pager.free.held[i];
+        let key = h.key;
+        if !h.reserved || record_cap(pager, key)?.is_none_or(|c| c < need) {
+            pager.free.held[i].reserved = true;
+            return Ok(Some((key, reserved_ids(need))));
+        }
+    }
+    Ok(None)
+}
+
+/// File the held records again (the commit's last step, no allocation):
+/// the young pages left over and the `loose` ones go to the last, under a
+/// key at least as high as the record each came from.
+fn fill_held(pager: &mut Pager<'_>, loose: &[u64]) -> Result<()> {
+    let n = pager.free.held.len();
+    let mut extra = std::mem::take(&mut pager.free.young_pool);
+    merge_desc(&mut extra, loose);
+    for i in 0..n {
+        let mut ids = pager.free.held[i].pages.clone();
+        if i + 1 == n && !extra.is_empty() {
+            merge_desc(&mut ids, &extra);
+            pager.free.held[i].young = true;
+        }
+        fill_record(pager, pager.free.held[i].key, &ids)?;
+    }
+    Ok(())
 }

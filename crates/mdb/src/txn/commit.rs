@@ -7,6 +7,7 @@ use crate::error::{ErrorKind, Result};
 use crate::format::meta::{DbRecord, Meta};
 use crate::format::page::NodeData;
 use crate::format::patch::{self, Patch};
+use crate::pager::Committed;
 use crate::sink::{Commit, CommitFailure, CommitSink, Pending};
 use crate::tree;
 use crate::tree::WriteFlags;
@@ -214,16 +215,22 @@ impl RwTxn<'_> {
             .collect();
         let upd = meta.encode_update();
         let no_sync = flags.contains(EnvFlags::NO_SYNC);
+        let f = &self.pg.free;
+        // Pages held until the next checkpoint: young ones are not.
+        let freed = match &f.young {
+            Some((y, _)) => y.held_count(&f.freed),
+            None => f.freed.len() + f.loose_filed.len(),
+        };
         let c = Commit {
             meta,
             update: &upd,
             pages: &runs,
             patches: &patches,
-            freed: self.pg.free.freed.len() + self.pg.free.loose_filed.len(),
+            freed,
             sync: !no_sync,
             meta_sync: !no_sync && !flags.contains(EnvFlags::NO_META_SYNC),
         };
-        env.sink().commit(&c).map_err(|f| match f {
+        let r = env.sink().commit(&c).map_err(|f| match f {
             CommitFailure::Clean(e) => e,
             CommitFailure::Fatal(e) => {
                 // Only a reopen can tell what the file holds now.
@@ -231,6 +238,25 @@ impl RwTxn<'_> {
                     .store(true, std::sync::atomic::Ordering::Relaxed);
                 e
             }
-        })
+        })?;
+        if let Some((y, _)) = &f.young {
+            // Still under the writer lock: no checkpoint in between.
+            let written: Vec<(u64, u64)> = runs
+                .iter()
+                .map(|&(pg, b)| (pg, (b.len() / ps) as u64))
+                .collect();
+            let unwritten = [&f.loose_filed[..], &f.filed_loose[..]].concat();
+            let own = [&f.freed[..], &f.loose_filed[..]].concat();
+            let refiled: Vec<(u64, bool)> = f.held.iter().map(|h| (h.key, h.young)).collect();
+            y.committed(Committed {
+                txnid: meta.txnid,
+                written: &written,
+                unwritten: &unwritten,
+                own: &own,
+                refiled: &refiled,
+                reused: f.young_used,
+            });
+        }
+        Ok(r)
     }
 }

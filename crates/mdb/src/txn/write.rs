@@ -124,13 +124,18 @@ impl Env {
         // mode: a log's writer applies its exact hold, never an idle
         // handle's older one.
         let last = base.txnid.min(l.txnid());
-        let oldest = match sink.oldest_bound() {
-            Some(bound) => l.oldest_reader_but_holds(last).min(bound),
-            None => l.oldest_reader(last),
+        let (oldest, young) = match sink.oldest_bound() {
+            Some(bound) => {
+                let readers = l.oldest_reader_but_holds(last);
+                (readers.min(bound), sink.young().map(|y| (y, readers)))
+            }
+            None => (l.oldest_reader(last), None),
         };
+        let mut pg = Pager::new(self, map, txnid, base, self.snapshot_bound(&base), oldest);
+        pg.free.young = young;
         Ok(RwTxn {
             env: self,
-            pg: Pager::new(self, map, txnid, base, self.snapshot_bound(&base), oldest),
+            pg,
             dbs: RefCell::new(vec![
                 None,
                 Some(TxnDb {

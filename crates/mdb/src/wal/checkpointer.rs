@@ -3,8 +3,9 @@
 //!
 //! A checkpoint reads the newest meta, syncs the data file (every page of
 //! that transaction was written before its meta), then, under the writer
-//! lock so that no process changes the log meanwhile, records the
-//! checkpoint and recycles the log segments it covers. The thread takes one
+//! lock so that no process changes the log meanwhile, reads the newest
+//! meta again (syncing again if it moved: see [`WalEnv::checkpoint`]),
+//! records the checkpoint and recycles the log segments it covers. The thread takes one
 //! every `checkpoint_interval`, or sooner once `checkpoint_bytes` of log
 //! were written; `Env::checkpoint` takes one on demand and closing the
 //! environment takes a last one.
@@ -116,8 +117,22 @@ impl WalEnv {
         }
         self.locked(|| {
             if !plain {
-                self.wal.checkpoint(&m)?;
-                return Ok(m.txnid);
+                // The newest meta now, not `m`: since `m` was read, a
+                // writer may have reused young pages (`pager/young.rs`)
+                // of its snapshot, freed by a later commit; none of the
+                // published snapshot's (a page is reused only once the
+                // commit that freed it is published). Its pages were
+                // written before it was: one more sync, short after the
+                // one above, covers them.
+                let now = self.newest_meta()?;
+                if now.txnid <= self.wal.checkpointed() {
+                    return Ok(self.wal.checkpointed());
+                }
+                if now.txnid != m.txnid {
+                    self.file.sync_data()?;
+                }
+                self.wal.checkpoint(&now)?;
+                return Ok(now.txnid);
             }
             // Every commit of this process published first.
             self.group.drain(&self.wal, &self.file)?;

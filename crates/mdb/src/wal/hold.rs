@@ -3,7 +3,14 @@
 //!
 //! Records past the last checkpoint tell pages by their differences from
 //! pages of earlier snapshots, which replay reads from the data file: no
-//! page freed since that checkpoint may be reused before the next one. Our
+//! page of that checkpoint's snapshot freed since may be reused before the
+//! next one. (A page written after it is rebuilt by replay, in commit
+//! order, from its own records before any record reads it as a base: our
+//! WAL writers reuse those, `pager/young.rs`. That holds because a record
+//! is replayed only after every earlier one, each base is read before the
+//! record writes a page (`record/parse.rs` `expand`), and a checkpoint
+//! states the snapshot published when it is recorded under the writer
+//! lock, none of whose pages a writer reused.) Our
 //! writers in WAL mode apply that hold themselves (`txn/write.rs`), but a
 //! writer outside WAL mode (stock LMDB, or an mdb handle without the log)
 //! on the same environment only honours reader slots: it reuses no page

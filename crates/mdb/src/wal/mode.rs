@@ -24,6 +24,7 @@ use crate::error::{ErrorKind, Result};
 use crate::format::meta::{Meta, META_WRITE_LEN, VERSION, VERSION_OFF, VERSION_WAL};
 use crate::io::{Commit, CommitFailure, DataFile, FaultInjector};
 use crate::lock::LockFile;
+use crate::pager::Young;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -130,6 +131,11 @@ pub struct WalInfo {
     /// log, and so waited for a checkpoint before they returned (the
     /// background checkpointer had not kept up).
     pub checkpoint_waits: u64,
+    /// Pages freed since the last checkpoint that this handle's commits
+    /// reused before the next one, since it opened: pages written (or
+    /// free) since that checkpoint, which replay rebuilds before reading
+    /// them (the others are held, see [`crate::WalOptions`]).
+    pub young_reused: u64,
 }
 
 /// Where the log of the environment at `data` (its data file) lives:
@@ -171,6 +177,9 @@ struct Inner {
     /// The reader slot at `seen.1` (see `wal/hold.rs`); none until
     /// [`Wal::hold_in`], and in a replay-only log.
     hold: Option<Hold>,
+    /// Pages this handle's writers may reuse before the next checkpoint
+    /// (`pager/young.rs`): emptied whenever the checkpoint is seen anew.
+    young: Arc<Young>,
 }
 
 /// Pages freed since the last checkpoint that make the checkpointer run
@@ -322,6 +331,7 @@ impl Wal {
             waits: 0,
             marked: false,
             hold: None,
+            young: Arc::default(),
         };
         inner.tell_others()?;
         Ok(Wal {
@@ -644,6 +654,11 @@ impl Wal {
         }
     }
 
+    /// See `pager/young.rs`.
+    pub(crate) fn young(&self) -> Arc<Young> {
+        self.inner().young.clone()
+    }
+
     /// The txnid the last checkpoint covers.
     pub(crate) fn checkpointed(&self) -> u64 {
         self.inner().seen.1
@@ -661,6 +676,7 @@ impl Wal {
             records: g.log.appends,
             syncs: g.log.syncs,
             checkpoint_waits: g.waits,
+            young_reused: g.young.reused(),
         }
     }
 
@@ -690,6 +706,8 @@ impl Inner {
     /// The checkpoint as read or written now: the hold follows it.
     fn saw(&mut self, seen: (u64, u64)) {
         self.seen = seen;
+        // Young for the checkpoint before, perhaps in this one's snapshot.
+        self.young.clear();
         if let Some(h) = &self.hold {
             h.move_to(seen.1);
         }

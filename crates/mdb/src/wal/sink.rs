@@ -65,11 +65,17 @@ impl CommitSink for WalEnv {
     /// The last checkpoint holds its snapshot as a reader would: records
     /// past it tell pages by their differences from pages of earlier
     /// snapshots, which replay reads from the data file, so no page freed
-    /// after it is reused before the next one. Any writer of the log sees
+    /// after it is reused before the next one, but the young ones
+    /// ([`CommitSink::young`]). Any writer of the log sees
     /// that checkpoint (an older one only holds more), and a crash replays
     /// and checkpoints at open before anything is reused.
     fn oldest_bound(&self) -> Option<u64> {
         Some(self.wal.checkpointed() + 1)
+    }
+
+    /// Pages past the bound that replay rebuilds before it reads them.
+    fn young(&self) -> Option<std::sync::Arc<crate::pager::Young>> {
+        Some(self.wal.young())
     }
 
     /// [`WalEnv::commit_via`], durability as `c` says.

@@ -32,8 +32,9 @@
 //! (`format/patch.rs`): replay reads the base from the data file (as the
 //! checkpoint left it, or as an earlier record of the same replay rebuilt
 //! it) and applies the ranges. Commits leave the base in place until the
-//! next checkpoint: a page freed after the last checkpoint is not reused
-//! before the next one (`crate::txn::write`).
+//! next checkpoint: a page of the last checkpoint's snapshot freed since
+//! is not reused before the next one (`crate::txn::write`); a page written
+//! since may be (`crate::pager::young`: replay rebuilds it first).
 //!
 //! A run's bytes leave out its gap: `len - gap_len` bytes stored, the
 //! `gap_len` bytes at `gap_off` being zeros. A commit leaves out the free
