@@ -115,7 +115,11 @@ fn open_data(dir: &Path, max_dbs: u32, at_start: bool) -> mdb::Result<Data> {
     // (and the close) make it a plain LMDB file again.
     let mut wal = WalOptions::default();
     wal.sync_every = Some(DATA_SYNC_PERIOD);
-    wal.writer_grace = crate::log_store::WRITER_GRACE;
+    // The default writer grace (not the log's second): other processes
+    // open this environment (`mdb backup`, `mdb copy`), and under a steady
+    // stream of applies a longer grace never lets them have the writer
+    // lock (a live backup of a follower stalled the cluster's test with
+    // it).
     let mut opts = EnvOptions::new();
     opts.max_dbs(max_dbs + 1).wal(wal);
     crate::powercut::prepare(dir, at_start, &mut opts)?;

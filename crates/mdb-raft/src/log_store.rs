@@ -117,7 +117,8 @@ impl LogStore {
         match r.get(self.log, &index.to_be_bytes())? {
             None => Ok(None),
             Some(v) => {
-                let e: Entry = serde_json::from_slice(v).map_err(|_| mdb::ErrorKind::Corrupted)?;
+                // The entry as stored (postcard, or JSON of older versions).
+                let e = decode_entry(v).map_err(|_| mdb::ErrorKind::Corrupted)?;
                 Ok(Some(e.log_id))
             }
         }

@@ -69,8 +69,11 @@ pub struct WalOptions {
     /// again costs a hand-off to the thread that holds it for the process
     /// and a look at what other processes did to the log. A process that
     /// is the only writer of the environment and writes in bursts apart
-    /// (a Raft node, every few milliseconds) may keep it longer; a writer
-    /// of another process waits for it that long.
+    /// (a Raft node's log, every few milliseconds) may keep it longer. A
+    /// writer of another process waits until this process's writers have
+    /// paused that long: under a steady stream of commits, indefinitely.
+    /// Keep it short for an environment other processes write (or copy
+    /// and back up, which take the writer mutex too).
     pub writer_grace: Duration,
 }
 
