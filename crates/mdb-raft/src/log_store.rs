@@ -303,8 +303,15 @@ mod tests {
         }
         w.commit().unwrap();
         let got = store.try_get_log_entries(1..=2).await.unwrap();
-        assert_eq!(format!("{got:?}"), format!("{:?}", [old, new.clone()]));
+        assert_eq!(
+            format!("{got:?}"),
+            format!("{:?}", [old.clone(), new.clone()])
+        );
         let state = store.get_log_state().await.unwrap();
         assert_eq!(state.last_log_id, Some(new.log_id));
+        // The seeding check's lookup reads both as well.
+        assert_eq!(store.log_id_at(1).unwrap(), Some(old.log_id));
+        assert_eq!(store.log_id_at(2).unwrap(), Some(new.log_id));
+        assert_eq!(store.log_id_at(3).unwrap(), None);
     }
 }
