@@ -116,7 +116,7 @@ impl WalEnv {
         }
         self.locked(|| {
             if !plain {
-                self.wal.checkpoint(&m)?;
+                self.wal.checkpoint(&m, false)?;
                 return Ok(m.txnid);
             }
             // Every commit of this process published first.
@@ -124,8 +124,9 @@ impl WalEnv {
             let now = self.newest_meta()?;
             if now.txnid > self.wal.checkpointed() {
                 self.file.sync_data()?;
-                self.wal.checkpoint(&now)?;
             }
+            // Also cuts the spares down, checkpointed before or not.
+            self.wal.checkpoint(&now, true)?;
             self.wal.unmark(&self.file, self.psize)?;
             Ok(now.txnid)
         })

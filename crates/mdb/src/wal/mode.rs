@@ -657,11 +657,16 @@ impl Wal {
 
     /// Record a checkpoint at `meta` (the caller synced the data file after
     /// every page of that transaction was written, and holds the writer
-    /// lock), and recycle the segments it covers.
-    pub(crate) fn checkpoint(&self, meta: &Meta) -> Result<()> {
+    /// lock), and recycle the segments it covers. `at_rest`: on demand or
+    /// at the close, not while the log is being written (see
+    /// `Log::settle`: spares are then cut down).
+    pub(crate) fn checkpoint(&self, meta: &Meta, at_rest: bool) -> Result<()> {
         let mut inner = self.inner();
         if inner.ckpt.refresh()?.is_some_and(|s| s.txnid >= meta.txnid) {
-            return Ok(());
+            return match at_rest {
+                true => inner.log.rest(data_bytes(meta)),
+                false => Ok(()),
+            };
         }
         inner.checkpoint_at(meta)?;
         // A backup chain may hold the log: its records past the newest
@@ -669,11 +674,7 @@ impl Wal {
         let keep = super::archive::hold(&self.dir).map_or(meta.txnid, |h| h.min(meta.txnid));
         inner.log.release_through(keep)?;
         // The next segment is made ready here, off the commit path.
-        let data_bytes = meta
-            .last_pgno
-            .saturating_add(1)
-            .saturating_mul(u64::from(meta.psize()));
-        inner.log.settle(keep, data_bytes)
+        inner.log.settle(keep, data_bytes(meta), at_rest)
     }
 }
 
@@ -717,6 +718,13 @@ impl Inner {
         self.held = 0;
         Ok(())
     }
+}
+
+/// Bytes of the data file as `meta` sees it.
+fn data_bytes(meta: &Meta) -> u64 {
+    meta.last_pgno
+        .saturating_add(1)
+        .saturating_mul(u64::from(meta.psize()))
 }
 
 fn log_options(o: &WalOptions) -> LogOptions {
