@@ -121,6 +121,15 @@ pub struct WalInfo {
     /// log, and so waited for a checkpoint before they returned (the
     /// background checkpointer had not kept up).
     pub checkpoint_waits: u64,
+    /// Checkpoints this handle recorded since it opened the log.
+    pub checkpoints: u64,
+    /// ... of which were called for by the pages freed since the previous
+    /// one (held for the log: a 32nd of the file, or `HELD_MIN` pages) ...
+    pub checkpoints_for_held: u64,
+    /// ... or by the log bytes written since
+    /// ([`WalOptions::checkpoint_bytes`]); the others came from the
+    /// interval, on demand or at the close.
+    pub checkpoints_for_bytes: u64,
 }
 
 /// Where the log of the environment at `data` (its data file) lives:
@@ -156,6 +165,10 @@ struct Inner {
     held: u64,
     /// See [`WalInfo::checkpoint_waits`].
     waits: u64,
+    /// Why a checkpoint was last called for, until it is taken.
+    asked: Option<Cause>,
+    /// See [`WalInfo::checkpoints`]: all, for held pages, for log bytes.
+    counts: [u64; 3],
     /// This handle saw the data file carry [`VERSION_WAL`] since it last
     /// took the writer lock (only a holder of that lock changes it).
     marked: bool,
@@ -171,6 +184,13 @@ const HELD_MIN: u64 = 1024;
 /// ... and that make the committing thread wait for one (take one itself
 /// without a checkpointer thread).
 const HELD_NOW_MIN: u64 = 4 * HELD_MIN;
+
+/// What called for a checkpoint ([`WalInfo::checkpoints_for_held`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    Held,
+    Bytes,
+}
 
 /// Whether a commit calls for a checkpoint ([`Wal::wants_checkpoint`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -311,6 +331,8 @@ impl Wal {
             patched: 0,
             held: 0,
             waits: 0,
+            asked: None,
+            counts: [0; 3],
             marked: false,
             hold: None,
         };
@@ -623,7 +645,7 @@ impl Wal {
     pub(crate) fn wants_checkpoint(&self, freed: usize, last_pgno: u64) -> Due {
         let mut g = self.inner();
         g.held += freed as u64;
-        if g.held >= (last_pgno / 10).max(HELD_NOW_MIN) {
+        let due = if g.held >= (last_pgno / 10).max(HELD_NOW_MIN) {
             g.waits += 1;
             Due::Now
         } else if g.since_ckpt >= self.opts.checkpoint_bytes
@@ -632,7 +654,12 @@ impl Wal {
             Due::Soon
         } else {
             Due::No
+        };
+        if due != Due::No && g.asked.is_none() {
+            let held = g.held >= (last_pgno / 32).max(HELD_MIN);
+            g.asked = Some(if held { Cause::Held } else { Cause::Bytes });
         }
+        due
     }
 
     /// The txnid the last checkpoint covers.
@@ -652,6 +679,9 @@ impl Wal {
             records: g.log.appends,
             syncs: g.log.syncs,
             checkpoint_waits: g.waits,
+            checkpoints: g.counts[0],
+            checkpoints_for_held: g.counts[1],
+            checkpoints_for_bytes: g.counts[2],
         }
     }
 
@@ -716,6 +746,12 @@ impl Inner {
         self.saw((self.ckpt.last_seq(), meta.txnid));
         self.since_ckpt = 0;
         self.held = 0;
+        self.counts[0] += 1;
+        match self.asked.take() {
+            Some(Cause::Held) => self.counts[1] += 1,
+            Some(Cause::Bytes) => self.counts[2] += 1,
+            None => {}
+        }
         Ok(())
     }
 }
