@@ -39,7 +39,10 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WalOptions {
-    /// Bytes of one log segment (preallocated, recycled after checkpoints).
+    /// Bytes of one log segment (preallocated, recycled after checkpoints:
+    /// while the log is written, up to `checkpoint_bytes / segment_size + 1`
+    /// retired segments, 2 to 8, are kept to be renamed into new ones; a
+    /// checkpoint on demand or at the close keeps a 32nd of the data file).
     pub segment_size: u64,
     /// The background checkpointer syncs the data file this often.
     pub checkpoint_interval: Duration,
@@ -107,7 +110,8 @@ pub struct WalInfo {
     pub bytes_since_checkpoint: u64,
     /// Segment files holding the log's records (the current one included).
     pub segments: usize,
-    /// Zero-filled segment files kept ready for the log to move into.
+    /// Unused segment files ready for the log to move into (zero-filled,
+    /// or retired by a checkpoint and kept: `WalOptions::segment_size`).
     pub spare_segments: usize,
     /// Commit records this handle appended since it opened the log.
     pub records: u64,
