@@ -73,6 +73,8 @@ pub enum IoOp {
     LogPrepare {
         /// Segment sequence number.
         seq: u64,
+        /// A new file zero-filled (else a retired segment renamed).
+        fill: bool,
     },
     /// Retiring segment `seq` once checkpointed: invalidating its header,
     /// and deleting it unless it is kept as a spare.

@@ -222,7 +222,7 @@ impl FaultInjector for PowerCut {
             IoOp::CheckpointWrite { offset, len } => self.save(&ckpt, offset, len),
             IoOp::SyncData => self.synced("data.mdb"),
             // Preparing and retiring a segment sync it.
-            IoOp::LogSync { seq } | IoOp::LogPrepare { seq } | IoOp::LogRetire { seq } => {
+            IoOp::LogSync { seq } | IoOp::LogPrepare { seq, .. } | IoOp::LogRetire { seq } => {
                 self.synced(&seg(seq))
             }
             IoOp::CheckpointSync => self.synced(&ckpt),

@@ -324,6 +324,11 @@ fn under_no_sync_the_checkpoints_commits_wait_for_cover_them() {
     }
     let info = env.wal_info().unwrap();
     assert!(info.checkpoint_waits > before.checkpoint_waits, "{info:?}");
+    // Counted, with what called for them: the pages the commits held.
+    assert_eq!(before.checkpoints, 1, "{before:?}");
+    let held = info.checkpoints_for_held - before.checkpoints_for_held;
+    assert!(held >= 3 && info.checkpoints > held, "{info:?}");
+    assert_eq!(info.checkpoints_for_bytes, 0, "{info:?}");
     assert!(
         info.checkpoint_txnid >= before.checkpoint_txnid + 4,
         "{before:?} -> {info:?}"

@@ -298,7 +298,7 @@ fn written(op: IoOp) -> Option<(PathBuf, u64, usize)> {
 fn synced(op: IoOp) -> Option<PathBuf> {
     match op {
         IoOp::SyncData => Some(PathBuf::from("data.mdb")),
-        IoOp::LogSync { seq } | IoOp::LogPrepare { seq } | IoOp::LogRetire { seq } => {
+        IoOp::LogSync { seq } | IoOp::LogPrepare { seq, .. } | IoOp::LogRetire { seq } => {
             Some(segment_name(seq))
         }
         IoOp::CheckpointSync => Some(Path::new("wal").join("checkpoint")),

@@ -208,7 +208,7 @@ fn roll_forward(w: &Wal, df: &DataFile, plain: bool) -> Result<()> {
     if m.txnid > w.checkpointed() {
         // Replayed records, or commits made without the log.
         df.sync_data()?;
-        w.checkpoint(&m)?;
+        w.checkpoint(&m, true)?;
     }
     if plain {
         w.unmark(df, psize)?;

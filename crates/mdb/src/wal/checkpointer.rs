@@ -131,7 +131,7 @@ impl WalEnv {
                 if now.txnid != m.txnid {
                     self.file.sync_data()?;
                 }
-                self.wal.checkpoint(&now)?;
+                self.wal.checkpoint(&now, false)?;
                 return Ok(now.txnid);
             }
             // Every commit of this process published first.
@@ -139,8 +139,9 @@ impl WalEnv {
             let now = self.newest_meta()?;
             if now.txnid > self.wal.checkpointed() {
                 self.file.sync_data()?;
-                self.wal.checkpoint(&now)?;
             }
+            // Also cuts the spares down, checkpointed before or not.
+            self.wal.checkpoint(&now, true)?;
             self.wal.unmark(&self.file, self.psize)?;
             Ok(now.txnid)
         })

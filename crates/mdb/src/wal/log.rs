@@ -399,15 +399,17 @@ impl Log {
         Ok(())
     }
 
-    /// After a checkpoint through `txnid` (segments released): leave the
-    /// log no larger at rest than it needs to be beside a data file of
-    /// `data_bytes`. A current segment made oversized for one large record
-    /// and wholly checkpointed is left for the regular next one (and
-    /// removed); the next segment is made ready; and spares are kept only
-    /// up to a 32nd of the data file, so that a small file's log is not
-    /// mostly zero-filled spares (a large file keeps them all, and skips
-    /// the zero-fill on the commit path).
-    pub(crate) fn settle(&mut self, txnid: u64, data_bytes: u64) -> Result<()> {
+    /// After a checkpoint through `txnid` (segments released), of a data
+    /// file of `data_bytes`. A current segment made oversized for one
+    /// large record and wholly checkpointed is left for the regular next
+    /// one (and removed), and the next segment is made ready. Spares: while
+    /// the log is written (`at_rest` false: the background checkpoints and
+    /// those commits wait for), every retired segment is kept, up to
+    /// [`LogOptions::spare_segments`], so that the log moves on by renames,
+    /// not zero-filled files, however small the data file. At rest (a
+    /// checkpoint on demand, the close) they are cut to a 32nd of the data
+    /// file, so that a small file's log is not mostly spares.
+    pub(crate) fn settle(&mut self, txnid: u64, data_bytes: u64, at_rest: bool) -> Result<()> {
         if self.replay_only {
             return Ok(());
         }
@@ -420,8 +422,19 @@ impl Log {
             self.release_through(txnid)?;
         }
         self.prepare_next()?;
-        let keep = usize::try_from(data_bytes / regular.saturating_mul(32)).unwrap_or(usize::MAX);
-        self.pool.trim(keep)
+        if at_rest {
+            self.rest(data_bytes)
+        } else {
+            self.pool.trim(self.pool.max_spares)
+        }
+    }
+
+    /// Cut the spares down to a 32nd of a data file of `data_bytes` (see
+    /// [`Log::settle`]).
+    pub(crate) fn rest(&mut self, data_bytes: u64) -> Result<()> {
+        let per = self.pool.segment_size.saturating_mul(32);
+        self.pool
+            .trim(usize::try_from(data_bytes / per).unwrap_or(usize::MAX))
     }
 
     /// Start the log over: retire every segment (a checkpoint covers all

@@ -388,3 +388,55 @@ fn a_temporary_segment_left_by_a_crash_is_removed_at_open() {
     assert!(!dir.path().join("segment.tmp").exists());
     assert_eq!(scan(&log, 0), Vec::new());
 }
+
+/// Segments made ready by zero-filling new files, and by renaming retired
+/// ones, in `ops`.
+fn prepares(ops: &[IoOp]) -> (usize, usize) {
+    let n = |f: bool| {
+        ops.iter()
+            .filter(|o| matches!(o, IoOp::LogPrepare { fill, .. } if *fill == f))
+            .count()
+    };
+    (n(true), n(false))
+}
+
+/// Append records from `*t` on until the log moved on `n` segments; sync.
+fn fill_segments(log: &mut Log, t: &mut u64, n: u64) {
+    let start = log.cur.seq;
+    while log.cur.seq < start + n {
+        append(log, &records(*t, 1, *t)[0]);
+        *t += 1;
+    }
+    log.sync().unwrap();
+}
+
+#[test]
+fn checkpoints_of_a_small_growing_file_recycle_segments() {
+    // A bulk load into a file smaller than 32 segments: each checkpoint
+    // retires about two segments. They become the spares the log moves
+    // into, however small the file; only the first ones are zero-filled.
+    let dir = tempfile::tempdir().unwrap();
+    let script = Script::new(|_| IoAction::Proceed);
+    let mut log = Log::open(dir.path(), SMALL, Some(script.clone())).unwrap();
+    let mut t = 1;
+    let data_bytes = 1 << 20;
+    for _ in 0..20 {
+        fill_segments(&mut log, &mut t, 2);
+        let last = log.last_txnid().unwrap();
+        log.release_through(last).unwrap();
+        log.settle(last, data_bytes, false).unwrap();
+        // The log, a prepared segment, spares, nothing more.
+        assert!(wal_files(dir.path()) <= log.segments().len() + 1 + SMALL.spare_segments);
+    }
+    let (filled, renamed) = prepares(&script.ops());
+    assert!(renamed >= 30, "{filled} zero-filled, {renamed} renamed");
+    assert!(filled <= 4, "{filled} zero-filled, {renamed} renamed");
+    // At rest the spares go (a 32nd of 1 MiB is no segment of 64 KiB).
+    log.rest(data_bytes).unwrap();
+    assert_eq!(wal_files(dir.path()), log.segments().len() + 1);
+    let first = log.first_txnid().unwrap();
+    drop(log);
+    let log = open(dir.path());
+    assert_eq!(log.first_txnid(), Some(first));
+    assert_eq!(log.last_txnid(), Some(t - 1));
+}

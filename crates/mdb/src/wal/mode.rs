@@ -40,7 +40,10 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WalOptions {
-    /// Bytes of one log segment (preallocated, recycled after checkpoints).
+    /// Bytes of one log segment (preallocated, recycled after checkpoints:
+    /// while the log is written, up to `checkpoint_bytes / segment_size + 1`
+    /// retired segments, 2 to 8, are kept to be renamed into new ones; a
+    /// checkpoint on demand or at the close keeps a 32nd of the data file).
     pub segment_size: u64,
     /// The background checkpointer syncs the data file this often.
     pub checkpoint_interval: Duration,
@@ -120,7 +123,8 @@ pub struct WalInfo {
     pub bytes_since_checkpoint: u64,
     /// Segment files holding the log's records (the current one included).
     pub segments: usize,
-    /// Zero-filled segment files kept ready for the log to move into.
+    /// Unused segment files ready for the log to move into (zero-filled,
+    /// or retired by a checkpoint and kept: `WalOptions::segment_size`).
     pub spare_segments: usize,
     /// Commit records this handle appended since it opened the log.
     pub records: u64,
@@ -139,6 +143,15 @@ pub struct WalInfo {
     /// free) since that checkpoint, which replay rebuilds before reading
     /// them (the others are held, see [`crate::WalOptions`]).
     pub young_reused: u64,
+    /// Checkpoints this handle recorded since it opened the log.
+    pub checkpoints: u64,
+    /// ... of which were called for by the pages freed since the previous
+    /// one (held for the log: a 32nd of the file, or `HELD_MIN` pages) ...
+    pub checkpoints_for_held: u64,
+    /// ... or by the log bytes written since
+    /// ([`WalOptions::checkpoint_bytes`]); the others came from the
+    /// interval, on demand or at the close.
+    pub checkpoints_for_bytes: u64,
 }
 
 /// Where the log of the environment at `data` (its data file) lives:
@@ -174,6 +187,10 @@ struct Inner {
     held: u64,
     /// See [`WalInfo::checkpoint_waits`].
     waits: u64,
+    /// Why a checkpoint was last called for, until it is taken.
+    asked: Option<Cause>,
+    /// See [`WalInfo::checkpoints`]: all, for held pages, for log bytes.
+    counts: [u64; 3],
     /// This handle saw the data file carry [`VERSION_WAL`] since it last
     /// took the writer lock (only a holder of that lock changes it).
     marked: bool,
@@ -192,6 +209,13 @@ const HELD_MIN: u64 = 1024;
 /// ... and that make the committing thread wait for one (take one itself
 /// without a checkpointer thread).
 const HELD_NOW_MIN: u64 = 4 * HELD_MIN;
+
+/// What called for a checkpoint ([`WalInfo::checkpoints_for_held`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    Held,
+    Bytes,
+}
 
 /// Whether a commit calls for a checkpoint ([`Wal::wants_checkpoint`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,6 +356,8 @@ impl Wal {
             patched: 0,
             held: 0,
             waits: 0,
+            asked: None,
+            counts: [0; 3],
             marked: false,
             hold: None,
             young: Arc::default(),
@@ -645,7 +671,7 @@ impl Wal {
     pub(crate) fn wants_checkpoint(&self, freed: usize, last_pgno: u64) -> Due {
         let mut g = self.inner();
         g.held += freed as u64;
-        if g.held >= (last_pgno / 10).max(HELD_NOW_MIN) {
+        let due = if g.held >= (last_pgno / 10).max(HELD_NOW_MIN) {
             g.waits += 1;
             Due::Now
         } else if g.since_ckpt >= self.opts.checkpoint_bytes
@@ -654,7 +680,12 @@ impl Wal {
             Due::Soon
         } else {
             Due::No
+        };
+        if due != Due::No && g.asked.is_none() {
+            let held = g.held >= (last_pgno / 32).max(HELD_MIN);
+            g.asked = Some(if held { Cause::Held } else { Cause::Bytes });
         }
+        due
     }
 
     /// See `pager/young.rs`.
@@ -680,16 +711,24 @@ impl Wal {
             syncs: g.log.syncs,
             checkpoint_waits: g.waits,
             young_reused: g.young.reused(),
+            checkpoints: g.counts[0],
+            checkpoints_for_held: g.counts[1],
+            checkpoints_for_bytes: g.counts[2],
         }
     }
 
     /// Record a checkpoint at `meta` (the caller synced the data file after
     /// every page of that transaction was written, and holds the writer
-    /// lock), and recycle the segments it covers.
-    pub(crate) fn checkpoint(&self, meta: &Meta) -> Result<()> {
+    /// lock), and recycle the segments it covers. `at_rest`: on demand or
+    /// at the close, not while the log is being written (see
+    /// `Log::settle`: spares are then cut down).
+    pub(crate) fn checkpoint(&self, meta: &Meta, at_rest: bool) -> Result<()> {
         let mut inner = self.inner();
         if inner.ckpt.refresh()?.is_some_and(|s| s.txnid >= meta.txnid) {
-            return Ok(());
+            return match at_rest {
+                true => inner.log.rest(data_bytes(meta)),
+                false => Ok(()),
+            };
         }
         inner.checkpoint_at(meta)?;
         // A backup chain may hold the log: its records past the newest
@@ -697,11 +736,7 @@ impl Wal {
         let keep = super::archive::hold(&self.dir).map_or(meta.txnid, |h| h.min(meta.txnid));
         inner.log.release_through(keep)?;
         // The next segment is made ready here, off the commit path.
-        let data_bytes = meta
-            .last_pgno
-            .saturating_add(1)
-            .saturating_mul(u64::from(meta.psize()));
-        inner.log.settle(keep, data_bytes)
+        inner.log.settle(keep, data_bytes(meta), at_rest)
     }
 }
 
@@ -745,8 +780,21 @@ impl Inner {
         self.saw((self.ckpt.last_seq(), meta.txnid));
         self.since_ckpt = 0;
         self.held = 0;
+        self.counts[0] += 1;
+        match self.asked.take() {
+            Some(Cause::Held) => self.counts[1] += 1,
+            Some(Cause::Bytes) => self.counts[2] += 1,
+            None => {}
+        }
         Ok(())
     }
+}
+
+/// Bytes of the data file as `meta` sees it.
+fn data_bytes(meta: &Meta) -> u64 {
+    meta.last_pgno
+        .saturating_add(1)
+        .saturating_mul(u64::from(meta.psize()))
 }
 
 fn log_options(o: &WalOptions) -> LogOptions {

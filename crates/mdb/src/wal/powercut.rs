@@ -80,7 +80,7 @@ fn crash_image(src: &Path, dst: &Path, ops: &[IoOp], rnd: &mut impl FnMut() -> u
                 pending.entry(seq).or_default().push((offset, len))
             }
             // Each of these syncs the segment it names.
-            IoOp::LogSync { seq } | IoOp::LogRetire { seq } | IoOp::LogPrepare { seq } => {
+            IoOp::LogSync { seq } | IoOp::LogRetire { seq } | IoOp::LogPrepare { seq, .. } => {
                 pending.remove(&seq);
             }
             _ => {}

@@ -1,7 +1,12 @@
 //! Segment files: `<16 hex digits seq>.wal`, a fixed-size header, then
 //! records back to back. Segments are zero-filled and synced before any
 //! record goes in, so an append's fdatasync never has file metadata to
-//! commit.
+//! commit (block allocation, the size, ext4's unwritten extents) and an
+//! append never meets a full disk. The zeros are not what recovery reads:
+//! a record names its segment's sequence number and chains by CRC, so the
+//! stale records of a retired segment renamed into a new one ([`recycle`])
+//! end the log as zeros would. A new file is zero-filled only when no
+//! retired segment is kept to be renamed (`Log::settle`).
 //!
 //! The header says whether the segment holds records and, if it does, the
 //! *anchor*: the txnid and CRC of the record written just before its first
@@ -248,7 +253,7 @@ pub(crate) fn fill_spare(dir: &Path, size: u64) -> Result<PathBuf> {
 pub(crate) fn create(dir: &Path, seam: &Seam, seq: u64, size: u64) -> Result<File> {
     // A failure is the zero-fill's (ENOSPC); a tear zero-fills a prefix
     // and stops as a crash would: the file keeps its temporary name.
-    let (fill, fail) = match seam.ask(IoOp::LogPrepare { seq }) {
+    let (fill, fail) = match seam.ask(IoOp::LogPrepare { seq, fill: true }) {
         IoAction::Proceed => (size, None),
         IoAction::Fail(e) => (0, Some(e)),
         IoAction::Tear(n) => ((n as u64).min(size), None),
@@ -287,7 +292,10 @@ pub(crate) fn create(dir: &Path, seam: &Seam, seq: u64, size: u64) -> Result<Fil
 /// failure leaves the spare usable for another attempt.
 pub(crate) fn recycle(dir: &Path, seam: &Seam, from: &mut u64, to: u64, size: u64) -> Result<File> {
     // A tear renames and stops: the header still names the old segment.
-    let torn = match seam.ask(IoOp::LogPrepare { seq: to }) {
+    let torn = match seam.ask(IoOp::LogPrepare {
+        seq: to,
+        fill: false,
+    }) {
         IoAction::Proceed => false,
         IoAction::Fail(e) => return Err(ErrorKind::Os(e).into()),
         IoAction::Tear(_) => true,
@@ -356,7 +364,7 @@ impl Pool {
     /// segment with the next sequence number.
     pub(crate) fn adopt(&mut self, temp: &Path) -> Result<()> {
         let seq = self.next_seq;
-        self.seam.check(IoOp::LogPrepare { seq })?;
+        self.seam.check(IoOp::LogPrepare { seq, fill: true })?;
         self.next_seq += 1;
         let file = OpenOptions::new().write(true).open(temp)?;
         write_unused(&file, seq, self.segment_size)?;
