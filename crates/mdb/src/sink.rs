@@ -16,7 +16,7 @@ use crate::io::DataFile;
 pub(crate) use crate::io::{Commit, CommitFailure};
 use crate::lock::LockFile;
 use crate::mmap::Map;
-use crate::pager::Young;
+use crate::pager::young::Young;
 use std::sync::Arc;
 
 /// The writer lock and making commits durable and visible (see the module

@@ -68,7 +68,7 @@ impl CommitSink for Sink<'_> {
         each!(self, s => s.oldest_bound())
     }
     #[inline]
-    fn young(&self) -> Option<std::sync::Arc<crate::pager::Young>> {
+    fn young(&self) -> Option<std::sync::Arc<crate::pager::young::Young>> {
         each!(self, s => s.young())
     }
     #[inline]

@@ -10,15 +10,17 @@
 mod dirty;
 mod free;
 mod path;
+mod pgno_map;
 mod sort;
 mod spill;
-mod young;
+pub(crate) mod young;
 
 pub(crate) use dirty::DirtyPages;
 pub(crate) use free::{FreeState, HeldRecord};
 pub(crate) use path::{Path, MAX_DEPTH};
+pub(crate) use pgno_map::PgnoMap;
 pub(crate) use sort::{merge_desc, sort_by_pgno, sort_pgnos};
-pub(crate) use young::{Committed, Young};
+pub(crate) use young::Committed;
 
 use crate::env::Env;
 use crate::error::{ErrorKind, Result};
@@ -28,7 +30,6 @@ use crate::format::page::{
 };
 use crate::mmap::Map;
 use std::cell::Cell;
-use std::collections::HashMap;
 
 /// Read access to the pages of one snapshot: all the tree layer needs to
 /// search and walk a tree. (Public in a private module: a supertrait of the
@@ -60,27 +61,6 @@ pub trait PageRead {
         false
     }
 }
-
-/// A fast hasher for page numbers (they are already well spread).
-#[derive(Default, Clone, Copy)]
-pub(crate) struct PgnoHasher(u64);
-
-impl std::hash::Hasher for PgnoHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-/// Map keyed by page number.
-pub(crate) type PgnoMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<PgnoHasher>>;
 
 /// Page buffers kept for the next writer, at most (16 MiB of 4 KiB pages).
 const PAGE_POOL_MAX: usize = 4096;

@@ -24,7 +24,7 @@ use crate::error::{ErrorKind, Result};
 use crate::format::meta::{Meta, META_WRITE_LEN, VERSION, VERSION_OFF, VERSION_WAL};
 use crate::io::{Commit, CommitFailure, DataFile, FaultInjector};
 use crate::lock::LockFile;
-use crate::pager::Young;
+use crate::pager::young::Young;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
