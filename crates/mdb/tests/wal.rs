@@ -1667,3 +1667,57 @@ fn replace_large_values(checkpointer: bool) -> (mdb::Env, tempfile::TempDir, u64
     }
     (env, dir, loaded)
 }
+
+/// A plain LMDB file opened in WAL mode for the first time, written, and
+/// left as a killed process leaves it (the files copied while it is open,
+/// before any checkpoint) opens again with every commit. It did not: the
+/// log's first record followed the plain file's last txnid, with no
+/// checkpoint recorded, and the next open took the records before it for
+/// lost (`MDB_CORRUPTED`).
+#[test]
+fn a_plain_files_first_wal_open_survives_a_kill() {
+    for relaxed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("p");
+        std::fs::create_dir(&plain).unwrap();
+        {
+            let env = EnvOptions::new().map_size(64 << 20).open(&plain).unwrap();
+            for i in 0..300u32 {
+                put(&env, format!("k{i:05}").as_bytes()).unwrap();
+            }
+        }
+        let mut o = WalOptions::default();
+        // No checkpoint while the files are copied: a kill freezes them all
+        // at once, `cp` one after another.
+        o.checkpointer = false;
+        if relaxed {
+            o.sync_every = Some(std::time::Duration::from_secs(3600));
+        }
+        let env = EnvOptions::new()
+            .map_size(64 << 20)
+            .wal(o)
+            .open(&plain)
+            .unwrap();
+        for i in 300..400u32 {
+            put(&env, format!("k{i:05}").as_bytes()).unwrap();
+        }
+        env.sync(false).unwrap();
+        let copy = dir.path().join("copy");
+        let st = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&plain)
+            .arg(&copy)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let again = EnvOptions::new()
+            .map_size(64 << 20)
+            .wal(wal_opts())
+            .open(&copy)
+            .unwrap_or_else(|e| panic!("relaxed {relaxed}: {e:?}"));
+        for i in 0..400u32 {
+            assert!(sees(&again, format!("k{i:05}").as_bytes()), "k{i:05}");
+        }
+        drop(env);
+    }
+}

@@ -88,7 +88,17 @@ pub(crate) fn open_wal(
         if flen > 0 && ident == 0 {
             tie::write(df, psize, id)?;
         }
-        return Ok(Some(Wal::open(&dir, wo, (id, false), o.fault.clone())?));
+        let w = Wal::open(&dir, wo, (id, false), o.fault.clone())?;
+        if flen > 0 {
+            // The log starts at the data file as it is: its first
+            // checkpoint. Without one, the next open (after a crash before
+            // any checkpoint) found records starting past txnid 1 and took
+            // the older ones for lost (`MDB_CORRUPTED`).
+            let m = df.newest_meta(psize)?;
+            df.sync_data()?;
+            w.checkpoint(&m, true)?;
+        }
+        return Ok(Some(w));
     }
     if rdonly {
         if marked && alone && !flags.contains(EnvFlags::NO_LOCK) {
