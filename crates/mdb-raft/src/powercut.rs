@@ -12,6 +12,7 @@
 use std::path::Path;
 
 /// The variable that turns the recording on.
+#[cfg(feature = "powercut")]
 pub const VAR: &str = "MDB_RAFT_POWERCUT";
 
 /// If power cuts are simulated: undo what the last run of this process

@@ -1,9 +1,9 @@
 //! Power cuts of a whole process, for tests (with the `unstable` feature):
-//! [`PowerCut`] is a [`FaultInjector`] that, before each write of an
+//! `PowerCut` is a `FaultInjector` that, before each write of an
 //! environment's files (the data file, log segments, the checkpoint
 //! file), saves the bytes the write overwrites to a journal, and forgets
 //! them once the file is synced. After the process is killed (SIGKILL:
-//! the kernel keeps every write), [`revert`] puts the saved bytes back,
+//! the kernel keeps every write), `revert` puts the saved bytes back,
 //! newest first: the files are then as a power cut would leave them when
 //! the disk kept nothing that was not synced.
 //!
