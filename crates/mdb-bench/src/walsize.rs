@@ -3,7 +3,7 @@
 //! sequence (same keys, order, values and commits; no reads, and the
 //! mixed workload's writer alone): after the load (and a checkpoint), after
 //! the writes and removals, and after a checkpoint then. Pages freed since
-//! the last checkpoint that a commit cannot reuse (`pager/young.rs`) grow
+//! the last checkpoint that a commit cannot reuse (`young.rs`) grow
 //! the file in WAL mode only.
 
 use crate::workloads::{key, shuffled, VAL_LEN};

@@ -54,6 +54,7 @@ mod io;
 pub(crate) mod lock;
 mod mmap;
 mod pager;
+mod pgno_map;
 /// Simulated power cuts of a process (tests: with the `unstable` feature
 /// only).
 #[cfg(feature = "unstable")]
@@ -64,6 +65,7 @@ mod tree;
 mod txn;
 pub mod typed;
 mod wal;
+mod young;
 
 /// Version string printed by the tools' `-V`.
 ///

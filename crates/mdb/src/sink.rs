@@ -16,7 +16,7 @@ use crate::io::DataFile;
 pub(crate) use crate::io::{Commit, CommitFailure};
 use crate::lock::LockFile;
 use crate::mmap::Map;
-use crate::pager::young::Young;
+use crate::young::Young;
 use std::sync::Arc;
 
 /// The writer lock and making commits durable and visible (see the module
@@ -46,7 +46,7 @@ pub(crate) trait CommitSink {
         None
     }
     /// With a bound: the pages past it its writers may reuse all the same
-    /// (`pager/young.rs`).
+    /// (`young.rs`).
     fn young(&self) -> Option<Arc<Young>> {
         None
     }

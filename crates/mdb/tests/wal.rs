@@ -1575,7 +1575,7 @@ fn a_commit_logs_what_changed_not_whole_pages() {
 /// pages read the list of freed pages after the commit had filed (and
 /// emptied) it: it stayed 0, and the file grew by the pages each commit
 /// freed until 64 MB of log asked for a checkpoint. (Pages written since
-/// the checkpoint are reused at once, `pager/young.rs`: small overwrites
+/// the checkpoint are reused at once, `young.rs`: small overwrites
 /// of the same keys hold nothing.)
 #[test]
 fn pages_held_for_the_log_ask_for_a_checkpoint() {

@@ -1,4 +1,4 @@
-//! Young pages in WAL mode (`pager/young.rs`): a page written after the
+//! Young pages in WAL mode (`young.rs`): a page written after the
 //! last checkpoint and freed before the next is reused at once (readers
 //! allowing), since replay rebuilds it from its own records before any
 //! record reads it as a base; pages of the checkpoint's snapshot freed

@@ -68,7 +68,7 @@ impl CommitSink for Sink<'_> {
         each!(self, s => s.oldest_bound())
     }
     #[inline]
-    fn young(&self) -> Option<std::sync::Arc<crate::pager::young::Young>> {
+    fn young(&self) -> Option<std::sync::Arc<crate::young::Young>> {
         each!(self, s => s.young())
     }
     #[inline]

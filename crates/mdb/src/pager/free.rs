@@ -7,12 +7,12 @@
 //! "reclaimed" into `reclaimed`; what is left unused at commit is filed back
 //! under the consumed keys, so nothing is ever lost. In WAL mode, records
 //! past the last checkpoint are held, but their young pages
-//! (`pager/young.rs`) are taken into `young_pool`, the rest filed again
+//! (`young.rs`) are taken into `young_pool`, the rest filed again
 //! under the record's key (`held`). Reading and writing the
 //! free database itself is the tree layer's work (`tree::alloc`,
 //! `tree::freedb`).
 
-use super::young::Young;
+use crate::young::Young;
 use std::sync::Arc;
 
 /// Free-list state of one write transaction.
@@ -40,7 +40,7 @@ pub(crate) struct FreeState {
     /// Keys of the records this commit filed its unused reclaimed pages
     /// under: consuming steps over them.
     pub(crate) kept: Vec<u64>,
-    /// WAL mode: the young pages (`pager/young.rs`) and the readers' bound
+    /// WAL mode: the young pages (`young.rs`) and the readers' bound
     /// on free records (`oldest` is the lower of it and the checkpoint's).
     pub(crate) young: Option<(Arc<Young>, u64)>,
     /// Keys of held records listing young pages, not consumed yet by this
@@ -59,7 +59,7 @@ pub(crate) struct FreeState {
 
 /// A free record past the checkpoint consumed for its young pages: filed
 /// again under its key with the rest (the last one also with the young
-/// pages and loose pages left over, see `pager/young.rs`).
+/// pages and loose pages left over, see `young.rs`).
 #[derive(Clone, Debug)]
 pub(crate) struct HeldRecord {
     pub(crate) key: u64,

@@ -10,17 +10,15 @@
 mod dirty;
 mod free;
 mod path;
-mod pgno_map;
 mod sort;
 mod spill;
-pub(crate) mod young;
 
+pub(crate) use crate::pgno_map::PgnoMap;
+pub(crate) use crate::young::Committed;
 pub(crate) use dirty::DirtyPages;
 pub(crate) use free::{FreeState, HeldRecord};
 pub(crate) use path::{Path, MAX_DEPTH};
-pub(crate) use pgno_map::PgnoMap;
 pub(crate) use sort::{merge_desc, sort_by_pgno, sort_pgnos};
-pub(crate) use young::Committed;
 
 use crate::env::Env;
 use crate::error::{ErrorKind, Result};

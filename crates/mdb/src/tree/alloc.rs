@@ -233,7 +233,7 @@ fn check_record(pager: &Pager<'_>, pages: &[u64]) -> Result<()> {
     Ok(())
 }
 
-/// WAL mode: take the young pages (`pager/young.rs`) of the next held
+/// WAL mode: take the young pages (`young.rs`) of the next held
 /// record (past the checkpoint, older than every reader) that lists some;
 /// the rest of it is filed again under its key at commit. `false` when no
 /// such record is left.

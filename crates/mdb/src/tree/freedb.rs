@@ -247,7 +247,7 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
             }
         }
         // Loose pages may be young pages of held records: with any
-        // consumed, they go back with them (`pager/young.rs`).
+        // consumed, they go back with them (`young.rs`).
         let to_held = !pager.free.held.is_empty();
         if consumed == 0 && !to_held && !pager.free.loose.is_empty() {
             // No consumed key to re-file under: loose pages join this txn's record.
@@ -339,7 +339,7 @@ pub(crate) fn save_freelist(pager: &mut Pager<'_>) -> Result<()> {
     Err(ErrorKind::PageFull.into())
 }
 
-/// Ids the held record `i` (`pager/young.rs`) is filed again with: its own
+/// Ids the held record `i` (`young.rs`) is filed again with: its own
 /// pages, and for the last (the highest key) the young and loose pages
 /// left over.
 fn held_len(pager: &Pager<'_>, i: usize) -> usize {

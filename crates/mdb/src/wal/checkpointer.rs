@@ -118,7 +118,7 @@ impl WalEnv {
         self.locked(|| {
             if !plain {
                 // The newest meta now, not `m`: since `m` was read, a
-                // writer may have reused young pages (`pager/young.rs`)
+                // writer may have reused young pages (`young.rs`)
                 // of its snapshot, freed by a later commit; none of the
                 // published snapshot's (a page is reused only once the
                 // commit that freed it is published). Its pages were

@@ -6,7 +6,7 @@
 //! page of that checkpoint's snapshot freed since may be reused before the
 //! next one. (A page written after it is rebuilt by replay, in commit
 //! order, from its own records before any record reads it as a base: our
-//! WAL writers reuse those, `pager/young.rs`. That holds because a record
+//! WAL writers reuse those, `young.rs`. That holds because a record
 //! is replayed only after every earlier one, each base is read before the
 //! record writes a page (`record/parse.rs` `expand`), and a checkpoint
 //! states the snapshot published when it is recorded under the writer

@@ -24,7 +24,7 @@ use crate::error::{ErrorKind, Result};
 use crate::format::meta::{Meta, META_WRITE_LEN, VERSION, VERSION_OFF, VERSION_WAL};
 use crate::io::{Commit, CommitFailure, DataFile, FaultInjector};
 use crate::lock::LockFile;
-use crate::pager::young::Young;
+use crate::young::Young;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -198,7 +198,7 @@ struct Inner {
     /// [`Wal::hold_in`], and in a replay-only log.
     hold: Option<Hold>,
     /// Pages this handle's writers may reuse before the next checkpoint
-    /// (`pager/young.rs`): emptied whenever the checkpoint is seen anew.
+    /// (`young.rs`): emptied whenever the checkpoint is seen anew.
     young: Arc<Young>,
 }
 
@@ -688,7 +688,7 @@ impl Wal {
         due
     }
 
-    /// See `pager/young.rs`.
+    /// See `young.rs`.
     pub(crate) fn young(&self) -> Arc<Young> {
         self.inner().young.clone()
     }

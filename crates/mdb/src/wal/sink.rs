@@ -74,7 +74,7 @@ impl CommitSink for WalEnv {
     }
 
     /// Pages past the bound that replay rebuilds before it reads them.
-    fn young(&self) -> Option<std::sync::Arc<crate::pager::young::Young>> {
+    fn young(&self) -> Option<std::sync::Arc<crate::young::Young>> {
         Some(self.wal.young())
     }
 

@@ -1,6 +1,6 @@
 //! A map keyed by page number with a hasher of its own: page numbers
-//! are already well spread (its own module: the young-page set uses it
-//! without the pager's imports).
+//! are already well spread. Below the pager and the log, which both
+//! use it (the pager's dirty pages, the log's young pages).
 
 use std::collections::HashMap;
 

@@ -28,7 +28,7 @@
 //! every writer reuses (so a young page is only ever listed where it was
 //! freed or later).
 
-use super::pgno_map::PgnoMap;
+use crate::pgno_map::PgnoMap;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
