@@ -18,14 +18,7 @@ use std::time::Duration;
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn contents<T: Txn>(t: &T) -> Model {
-    t.cursor(Database::MAIN)
-        .unwrap()
-        .iter()
-        .map(|kv| {
-            let (k, v) = kv.unwrap();
-            (k.to_vec(), v.to_vec())
-        })
-        .collect()
+    common::main_contents(t)
 }
 
 /// The time `ns` nanoseconds after the Unix epoch.

@@ -6,7 +6,9 @@
 //! file's size, and a crash before the next checkpoint still replays to
 //! exactly the commits made.
 
-use mdb::{check, Database, Env, EnvOptions, Txn, WalOptions, WriteFlags};
+mod common;
+
+use mdb::{check, Database, Env, EnvOptions, WalOptions, WriteFlags};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -80,15 +82,7 @@ fn churn(env: &Env, model: &mut Model, n: u64, seed: u64) {
 }
 
 fn contents(env: &Env) -> Model {
-    let r = env.read_txn().unwrap();
-    r.cursor(Database::MAIN)
-        .unwrap()
-        .iter()
-        .map(|kv| {
-            let (k, v) = kv.unwrap();
-            (k.to_vec(), v.to_vec())
-        })
-        .collect()
+    common::main_contents(&env.read_txn().unwrap())
 }
 
 fn assert_clean(dir: &Path) {

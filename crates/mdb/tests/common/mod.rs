@@ -233,3 +233,16 @@ impl Drop for Reaped {
         let _ = self.0.wait();
     }
 }
+
+/// Every record of the main database in `t`, owned: what a model is
+/// compared with.
+pub fn main_contents<T: Txn>(t: &T) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    t.cursor(Database::MAIN)
+        .unwrap()
+        .iter()
+        .map(|kv| {
+            let (k, v) = kv.unwrap();
+            (k.to_vec(), v.to_vec())
+        })
+        .collect()
+}
