@@ -20,6 +20,22 @@ thread_local! {
     static SPARE: Cell<Option<Box<MDB_cursor>>> = const { Cell::new(None) };
 }
 
+/// Bind a read cursor's state to `db` of snapshot `r`: in place when it
+/// has one (a pooled cursor of `mdb_cursor_open`, `mdb_cursor_renew`).
+fn bind_read(
+    st: &mut Option<CursorState>,
+    r: &mdb::RoTxn<'static>,
+    db: mdb::Database,
+) -> mdb::Result<()> {
+    match st {
+        Some(st) => st.rebind(r, db),
+        None => {
+            *st = Some(CursorState::new(r, db)?);
+            Ok(())
+        }
+    }
+}
+
 /// The cursor and its (usable) transaction.
 ///
 /// # Safety
@@ -64,11 +80,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
                     // place: no allocation, no 1 KiB state moved around.
                     let mut c = match SPARE.with(Cell::take) {
                         Some(mut c) => {
-                            let bound = match c.st.as_mut() {
-                                Some(st) => st.rebind(r, db),
-                                None => CursorState::new(r, db).map(|st| c.st = Some(st)),
-                            };
-                            if let Err(e) = bound {
+                            if let Err(e) = bind_read(&mut c.st, r, db) {
                                 SPARE.with(|s| s.set(Some(c)));
                                 return Err(e.code());
                             }
@@ -151,12 +163,10 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
                 return Err(EINVAL);
             }
             let db = t.db(cur.dbi)?;
-            match (t.view()?, cur.st.as_mut()) {
-                (View::Ro(r), Some(st)) => st.rebind(r, db),
-                (View::Ro(r), None) => CursorState::new(r, db).map(|st| cur.st = Some(st)),
-                (View::Rw(_), _) => return Err(EINVAL),
+            match t.view()? {
+                View::Ro(r) => bind_read(&mut cur.st, r, db).map_err(|e| e.code())?,
+                View::Rw(_) => return Err(EINVAL),
             }
-            .map_err(|e| e.code())?;
             // SAFETY: a bound cursor's transaction is live.
             if let Ok(old) = unsafe { txn_ref(cur.txn) } {
                 old.cursors.retain(|&c| c != cursor);

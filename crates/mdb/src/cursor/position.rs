@@ -277,8 +277,9 @@ impl Position {
         Ok(Some((n.key(), v)))
     }
 
-    /// [`sub_step`](Self::sub_step), then [`current`](Self::current),
-    /// reading the key's node (and its sub-page) once: `None` at the edge.
+    /// Move among the current key's values and return the item there, as
+    /// [`current`](Self::current) would, reading the key's node (and its
+    /// sub-page) once: `None` at the edge.
     /// (A `MDB_NEXT_DUP` along a sub-page read them twice: 830
     /// instructions a step against LMDB's 168, `mdb-bench instr`.)
     fn sub_step_item<'a, S: PageRead>(&mut self, s: &'a S, fwd: bool) -> Result<Option<Item<'a>>> {
@@ -313,36 +314,6 @@ impl Position {
                 }
                 let v = pos.current_key(s)?.ok_or(ErrorKind::Corrupted)?;
                 Ok(self.node(s)?.map(|n| (n.key(), v)))
-            }
-        }
-    }
-
-    /// Move among the current key's values; false at the edge.
-    fn sub_step<S: PageRead>(&mut self, s: &S, fwd: bool) -> Result<bool> {
-        match &mut self.sub {
-            Sub::Single => Ok(false),
-            Sub::Page(ix) => {
-                let n = match self.main.leaf_node(s)? {
-                    Some((p, i)) => Page::new(p.node(i)?.data())?.len(),
-                    None => return Ok(false),
-                };
-                if fwd && *ix + 1 < n {
-                    *ix += 1;
-                    Ok(true)
-                } else if !fwd && *ix > 0 {
-                    *ix -= 1;
-                    Ok(true)
-                } else {
-                    Ok(false)
-                }
-            }
-            Sub::Tree(rec, pos) => {
-                let rec = *rec;
-                if fwd {
-                    pos.move_next(s, &rec)
-                } else {
-                    pos.move_prev(s, &rec)
-                }
             }
         }
     }
@@ -854,7 +825,7 @@ impl Position {
             }
             return self.multiple(s);
         }
-        if self.sub_step(s, true)? {
+        if self.sub_step_item(s, true)?.is_some() {
             self.multiple(s)
         } else {
             Ok(None)
