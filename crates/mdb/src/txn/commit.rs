@@ -13,6 +13,12 @@ use crate::tree;
 use crate::tree::WriteFlags;
 use crate::txn::RwTxn;
 
+/// A page's kind (branch, leaf, overflow, LEAF2) from its flags.
+fn page_kind(page: &[u8]) -> u16 {
+    use crate::format::page::{flags_of, P_BRANCH, P_LEAF, P_LEAF2, P_OVERFLOW};
+    flags_of(page) & (P_BRANCH | P_LEAF | P_LEAF2 | P_OVERFLOW)
+}
+
 /// Pages freed by a commit up to which each page it makes anew is
 /// compared with them all, for the one it differs least from.
 const OTHER_BASES: usize = 32;
@@ -107,11 +113,18 @@ impl RwTxn<'_> {
             // Worth it only when smaller than the page without its gap.
             let mut limit = ps - crate::format::page::free_gap(new).1;
             let (from, mut found) = (ranges.len(), None);
+            let kind = page_kind(new);
             for &base in candidates {
                 if !usable(base) {
                     continue;
                 }
                 let old = self.pg.committed(base, ps)?;
+                // A page freed of another kind (a leaf for an overflow
+                // page) differs nearly everywhere: told byte for byte up
+                // to the limit, hundreds of ranges, then refused.
+                if candidates.len() > 1 && page_kind(old) != kind {
+                    continue;
+                }
                 if found.is_none() {
                     // Straight into `ranges` (left as it was on failure).
                     if patch::diff(new, old, pgno, ranges, limit) {

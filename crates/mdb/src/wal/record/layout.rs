@@ -4,8 +4,12 @@
 /// "MDWR": marks the start of a record.
 pub(super) const MAGIC: u32 = 0x5257_444d;
 /// Bumped on any change of the layout; 2 added the gaps, 3 the commit
-/// time, 4 the patches, 5 the compact patch table and meta update.
-pub(super) const VERSION: u16 = 5;
+/// time, 4 the patches, 5 the compact patch table and meta update, 6 the
+/// moves among a patch's ranges (`format/patch.rs`; read in a version 5
+/// record too, where none was ever written).
+pub(super) const VERSION: u16 = 6;
+/// The first version with the compact patch table and meta update.
+pub(super) const V5: u16 = 5;
 /// The last version with fixed-width patch entries and meta update.
 pub(super) const V4: u16 = 4;
 /// Bytes of the commit time at the end of a version 3 body.

@@ -64,10 +64,10 @@ pub(crate) fn parse(bytes: &[u8], expected_seg_seq: u64) -> Option<(RecordView<'
         1 => (12, 0, false),
         2 => (RUN_ENTRY, 0, false),
         3 => (RUN_ENTRY, TIME_LEN, false),
-        V4 | VERSION => (RUN_ENTRY, TIME_LEN, true),
+        V4 | V5 | VERSION => (RUN_ENTRY, TIME_LEN, true),
         _ => return None,
     };
-    let compact = version == VERSION;
+    let compact = version >= V5;
     if get32(bytes, 0)? != MAGIC || get64(bytes, 8)? != expected_seg_seq {
         return None;
     }
