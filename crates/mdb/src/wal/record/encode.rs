@@ -112,15 +112,17 @@ pub(crate) fn encode_into(
     encode_version(buf, (seg_seq, prev_crc, durable_mark), parts, VERSION)
 }
 
-/// [`encode_into`] as a version 4 record (what logs written before hold).
+/// [`encode_into`] as a record of an earlier `version` (4 or 5: what
+/// logs written before hold).
 #[cfg(test)]
-pub(crate) fn encode_v4(
+pub(crate) fn encode_as(
     buf: &mut Vec<u8>,
     seg_seq: u64,
     prev_crc: u32,
     parts: &RecordParts<'_>,
+    version: u16,
 ) -> Result<(usize, u32)> {
-    encode_version(buf, (seg_seq, prev_crc, 0), parts, V4)
+    encode_version(buf, (seg_seq, prev_crc, 0), parts, version)
 }
 
 fn encode_version(

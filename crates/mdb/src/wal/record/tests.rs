@@ -313,11 +313,11 @@ proptest! {
         prop_assert_eq!(Rec::of(&parse(&b, seq).unwrap().0), rec);
     }
 
-    /// Version 5 and version 4 records of the same parts (patches
-    /// included, page numbers anywhere) read back alike: a log written
-    /// before still rolls forward.
+    /// Version 6, 5 and 4 records of the same parts (patches included,
+    /// page numbers anywhere) read back alike: a log written before still
+    /// rolls forward.
     #[test]
-    fn patched_records_read_back_in_versions_4_and_5(
+    fn patched_records_read_back_in_versions_4_5_and_6(
         pgnos in prop::collection::vec((any::<u64>(), 2u64..u64::MAX), 0..6),
         meta_off in any::<u64>(),
         meta in prop::collection::vec(any::<u8>(), 0..130),
@@ -338,11 +338,15 @@ proptest! {
             trim: false,
             time_ns,
         };
-        let (mut v5, mut v4) = (Vec::new(), Vec::new());
-        encode_into(&mut v5, 3, 7, 0, &parts).unwrap();
-        encode_v4(&mut v4, 3, 7, &parts).unwrap();
-        prop_assert_eq!(v5.len() as u64, encoded_len(&parts).unwrap());
-        for b in [&v5, &v4] {
+        let (mut v6, mut v5, mut v4) = (Vec::new(), Vec::new(), Vec::new());
+        encode_into(&mut v6, 3, 7, 0, &parts).unwrap();
+        encode_as(&mut v5, 3, 7, &parts, V5).unwrap();
+        encode_as(&mut v4, 3, 7, &parts, V4).unwrap();
+        prop_assert_eq!(v6.len() as u64, encoded_len(&parts).unwrap());
+        // Only the version differs (and the CRC over it).
+        prop_assert_eq!(&v6[6..CRC_OFF], &v5[6..CRC_OFF]);
+        prop_assert_eq!(&v6[HEADER..], &v5[HEADER..]);
+        for b in [&v6, &v5, &v4] {
             let (v, n) = parse(b, 3).unwrap();
             prop_assert_eq!(n, b.len());
             prop_assert_eq!(v.patches().collect::<Vec<_>>(), patches.clone());
