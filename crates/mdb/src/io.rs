@@ -186,9 +186,9 @@ const IOV_MAX: usize = 64;
 /// page cache makes folios as large as it is (ext4, Linux 6.x), and the
 /// kernel dirties and writes back a folio whole: once a commit writes
 /// scattered single pages into a file cached in 64-page folios, each page
-/// sent 30-46 KiB to the device, against 11 KiB with 4-page folios, and
-/// the committing thread's and the checkpointer's system time fell by
-/// about a fifth (docs/benchmarks.md, thirteenth session). A write into
+/// sent 31-46 KiB to the device, against 11 KiB with 4-page folios, and
+/// the committing thread's and the checkpointer's system time fell by a
+/// fifth to a third (docs/benchmarks.md, thirteenth session). A write into
 /// pages already cached keeps their folios: runs there stay long.
 const TAIL_PAGES: usize = 4;
 
