@@ -28,11 +28,10 @@ fn key(i: u64) -> [u8; 16] {
     k
 }
 
-/// (user, system) CPU seconds of this process, all threads.
-fn cpu() -> (f64, f64) {
-    let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command's closing parenthesis; utime and stime are
-    // the 14th and 15th of the line, in clock ticks (100 a second).
+/// (user, system) CPU seconds from a `stat` line of `/proc` (utime and
+/// stime, the 14th and 15th fields, in clock ticks of 100 a second).
+fn stat_cpu(s: &str) -> (f64, f64) {
+    // Fields after the command's closing parenthesis.
     let rest = s.rsplit_once(')').map_or("", |r| r.1);
     let f: Vec<f64> = rest
         .split_whitespace()
@@ -42,6 +41,48 @@ fn cpu() -> (f64, f64) {
         f.get(11).copied().unwrap_or(0.0) / 100.0,
         f.get(12).copied().unwrap_or(0.0) / 100.0,
     )
+}
+
+/// (user, system) CPU seconds of this process, all threads.
+fn cpu() -> (f64, f64) {
+    stat_cpu(&std::fs::read_to_string("/proc/self/stat").unwrap_or_default())
+}
+
+/// CPU seconds of this process's threads by name (the committing thread
+/// is `mdb-bench`; the engine's are `mdb-checkpointer`, `mdb-log-flusher`,
+/// `mdb-writer-lock`), so that a commit's system time can be told from
+/// the checkpointer's data-file write-back.
+fn thread_cpu() -> Vec<(String, (f64, f64))> {
+    let mut v: Vec<(String, (f64, f64))> = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return v;
+    };
+    for t in dir.flatten() {
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        let name = stat
+            .split_once('(')
+            .and_then(|(_, r)| r.rsplit_once(')'))
+            .map_or(String::new(), |(n, _)| n.to_string());
+        let c = stat_cpu(&stat);
+        match v.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, t)) => *t = (t.0 + c.0, t.1 + c.1),
+            None => v.push((name, c)),
+        }
+    }
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// What changed between two `thread_cpu` snapshots, in ms per commit.
+fn thread_delta(a: &[(String, (f64, f64))], b: &[(String, (f64, f64))], commits: u64) -> String {
+    let per = |x: f64| x * 1e3 / commits.max(1) as f64;
+    b.iter()
+        .map(|(n, (u, s))| {
+            let (u0, s0) = a.iter().find(|x| x.0 == *n).map_or((0.0, 0.0), |x| x.1);
+            format!("{n} {:.2}+{:.2}", per(u - u0), per(s - s0))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// (bytes passed to write calls, bytes sent to the block device).
@@ -105,6 +146,10 @@ fn run(dir: &Path, n: u64, commits: u64, plain: bool) -> mdb::Result<()> {
         file()
     );
     let (w0, c0, io0) = (env.wal_info(), cpu(), io());
+    // The same by quarter of the commits: the first ones reuse the load's
+    // free pages (long runs), later ones the pages earlier commits freed.
+    let quarter = (commits / 4).max(1);
+    let mut marks = vec![(0u64, Instant::now(), thread_cpu(), io())];
     let (mut puts, mut commit, mut worst) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     // Commit latencies: under 2, 4, 8, ... 128 ms, and more.
     let mut hist = [0u32; 8];
@@ -113,7 +158,7 @@ fn run(dir: &Path, n: u64, commits: u64, plain: bool) -> mdb::Result<()> {
     // and nothing of the load: `valgrind --tool=callgrind` this command.
     crate::phases::cg_zero();
     let t = Instant::now();
-    for _ in 0..commits {
+    for c in 0..commits {
         let a = Instant::now();
         let mut w = env.write_txn()?;
         for _ in 0..1000 {
@@ -135,6 +180,10 @@ fn run(dir: &Path, n: u64, commits: u64, plain: bool) -> mdb::Result<()> {
         worst = worst.max(d);
         let ms = d.as_millis().max(1) as u64;
         hist[(63 - ms.leading_zeros() as usize).min(7)] += 1;
+        let done = marks.len() as u64 * quarter;
+        if commits >= 4 && marks.len() < 5 && (done == c + 1 || c + 1 == commits) {
+            marks.push((c + 1, Instant::now(), thread_cpu(), io()));
+        }
     }
     let (all, c1, io1) = (t.elapsed(), cpu(), io());
     crate::phases::cg_dump("batch");
@@ -155,13 +204,27 @@ fn run(dir: &Path, n: u64, commits: u64, plain: bool) -> mdb::Result<()> {
         (io1.0 - io0.0) as f64 / 1e6 / commits as f64,
         (io1.1 - io0.1) as f64 / 1e6 / commits as f64
     );
+    for w in marks.windows(2) {
+        let ((c0, t0, cpu0, io0), (c1, t1, cpu1, io1)) = (&w[0], &w[1]);
+        let n = c1 - c0;
+        println!(
+            "commits {}..{}: {:.2} us/key; CPU ms/commit (user+system) {}; to the device {:.2} MB/commit",
+            c0 + 1,
+            c1,
+            (*t1 - *t0).as_secs_f64() * 1e6 / (n * 1000) as f64,
+            thread_delta(cpu0, cpu1, n),
+            (io1.1 - io0.1) as f64 / 1e6 / n as f64
+        );
+    }
     if let (Some(a), Some(b)) = (w0, env.wal_info()) {
         println!(
-            "log: {} records, {} syncs, {} patched pages a commit, {} commits waited for a checkpoint; checkpoint txnid {} -> {}",
+            "log: {} records, {} syncs, {} patched pages a commit, {} commits waited for a checkpoint; {} checkpoints, {} young pages reused; checkpoint txnid {} -> {}",
             b.records - a.records,
             b.syncs - a.syncs,
             (b.patched_pages - a.patched_pages) / commits,
             b.checkpoint_waits - a.checkpoint_waits,
+            b.checkpoints - a.checkpoints,
+            b.young_reused - a.young_reused,
             a.checkpoint_txnid,
             b.checkpoint_txnid
         );

@@ -44,6 +44,10 @@ const GATHER: Duration = Duration::from_micros(200);
 /// wakes the next to spin in its place.
 const SPIN: Duration = Duration::from_micros(100);
 
+/// The longest the holder sleeps while this process's writers are at work
+/// before it looks again (see [`hold`]).
+const BUSY_NAP_MAX: Duration = Duration::from_millis(8);
+
 /// This process's writers in WAL mode (see the module documentation).
 pub(crate) struct Group {
     shared: Arc<Shared>,
@@ -89,6 +93,8 @@ struct State {
     want: bool,
     /// Times the token was taken (the holder unlocks after a quiet spell).
     entries: u64,
+    /// Times the holder woke while it held the mutex (tests).
+    holder_wakes: u64,
     /// It does.
     held: bool,
     /// Times it locked the mutex; `seen` is the last one a writer saw.
@@ -132,6 +138,12 @@ pub(crate) struct Entry {
 }
 
 impl State {
+    /// No writer of this process holds the token or waits for it, and no
+    /// commit is in the pipeline: the holder's grace period may run.
+    fn idle(&self) -> bool {
+        self.owner.is_none() && self.waiting == 0 && self.pending.is_empty()
+    }
+
     /// The group a leader gathers is complete: no writer of this process
     /// is at work or queued, and it is as large as the last one.
     fn gathered(&self) -> bool {
@@ -516,8 +528,13 @@ fn publish_metas(
 /// The holder thread: lock the writer mutex when a writer wants it; unlock
 /// it once this process's writers were idle for a grace period (no
 /// token holder or waiter, no commit in the pipeline, no new entry).
+/// While they work it looks every grace period at first, then at twice
+/// the interval each time, up to [`BUSY_NAP_MAX`]: the mutex may then be
+/// kept that much longer after a long spell of work.
 fn hold(sh: &Shared) {
     let mut g = sh.state();
+    // How long to sleep before looking at the writers again.
+    let mut nap = sh.grace;
     loop {
         if g.stop {
             if g.held {
@@ -541,6 +558,7 @@ fn hold(sh: &Shared) {
                     g.held = true;
                     g.gen += 1;
                     g.recovered |= recovered;
+                    nap = sh.grace;
                 }
                 Err(e) => g.lock_err = Some(e),
             }
@@ -553,11 +571,24 @@ fn hold(sh: &Shared) {
         let entries = g.entries;
         g = sh
             .holder_cv
-            .wait_timeout(g, sh.grace)
+            .wait_timeout(g, nap)
             .unwrap_or_else(|p| p.into_inner())
             .0;
-        let idle = g.owner.is_none() && g.waiting == 0 && g.pending.is_empty();
-        if idle && g.entries == entries && !g.stop {
+        g.holder_wakes += 1;
+        if !g.idle() {
+            // Writers at work: look again later, the less often the longer
+            // they work (a 1,000-key commit spans tens of grace periods).
+            // They never wake this thread: on a busy machine its wake-up
+            // would take the CPU from a commit on its way.
+            nap = (nap * 2).min(BUSY_NAP_MAX.max(sh.grace));
+            continue;
+        }
+        if nap > sh.grace {
+            // Idle since some time within the nap: a whole grace from now.
+            nap = sh.grace;
+            continue;
+        }
+        if g.idle() && g.entries == entries && !g.stop {
             // Not held for this process from here on, even while unlocking.
             g.held = false;
             g.head = None;
@@ -603,6 +634,34 @@ mod tests {
         g.leave();
         std::thread::sleep(Duration::from_millis(50));
         assert!(!g.enter().unwrap().fresh);
+        g.leave();
+    }
+
+    /// While a writer of this process holds the token, the holder thread
+    /// looks at it less and less often, not every grace period (a
+    /// 1,000-key commit spans tens of them); once the writers are idle it
+    /// still lets the writer mutex go after the grace.
+    #[test]
+    fn the_holder_naps_longer_through_a_long_transaction_then_unlocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = group(dir.path(), Duration::from_millis(1));
+        assert!(g.enter().unwrap().fresh);
+        let before = g.shared.state().holder_wakes;
+        let t = Instant::now();
+        std::thread::sleep(Duration::from_millis(40));
+        let woke = g.shared.state().holder_wakes - before;
+        let ms = t.elapsed().as_millis() as u64;
+        g.leave();
+        // Naps of 1, 2, 4, then 8 ms: 3 wake-ups in the first 7 ms, one in
+        // each 8 after. Before: one a grace period, about 40 here.
+        let most = 4 + ms / 8;
+        assert!(woke <= most, "the holder woke {woke} times in {ms} ms");
+        // Idle now: at its next look the holder waits out the
+        // grace and unlocks; the next entry takes the mutex anew.
+        while g.shared.state().held {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(g.enter().unwrap().fresh);
         g.leave();
     }
 }
