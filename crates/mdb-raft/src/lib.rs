@@ -37,6 +37,7 @@ mod log_store;
 mod network;
 mod node;
 mod powercut;
+mod read_index;
 mod seed;
 mod snapshot;
 mod state_machine;
@@ -48,7 +49,7 @@ pub use error::{Error, Result};
 pub use node::{ReadInfo, Status};
 pub use types::{Applied, Batch, LogId, Member, NodeId, Op, Proposal, TypeConfig};
 
-use data::DataEnv;
+use data::{applied_in, DataEnv};
 use log_store::LogStore;
 use mdb::RoTxn;
 use node::Node;
@@ -64,7 +65,7 @@ const MAX_PAYLOAD_ENTRIES: u64 = 32;
 
 /// How long a snapshot chunk may take to be sent and, for the last one,
 /// installed (the follower copies the file and reopens its environment).
-const INSTALL_SNAPSHOT_TIMEOUT_MS: u64 = 60_000;
+pub(crate) const INSTALL_SNAPSHOT_TIMEOUT_MS: u64 = 60_000;
 
 /// How to open one node of a cluster.
 #[derive(Debug, Clone)]
@@ -194,8 +195,8 @@ impl ReplicatedEnv {
             SnapshotStore::open(&config.dir, config.max_dbs)
                 .map_err(|e| Error::Engine(e.into()))?,
         );
-        let sm = StateMachine::open(data.clone(), snapshots)?;
-        let log = LogStore::open(&config.dir.join("raft"))?;
+        let sm = StateMachine::open(data.clone(), snapshots.clone())?;
+        let mut log = LogStore::open(&config.dir.join("raft"), snapshots, data.clone())?;
         stats::spawn_printer(config.id);
         let log_reader = log.clone();
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -206,6 +207,18 @@ impl ReplicatedEnv {
             .map_err(|e| Error::Engine(e.into()))?;
         let network = network::Network::new(config.routes.clone());
         let node = rt.block_on(async {
+            let resumed = read_index::Resumed::read(&mut log, config.id)
+                .await
+                .map_err(|e| Error::Unavailable(e.to_string()))?;
+            if let Some(r) = &resumed {
+                let applied = data.with(|d| applied_in(&d.env.read_txn()?, d.reserved))?;
+                eprintln!(
+                    "mdb-raft: resuming as the leader of term {}: its log ends at {:?}, its data holds up to {:?}",
+                    r.term(),
+                    r.last().map(|l| l.index),
+                    applied.map(|a| a.index)
+                );
+            }
             let raft = openraft::Raft::new(config.id, raft_config, network.clone(), log, sm)
                 .await
                 .map_err(|e| Error::Unavailable(e.to_string()))?;
@@ -219,6 +232,7 @@ impl ReplicatedEnv {
                 leader_commit: AtomicU64::new(0),
                 network: network.clone(),
                 proposals,
+                resumed,
             });
             let listener = tokio::net::TcpListener::bind(&addr)
                 .await

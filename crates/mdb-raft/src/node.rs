@@ -5,6 +5,7 @@ use crate::data::{applied_in, cluster_in, DataEnv};
 use crate::error::{Error, Result};
 use crate::log_store::LogStore;
 use crate::network::Network;
+use crate::read_index::{self, Resumed};
 use crate::stats::{self, Phase};
 use crate::types::{Applied, Batch, LogId, Member, NodeId, Proposal, Raft};
 use mdb::RoTxn;
@@ -123,6 +124,9 @@ pub(crate) struct Node {
     pub network: Network,
     /// The writers queued for the proposer ([`propose`]).
     pub proposals: mpsc::UnboundedSender<Waiting>,
+    /// The leadership this node resumed at start, if it did: its read
+    /// index is raised to the log's end at start (`read_index.rs`).
+    pub resumed: Option<Resumed>,
 }
 
 /// The proposer: takes the write sets queued while earlier proposals were
@@ -226,8 +230,8 @@ impl Node {
     /// The read index: confirmed by the leader with a quorum (here if
     /// this node leads, else asked of the leader over HTTP).
     pub async fn read_index(&self) -> Result<Option<LogId>> {
-        match self.raft.get_read_log_id().await {
-            Ok((read, _applied)) => Ok(read),
+        match read_index::read_index(&self.raft, self.resumed.as_ref()).await {
+            Ok(read) => Ok(read),
             Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
                 let Some((id, node)) = f.leader_id.zip(f.leader_node.as_ref()) else {
                     return Err(forward(&f));
@@ -258,8 +262,8 @@ impl Node {
 
     /// The read index as the answer to a follower's request.
     pub async fn read_index_reply(&self) -> ReadIndexReply {
-        match self.raft.get_read_log_id().await {
-            Ok((read, _)) => ReadIndexReply::ReadIndex(read),
+        match read_index::read_index(&self.raft, self.resumed.as_ref()).await {
+            Ok(read) => ReadIndexReply::ReadIndex(read),
             Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
                 ReadIndexReply::NotLeader(f.leader_id.zip(f.leader_node.map(|n| n.addr)))
             }
@@ -269,13 +273,7 @@ impl Node {
 
     /// Wait until this node applied `read` (bounded).
     pub async fn wait_applied(&self, read: Option<LogId>) -> Result<()> {
-        let Some(read) = read else { return Ok(()) };
-        self.raft
-            .wait(Some(READ_WAIT))
-            .applied_index_at_least(Some(read.index), "linearizable read")
-            .await
-            .map(|_| ())
-            .map_err(|e| Error::Unavailable(format!("waiting to apply {read}: {e}")))
+        read_index::wait_applied(&self.raft, read, READ_WAIT).await
     }
 
     /// Run `f` in a read transaction of this node's data, and say where
