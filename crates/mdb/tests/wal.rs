@@ -674,6 +674,49 @@ fn a_damaged_or_missing_segment_is_an_error_not_a_shorter_log() {
     assert_matches(&env, &model_through(30));
 }
 
+/// A record of a newer format (a log written by a later release) stops
+/// the open with `MDB_VERSION_MISMATCH` and says so: taken for the log's
+/// end, as any record this build cannot read was, the commits from it on
+/// would be lost without a word.
+#[test]
+fn a_record_of_a_newer_format_is_refused_not_taken_for_the_end() {
+    if let Some(d) = std::env::var_os(CHILD_DIR) {
+        crash_child_early(Path::new(&d));
+    }
+    let base = tempfile::tempdir().unwrap();
+    let crashed = crashed_in(
+        base.path(),
+        "a_record_of_a_newer_format_is_refused_not_taken_for_the_end",
+    );
+    // A segment's first record, its version raised and its checksum
+    // made right again.
+    let segs = segment_paths(&crashed);
+    let seg = segs[segs.len() / 2].clone();
+    let mut b = std::fs::read(&seg).unwrap();
+    let at = (0..b.len() - 48)
+        .step_by(8)
+        .find(|&i| &b[i..i + 4] == b"MDWR")
+        .expect("a record in the segment");
+    b[at + 4..at + 6].copy_from_slice(&99u16.to_le_bytes());
+    let body = u64::from_le_bytes(b[at + 32..at + 40].try_into().unwrap()) as usize;
+    let rec = &b[at..at + 48 + body];
+    let mut crc = crc32c::crc32c(&rec[..44]);
+    crc = crc32c::crc32c_append(crc, &[0; 4]);
+    crc = crc32c::crc32c_append(crc, &rec[48..]);
+    b[at + 44..at + 48].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&seg, b).unwrap();
+    for wal in [true, false] {
+        let mut o = EnvOptions::new();
+        o.map_size(64 << 20);
+        if wal {
+            o.wal(wal_opts());
+        }
+        let e = o.open(&crashed).map(|_| ()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::VersionMismatch, "WAL mode {wal}: {e}");
+        assert!(e.to_string().contains("format version 99"), "{e}");
+    }
+}
+
 #[test]
 fn nosubdir_writemap_and_a_transaction_larger_than_a_segment() {
     let dir = tempfile::tempdir().unwrap();

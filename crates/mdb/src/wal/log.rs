@@ -10,7 +10,7 @@
 
 use super::record::{self, RecordParts, RecordView};
 use super::segment::{self, Anchor, Pool, Seal, SegHeader, SEAL_LEN, SEG_HEADER};
-use crate::error::{ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::io::IoOp;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -130,6 +130,13 @@ pub(crate) fn walk<'a>(
         f(r)?;
         chain = Some((r.txnid(), r.crc()));
         off += len;
+    }
+    if let Some(v) = bytes.get(off..).and_then(|b| record::newer_version(b, seq)) {
+        return Err(Error::from(ErrorKind::VersionMismatch).with_detail(format!(
+            "log segment {seq} holds a record of format version {v}, newer than this build \
+             reads ({}): open the environment with the release that wrote it",
+            record::VERSION
+        )));
     }
     Ok((off as u64, chain))
 }

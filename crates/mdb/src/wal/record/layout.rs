@@ -7,7 +7,7 @@ pub(super) const MAGIC: u32 = 0x5257_444d;
 /// time, 4 the patches, 5 the compact patch table and meta update, 6 the
 /// moves among a patch's ranges (`format/patch.rs`; read in a version 5
 /// record too, where none was ever written).
-pub(super) const VERSION: u16 = 6;
+pub(crate) const VERSION: u16 = 6;
 /// The first version with the compact patch table and meta update.
 pub(super) const V5: u16 = 5;
 /// The last version with fixed-width patch entries and meta update.

@@ -57,8 +57,8 @@ mod layout;
 mod parse;
 
 pub(crate) use encode::{encode_into, encoded_len, RecordParts};
-pub(crate) use layout::pad8;
-pub(crate) use parse::{parse, RecordView};
+pub(crate) use layout::{pad8, VERSION};
+pub(crate) use parse::{newer_version, parse, RecordView};
 
 #[cfg(test)]
 mod tests;

@@ -54,6 +54,23 @@ impl Table<'_> {
     }
 }
 
+/// The version of the whole, checksummed record of segment
+/// `expected_seg_seq` at the start of `bytes` when it is newer than this
+/// build reads: a log written by a later release, which must not be taken
+/// for the log's end (the records from there on would be lost).
+pub(crate) fn newer_version(bytes: &[u8], expected_seg_seq: u64) -> Option<u16> {
+    let version = get16(bytes, 4)?;
+    if version <= VERSION || get32(bytes, 0)? != MAGIC || get64(bytes, 8)? != expected_seg_seq {
+        return None;
+    }
+    let body = usize::try_from(get64(bytes, 32)?).ok()?;
+    let rec = bytes.get(..HEADER.checked_add(body)?)?;
+    let mut crc = crc32c::crc32c(&rec[..CRC_OFF]);
+    crc = crc32c::crc32c_append(crc, &[0; 4]);
+    crc = crc32c::crc32c_append(crc, &rec[CRC_OFF + 4..]);
+    (crc == get32(rec, CRC_OFF)?).then_some(version)
+}
+
 /// Parse the record at the start of `bytes`, written into segment
 /// `expected_seg_seq`. `None` (the end of the log) for zeroed space, another
 /// magic or version, another segment's record, a bad CRC, or any length
