@@ -604,9 +604,19 @@ pub unsafe extern "C" fn mdb_cursor_put(
                 let w = t.write()?;
                 // SAFETY: checked non-NULL; the caller's key.
                 let k = unsafe { bytes(&*key) };
-                let dflags = db_flags(w, db)?;
                 // SAFETY: checked non-NULL.
                 let d = unsafe { &mut *data };
+                // The database's flags matter to a put only for a value
+                // longer than a DUPSORT value may be, and for MULTIPLE and
+                // RESERVE: not read for every index id slapadd puts (83
+                // instructions).
+                let dflags = if d.mv_size > MAX_KEY
+                    || flags & (put_flags::MULTIPLE | put_flags::RESERVE) != 0
+                {
+                    db_flags(w, db)?
+                } else {
+                    0
+                };
                 if flags & put_flags::MULTIPLE != 0 {
                     // SAFETY: MULTIPLE passes an array of two MDB_vals.
                     let count = unsafe { (*data.add(1)).mv_size };
