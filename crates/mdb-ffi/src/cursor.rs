@@ -239,9 +239,30 @@ pub unsafe extern "C" fn mdb_cursor_get(
                 return rc;
             }
         }
+        if op == NEXT_DUP {
+            // SAFETY: as above.
+            return unsafe { next_dup(cursor, key, data) };
+        }
         // SAFETY: as above.
         unsafe { get_step(cursor, key, data, op) }
     })
+}
+
+/// `MDB_NEXT_DUP`: along the kept page of the key's values, else the
+/// general path. (A call of its own: inlined into `mdb_cursor_get`, or
+/// tested first in `get_step`, the step cost the scan's steps and seeks
+/// 1-7 instructions more, `mdb-bench instr`.)
+///
+/// # Safety
+/// As [`mdb_cursor_get`].
+#[inline(never)]
+unsafe fn next_dup(cursor: *mut MDB_cursor, key: *mut MDB_val, data: *mut MDB_val) -> c_int {
+    // SAFETY: per the caller's contract.
+    match unsafe { next_dup_in_leaf(cursor, key, data) } {
+        Some(rc) => rc,
+        // SAFETY: as above.
+        None => unsafe { get_general(cursor, key, data, NEXT_DUP) },
+    }
 }
 
 /// `MDB_NEXT` along a read cursor's kept leaf: the loop of most scans.
@@ -317,10 +338,9 @@ unsafe fn next_dup_in_leaf(
     Some(0)
 }
 
-/// `mdb_cursor_get` but for the step along a kept leaf: NEXT_DUP along a
-/// kept page of a key's values, NEXT and PREV in a top-level transaction
-/// (apart from the general path, whose frame is larger), then the general
-/// path.
+/// `mdb_cursor_get` but for the step along a kept leaf: NEXT and PREV in
+/// a top-level transaction (apart from the general path, whose frame is
+/// larger), then the general path.
 ///
 /// # Safety
 /// As [`mdb_cursor_get`].
@@ -331,14 +351,6 @@ unsafe fn get_step(
     data: *mut MDB_val,
     op: c_int,
 ) -> c_int {
-    // (Here, not in `mdb_cursor_get`: there it cost the scan's step along
-    // a plain leaf 7 instructions more, `mdb-bench instr`.)
-    if op == NEXT_DUP || op == NEXT {
-        // SAFETY: per the caller's contract.
-        if let Some(rc) = unsafe { next_dup_in_leaf(cursor, key, data) } {
-            return rc;
-        }
-    }
     if op == NEXT || op == PREV {
         // SAFETY: per the caller's contract.
         if let Some(rc) = unsafe { step(cursor, key, data, op) } {
@@ -511,7 +523,8 @@ unsafe fn get_current(
     Ok(())
 }
 
-/// NEXT or PREV in a top-level transaction, the loop of most scans: the
+/// NEXT (first along a kept page of the key's values) or PREV in a
+/// top-level transaction, the loop of most scans: the
 /// general path's checks, without building a `CursorOp` from any of the
 /// other codes. `None`: another case, for the general path.
 ///
@@ -524,6 +537,13 @@ unsafe fn step(
     data: *mut MDB_val,
     op: c_int,
 ) -> Option<c_int> {
+    if op == NEXT {
+        // Among a key's values first.
+        // SAFETY: per the caller's contract.
+        if let Some(rc) = unsafe { next_dup_in_leaf(cursor, key, data) } {
+            return Some(rc);
+        }
+    }
     // SAFETY: NULL or a cursor from `mdb_cursor_open` (pooled structs stay
     // allocated until their environment closes).
     let cur = unsafe { cursor.as_mut() }?;

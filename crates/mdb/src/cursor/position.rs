@@ -218,12 +218,19 @@ impl Position {
         }
     }
 
-    /// Enter the values of the key under the main cursor, at the first or last.
+    /// Enter the values of the key under the main cursor, at the first or
+    /// last. (A plain database's inline: a seek's every call.)
+    #[inline]
     fn load<S: PageRead>(&mut self, s: &S, last: bool) -> Result<()> {
-        let n = match self.dcmp {
-            Some(_) => self.node(s),
-            None => Ok(None),
-        };
+        if self.dcmp.is_none() {
+            self.sub = Sub::Single;
+            return Ok(());
+        }
+        self.load_dups(s, last)
+    }
+
+    fn load_dups<S: PageRead>(&mut self, s: &S, last: bool) -> Result<()> {
+        let n = self.node(s);
         let dups = match n {
             Ok(Some(n)) => dups_of(s, n),
             Ok(None) => Ok(Dups::Single(&[])),
