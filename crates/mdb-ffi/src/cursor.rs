@@ -460,7 +460,14 @@ unsafe fn get_general(
             View::Ro(r) => {
                 let item = st.get(r, cop);
                 let among = dup_op && matches!(item, Ok(Some(_))) && st.on_dups(r).unwrap_or(false);
-                cur.keep_leaf(r);
+                // The page of a key's values only after a step, which more
+                // steps follow: a seek (back-mdb's index lookups, most of
+                // an equality search's calls) does not pay for it, and a
+                // walk after it keeps the page at its first NEXT_DUP.
+                cur.keep_leaf(
+                    r,
+                    matches!(op, NEXT | NEXT_DUP | NEXT_NODUP | FIRST | FIRST_DUP),
+                );
                 (item, among)
             }
             View::Rw(w) => {
@@ -565,7 +572,7 @@ unsafe fn step(
         Kind::Read(r) => {
             let r: &mdb::RoTxn<'static> = r;
             let item = st.get(r, cop);
-            cur.keep_leaf(r);
+            cur.keep_leaf(r, op == NEXT);
             item
         }
         Kind::Write(root) if !root.top_ref().is_broken() => {

@@ -228,17 +228,17 @@ pub(crate) struct DupLeaf {
 }
 
 impl MDB_cursor {
-    /// Keep the leaf, or the page of a key's values, the engine's position
-    /// now stands on (read snapshots only; `None` when the next step needs
-    /// the general path).
-    pub(crate) fn keep_leaf(&mut self, r: &mdb::RoTxn<'static>) {
+    /// Keep the leaf, or with `dups` the page of a key's values, the
+    /// engine's position now stands on (read snapshots only; `None` when
+    /// the next step needs the general path).
+    pub(crate) fn keep_leaf(&mut self, r: &mdb::RoTxn<'static>, dups: bool) {
         let st = self.st.as_ref();
         self.leaf = st.and_then(|st| st.leaf_of(r)).map(Leaf::new);
         // (A plain leaf kept: no duplicates to look for, at a scan's every
         // leaf.)
         self.dups = match self.leaf {
-            None => st.and_then(|st| st.dups_of(r)).map(DupLeaf::new),
-            Some(_) => None,
+            None if dups => st.and_then(|st| st.dups_of(r)).map(DupLeaf::new),
+            _ => None,
         };
     }
 

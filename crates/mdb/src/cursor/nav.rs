@@ -339,7 +339,9 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
                     self.keep(p, None);
                 }
             }
-        } else if r.is_ok() && self.pos.dcmp.is_some() {
+        } else if r.is_ok() && self.pos.dcmp.is_some() && op.steps() {
+            // (After a step only, as the C library's cursors: a seek pays
+            // nothing, a walk after it keeps the page at its first step.)
             self.dups =
                 self.pos
                     .dup_leaf(self.txn)
