@@ -94,10 +94,11 @@ pub unsafe extern "C" fn mdb_cursor_open(
                             dbi,
                             st: Some(CursorState::new(r, db).map_err(|e| e.code())?),
                             leaf: None,
+                            dups: None,
                         }),
                     };
-                    (c.live, c.write, c.txn, c.env, c.dbi, c.leaf) =
-                        (true, false, txn, tenv, dbi, None);
+                    (c.live, c.write, c.txn, c.env, c.dbi) = (true, false, txn, tenv, dbi);
+                    c.forget_kept();
                     Box::into_raw(c)
                 }
                 View::Rw(w) => {
@@ -110,6 +111,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
                         dbi,
                         st: Some(st),
                         leaf: None,
+                        dups: None,
                     };
                     env.cursors
                         .lock()
@@ -171,7 +173,7 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
             if let Ok(old) = unsafe { txn_ref(cur.txn) } {
                 old.cursors.retain(|&c| c != cursor);
             }
-            cur.leaf = None;
+            cur.forget_kept();
             cur.txn = txn;
             cur.env = t.env;
             t.cursors.push(cursor);
@@ -237,9 +239,30 @@ pub unsafe extern "C" fn mdb_cursor_get(
                 return rc;
             }
         }
+        if op == NEXT_DUP {
+            // SAFETY: as above.
+            return unsafe { next_dup(cursor, key, data) };
+        }
         // SAFETY: as above.
         unsafe { get_step(cursor, key, data, op) }
     })
+}
+
+/// `MDB_NEXT_DUP`: along the kept page of the key's values, else the
+/// general path. (A call of its own: inlined into `mdb_cursor_get`, or
+/// tested first in `get_step`, the step cost the scan's steps and seeks
+/// 1-7 instructions more, `mdb-bench instr`.)
+///
+/// # Safety
+/// As [`mdb_cursor_get`].
+#[inline(never)]
+unsafe fn next_dup(cursor: *mut MDB_cursor, key: *mut MDB_val, data: *mut MDB_val) -> c_int {
+    // SAFETY: per the caller's contract.
+    match unsafe { next_dup_in_leaf(cursor, key, data) } {
+        Some(rc) => rc,
+        // SAFETY: as above.
+        None => unsafe { get_general(cursor, key, data, NEXT_DUP) },
+    }
 }
 
 /// `MDB_NEXT` along a read cursor's kept leaf: the loop of most scans.
@@ -266,6 +289,47 @@ unsafe fn next_in_leaf(
     let (k, v) = mdb::page::plain_item(b, i)?;
     leaf.ix = i;
     st.set_leaf_index(leaf.level, i);
+    // SAFETY: output pointers are NULL or the caller's MDB_vals.
+    unsafe {
+        set_val(key, k);
+        set_val(data, v);
+    }
+    Some(0)
+}
+
+/// `MDB_NEXT_DUP` (or `MDB_NEXT`, which moves among the key's values
+/// first) along a read cursor's kept page of the current key's values:
+/// back-mdb's walk of an index or of a node's children. `None` (nothing
+/// changed) when there is no kept page or the cursor is on its last value;
+/// the general path then takes over (the next leaf of a sub-database, or
+/// the end of the key's values).
+///
+/// # Safety
+/// As [`mdb_cursor_get`].
+#[inline(always)]
+unsafe fn next_dup_in_leaf(
+    cursor: *mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+) -> Option<c_int> {
+    // SAFETY: NULL or a cursor from `mdb_cursor_open` (pooled structs stay
+    // allocated until their environment closes).
+    let cur = unsafe { cursor.as_mut() }?;
+    let (d, st) = (cur.dups.as_mut()?, cur.st.as_mut()?);
+    // SAFETY: the kept page and key lie in pages of the map, bounds-checked
+    // when taken, of the cursor's read snapshot, which is still live and
+    // unchanged: they are dropped when the snapshot ends or is reset, and
+    // by every move but this one (see `DupLeaf`).
+    let (b, k) = unsafe {
+        (
+            std::slice::from_raw_parts(d.ptr, d.len),
+            std::slice::from_raw_parts(d.key, d.key_len),
+        )
+    };
+    let i = d.ix + 1;
+    let v = mdb::page::dup_value(b, i)?;
+    d.ix = i;
+    st.set_dup_index(i);
     // SAFETY: output pointers are NULL or the caller's MDB_vals.
     unsafe {
         set_val(key, k);
@@ -311,7 +375,7 @@ unsafe fn get_general(
     code((|| {
         // SAFETY: cursor per the lmdb.h contract.
         let cur = unsafe { cursor_ref(cursor)? };
-        cur.leaf = None;
+        cur.forget_kept();
         // SAFETY: a bound cursor's transaction is live (it unbinds them at its end).
         let t = unsafe { txn_ref(cur.txn)? };
         // Checks the transaction is usable (as `bound`), once.
@@ -396,7 +460,14 @@ unsafe fn get_general(
             View::Ro(r) => {
                 let item = st.get(r, cop);
                 let among = dup_op && matches!(item, Ok(Some(_))) && st.on_dups(r).unwrap_or(false);
-                cur.keep_leaf(r);
+                // The page of a key's values only after a step, which more
+                // steps follow: a seek (back-mdb's index lookups, most of
+                // an equality search's calls) does not pay for it, and a
+                // walk after it keeps the page at its first NEXT_DUP.
+                cur.keep_leaf(
+                    r,
+                    matches!(op, NEXT | NEXT_DUP | NEXT_NODUP | FIRST | FIRST_DUP),
+                );
                 (item, among)
             }
             View::Rw(w) => {
@@ -459,7 +530,8 @@ unsafe fn get_current(
     Ok(())
 }
 
-/// NEXT or PREV in a top-level transaction, the loop of most scans: the
+/// NEXT (first along a kept page of the key's values) or PREV in a
+/// top-level transaction, the loop of most scans: the
 /// general path's checks, without building a `CursorOp` from any of the
 /// other codes. `None`: another case, for the general path.
 ///
@@ -472,6 +544,13 @@ unsafe fn step(
     data: *mut MDB_val,
     op: c_int,
 ) -> Option<c_int> {
+    if op == NEXT {
+        // Among a key's values first.
+        // SAFETY: per the caller's contract.
+        if let Some(rc) = unsafe { next_dup_in_leaf(cursor, key, data) } {
+            return Some(rc);
+        }
+    }
     // SAFETY: NULL or a cursor from `mdb_cursor_open` (pooled structs stay
     // allocated until their environment closes).
     let cur = unsafe { cursor.as_mut() }?;
@@ -493,7 +572,7 @@ unsafe fn step(
         Kind::Read(r) => {
             let r: &mdb::RoTxn<'static> = r;
             let item = st.get(r, cop);
-            cur.keep_leaf(r);
+            cur.keep_leaf(r, op == NEXT);
             item
         }
         Kind::Write(root) if !root.top_ref().is_broken() => {
@@ -552,9 +631,19 @@ pub unsafe extern "C" fn mdb_cursor_put(
                 let w = t.write()?;
                 // SAFETY: checked non-NULL; the caller's key.
                 let k = unsafe { bytes(&*key) };
-                let dflags = db_flags(w, db)?;
                 // SAFETY: checked non-NULL.
                 let d = unsafe { &mut *data };
+                // The database's flags matter to a put only for a value
+                // longer than a DUPSORT value may be, and for MULTIPLE and
+                // RESERVE: not read for every index id slapadd puts (83
+                // instructions).
+                let dflags = if d.mv_size > MAX_KEY
+                    || flags & (put_flags::MULTIPLE | put_flags::RESERVE) != 0
+                {
+                    db_flags(w, db)?
+                } else {
+                    0
+                };
                 if flags & put_flags::MULTIPLE != 0 {
                     // SAFETY: MULTIPLE passes an array of two MDB_vals.
                     let count = unsafe { (*data.add(1)).mv_size };

@@ -1159,3 +1159,52 @@ fn cursors_refind_short_keys_and_ids_after_each_others_puts() {
         .collect();
     assert_eq!(all, model.into_iter().collect::<Vec<_>>());
 }
+
+/// A seek among a key's values in a read snapshot may stay on the leaf
+/// the cursor stands on, but only on a leaf of that key's sub-database:
+/// the cursor's sub-database position is reused for the next key's, whose
+/// values here lie between the first and last of the other key's last
+/// leaf. (It stayed: GET_BOTH_RANGE into "a" then walked "b"'s values.)
+#[test]
+fn a_seek_into_another_keys_values_descends_their_tree() {
+    let (_dir, env) = env_256m_dbs();
+    let mut w = env.write_txn().unwrap();
+    let db = w.create_db("d", DbFlags::DUP_SORT).unwrap();
+    // Each key's values in sub-databases of several leaves: "a" the even
+    // numbers, "b" the odd ones.
+    for i in 0..3000u32 {
+        let k: &[u8] = if i % 2 == 0 { b"a" } else { b"b" };
+        w.put(db, k, format!("{i:05}").as_bytes(), WriteFlags::EMPTY)
+            .unwrap();
+    }
+    w.commit().unwrap();
+    let r = env.read_txn().unwrap();
+    let want: Vec<String> = (2900..3000u32)
+        .step_by(2)
+        .map(|i| format!("{i:05}"))
+        .collect();
+    // The detached cursor (the C ABI's).
+    let mut c = CursorState::new(&r, db).unwrap();
+    c.get(&r, CursorOp::Set(b"b")).unwrap().unwrap();
+    assert_eq!(c.get(&r, CursorOp::LastDup).unwrap().unwrap().1, b"02999");
+    let mut got = Vec::new();
+    let mut item = c.get(&r, CursorOp::GetBothRange(b"a", b"02899")).unwrap();
+    while let Some((k, v)) = item {
+        assert_eq!(k, b"a");
+        got.push(String::from_utf8(v.to_vec()).unwrap());
+        item = c.get(&r, CursorOp::NextDup).unwrap();
+    }
+    assert_eq!(got, want);
+    // The Rust cursor.
+    let mut c = r.cursor(db).unwrap();
+    c.set(b"b").unwrap().unwrap();
+    assert_eq!(c.last_dup().unwrap().unwrap().1, b"02999");
+    let mut got = Vec::new();
+    let mut item = c.get_both_range(b"a", b"02899").unwrap();
+    while let Some((k, v)) = item {
+        assert_eq!(k, b"a");
+        got.push(String::from_utf8(v.to_vec()).unwrap());
+        item = c.next_dup().unwrap();
+    }
+    assert_eq!(got, want);
+}

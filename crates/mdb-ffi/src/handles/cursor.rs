@@ -8,7 +8,7 @@ use super::structs::MDB_cursor;
 /// `c` is a live cursor.
 pub(crate) unsafe fn forget_leaf(c: *mut MDB_cursor) {
     // SAFETY: per the caller's contract.
-    unsafe { (*c).leaf = None };
+    unsafe { (*c).forget_kept() };
 }
 
 /// Unbind cursor `c` from its ending transaction.
@@ -19,7 +19,7 @@ pub(crate) unsafe fn detach(c: *mut MDB_cursor) {
     // SAFETY: per the caller's contract.
     let cur = unsafe { &mut *c };
     cur.txn = std::ptr::null_mut();
-    cur.leaf = None;
+    cur.forget_kept();
     if cur.write {
         cur.live = false;
         cur.st = None;

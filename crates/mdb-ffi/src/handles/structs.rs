@@ -190,6 +190,11 @@ pub struct MDB_cursor {
     /// it is `None` in write transactions, and puts and deletes (which need
     /// one) never meet it.
     pub(crate) leaf: Option<Leaf>,
+    /// The page of the current key's values `st` stands on, for
+    /// `MDB_NEXT_DUP` and `MDB_NEXT` in a read transaction of a DUPSORT
+    /// database (see [`DupLeaf`]): kept and cleared with `leaf`, by the
+    /// same calls.
+    pub(crate) dups: Option<DupLeaf>,
 }
 
 /// A read cursor's leaf page, kept across calls so that `MDB_NEXT` along
@@ -207,11 +212,65 @@ pub(crate) struct Leaf {
     pub(crate) ix: usize,
 }
 
+/// A read cursor's page of the current key's values (a sub-page inside
+/// the key's node, or a leaf of its sub-database), kept across calls so
+/// that `MDB_NEXT_DUP` along it reads one value and no page: the key's
+/// bytes, the page's bytes and the cursor's index on it (mirrored into
+/// the engine's position at each step). Both lie in committed pages of the
+/// cursor's read snapshot, as [`Leaf`]'s.
+#[derive(Clone, Copy)]
+pub(crate) struct DupLeaf {
+    pub(crate) key: *const u8,
+    pub(crate) key_len: usize,
+    pub(crate) ptr: *const u8,
+    pub(crate) len: usize,
+    pub(crate) ix: usize,
+}
+
 impl MDB_cursor {
-    /// Keep the leaf the engine's position now stands on (read snapshots
-    /// only; `None` when the next step needs the general path).
-    pub(crate) fn keep_leaf(&mut self, r: &mdb::RoTxn<'static>) {
+    /// Keep the leaf, or with `dups` the page of a key's values, the
+    /// engine's position now stands on (read snapshots only; `None` when
+    /// the next step needs the general path).
+    pub(crate) fn keep_leaf(&mut self, r: &mdb::RoTxn<'static>, dups: bool) {
         self.leaf = self.st.as_ref().and_then(|st| st.leaf_of(r)).map(Leaf::new);
+        self.dups = None;
+        // (A plain leaf kept: no duplicates to look for, at a scan's every
+        // leaf.)
+        if dups && self.leaf.is_none() {
+            self.keep_dups(r);
+        }
+    }
+
+    /// [`keep_leaf`](Self::keep_leaf)'s page of a key's values (a call of
+    /// its own: inline, it cost a scan's every leaf 20 instructions more).
+    #[inline(never)]
+    fn keep_dups(&mut self, r: &mdb::RoTxn<'static>) {
+        self.dups = self
+            .st
+            .as_ref()
+            .and_then(|st| st.dups_of(r))
+            .map(DupLeaf::new);
+    }
+
+    /// Drop what [`keep_leaf`](Self::keep_leaf) kept.
+    #[inline(always)]
+    pub(crate) fn forget_kept(&mut self) {
+        self.leaf = None;
+        self.dups = None;
+    }
+}
+
+impl DupLeaf {
+    /// From the engine's (key, page bytes, index), as
+    /// [`CursorState::dups_of`] gives them.
+    pub(crate) fn new((k, b, ix): (&[u8], &[u8], usize)) -> DupLeaf {
+        DupLeaf {
+            key: k.as_ptr(),
+            key_len: k.len(),
+            ptr: b.as_ptr(),
+            len: b.len(),
+            ix,
+        }
     }
 }
 

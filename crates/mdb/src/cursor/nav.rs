@@ -38,6 +38,20 @@ pub struct Cursor<'t, T: Snapshot> {
     /// without looking the page up again. The transaction is borrowed for
     /// `'t`, so no page can change under it.
     leaf: Option<Kept<'t>>,
+    /// The page of the current key's values under the position (DUPSORT:
+    /// its sub-page, or its sub-database's leaf): `next_dup` and `next`
+    /// step along it without looking the key's node up again.
+    dups: Option<KeptDups<'t>>,
+}
+
+/// A key and the page of its values a cursor stands on (see
+/// [`Position::dup_leaf`](super::position::Position)), with the cursor's
+/// index there, written through into the position at each step.
+#[derive(Clone, Copy)]
+struct KeptDups<'t> {
+    key: &'t [u8],
+    vals: &'t [u8],
+    ix: usize,
 }
 
 /// The leaf a cursor stands on, its level in the cursor's path, and a leaf
@@ -93,6 +107,7 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
             rec: self.rec,
             pos: PosBox::new(self.pos.kcmp, self.pos.dcmp),
             leaf: None,
+            dups: None,
         }
     }
 
@@ -112,6 +127,7 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
             db,
             pos: PosBox::new(k, d),
             leaf: None,
+            dups: None,
         })
     }
 
@@ -135,8 +151,21 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
         match op {
             CursorOp::Next => self.next(),
             CursorOp::Prev => self.prev(),
+            CursorOp::NextDup => self.next_dup(),
             _ => self.op_general(op),
         }
+    }
+
+    /// NEXT_DUP (or NEXT) to the next value on the kept page of the key's
+    /// values, else `None` with nothing changed (the last value of the
+    /// page, or nothing kept).
+    #[inline(always)]
+    fn step_dup(&mut self) -> Option<Item<'t>> {
+        let d = self.dups.as_mut()?;
+        let v = crate::format::page::dup_value(d.vals, d.ix + 1)?;
+        d.ix += 1;
+        self.pos.set_dup_index(d.ix);
+        Some((d.key, v))
     }
 
     /// NEXT to the next plain item of the leaf the last call left the
@@ -165,6 +194,9 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
     /// the general path.
     #[inline(never)]
     fn next_off_plain(&mut self) -> Result<Option<Item<'t>>> {
+        if let Some(item) = self.step_dup() {
+            return Ok(Some(item));
+        }
         self.sync();
         if let Some(kept) = &mut self.leaf {
             let i = kept.ix + 1;
@@ -283,6 +315,7 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
     #[inline(never)]
     fn op_general(&mut self, op: CursorOp<'_>) -> Result<Option<Item<'t>>> {
         self.sync();
+        self.dups = None;
         if self.pos.dcmp.is_none() {
             match op {
                 CursorOp::SetRange(k) => return self.seek_plain(op, k, false),
@@ -306,6 +339,13 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
                     self.keep(p, None);
                 }
             }
+        } else if r.is_ok() && self.pos.dcmp.is_some() && op.steps() {
+            // (After a step only, as the C library's cursors: a seek pays
+            // nothing, a walk after it keeps the page at its first step.)
+            self.dups =
+                self.pos
+                    .dup_leaf(self.txn)
+                    .map(|(key, vals, ix)| KeptDups { key, vals, ix });
         }
         r
     }
@@ -485,7 +525,10 @@ impl<'t, T: Snapshot> Cursor<'t, T> {
     /// # Ok::<(), mdb::Error>(())
     /// ```
     pub fn next_dup(&mut self) -> Result<Option<Item<'t>>> {
-        self.op(CursorOp::NextDup)
+        match self.step_dup() {
+            Some(item) => Ok(Some(item)),
+            None => self.op_general(CursorOp::NextDup),
+        }
     }
     /// Previous value of the current key (`MDB_PREV_DUP`).
     ///

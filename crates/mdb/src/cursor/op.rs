@@ -80,6 +80,19 @@ pub enum CursorOp<'k> {
 }
 
 impl CursorOp<'_> {
+    /// Whether more steps among the key's values are likely to follow the
+    /// operation (a walk's), so a cursor keeps the page of those values.
+    pub(crate) fn steps(&self) -> bool {
+        matches!(
+            self,
+            CursorOp::Next
+                | CursorOp::NextDup
+                | CursorOp::NextNodup
+                | CursorOp::First
+                | CursorOp::FirstDup
+        )
+    }
+
     /// Whether the operation places the cursor from the root, whatever its
     /// position was: a cursor whose item moved need not re-find it first.
     pub(crate) fn repositions(&self) -> bool {

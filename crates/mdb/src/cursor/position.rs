@@ -42,6 +42,10 @@ pub(crate) enum DupDel {
     End,
 }
 
+/// What [`Position::dup_leaf`] gives: the key, the bytes of the page of
+/// its values the cursor stands on, and the cursor's index there.
+pub(crate) type DupLeaf<'a> = (&'a [u8], &'a [u8], usize);
+
 /// A cursor position over a database, DUPSORT or not: the key in the main
 /// tree and, for DUPSORT, the value among the key's values.
 #[derive(Clone, Copy)]
@@ -214,12 +218,19 @@ impl Position {
         }
     }
 
-    /// Enter the values of the key under the main cursor, at the first or last.
+    /// Enter the values of the key under the main cursor, at the first or
+    /// last. (A plain database's inline: a seek's every call.)
+    #[inline]
     fn load<S: PageRead>(&mut self, s: &S, last: bool) -> Result<()> {
-        let n = match self.dcmp {
-            Some(_) => self.node(s),
-            None => Ok(None),
-        };
+        if self.dcmp.is_none() {
+            self.sub = Sub::Single;
+            return Ok(());
+        }
+        self.load_dups(s, last)
+    }
+
+    fn load_dups<S: PageRead>(&mut self, s: &S, last: bool) -> Result<()> {
+        let n = self.node(s);
         let dups = match n {
             Ok(Some(n)) => dups_of(s, n),
             Ok(None) => Ok(Dups::Single(&[])),
@@ -315,6 +326,51 @@ impl Position {
                 let v = pos.current_key(s)?.ok_or(ErrorKind::Corrupted)?;
                 Ok(self.node(s)?.map(|n| (n.key(), v)))
             }
+        }
+    }
+
+    /// The page of the current key's values the cursor stands on (its
+    /// sub-page, or the leaf of its sub-database), with the key and the
+    /// cursor's index on that page: for a binding that steps along it with
+    /// [`dup_value`](crate::format::page::dup_value) and reports each step
+    /// with [`set_dup_index`](Self::set_dup_index). `None` without
+    /// duplicates under the cursor, unpositioned, or with a delete's state
+    /// pending (the next step is then not the page's next value).
+    #[inline(never)]
+    pub(crate) fn dup_leaf<'a, S: PageRead>(&self, s: &'a S) -> Option<DupLeaf<'a>> {
+        if self.main.unset || self.just_deleted || self.dup_del != DupDel::No {
+            return None;
+        }
+        let (vals, ix) = match &self.sub {
+            Sub::Single => return None,
+            Sub::Page(ix) => (None, *ix),
+            Sub::Tree(_, pos) if !pos.unset && pos.path.len > 0 => {
+                let l = pos.path.leaf();
+                (Some(s.page_bytes(pos.path.pg[l]).ok()?), pos.path.ix[l])
+            }
+            Sub::Tree(..) => return None,
+        };
+        let (p, i) = self.main.leaf_node(s).ok()??;
+        let n = p.node(i).ok()?;
+        // A sub-page lies in the key's node, as `dups_of` found it.
+        let vals = vals.unwrap_or(n.data());
+        Page::new(vals).ok()?;
+        Some((n.key(), vals, ix))
+    }
+
+    /// Record that the cursor moved to value `ix` of the page
+    /// [`dup_leaf`](Self::dup_leaf) gave.
+    #[inline(always)]
+    pub(crate) fn set_dup_index(&mut self, ix: usize) {
+        match &mut self.sub {
+            Sub::Page(i) => *i = ix,
+            Sub::Tree(_, pos) => {
+                let l = pos.path.leaf();
+                if let Some(x) = pos.path.ix.get_mut(l) {
+                    *x = ix;
+                }
+            }
+            Sub::Single => {}
         }
     }
 
@@ -649,6 +705,7 @@ impl Position {
     }
 
     /// Position at the first key >= `key` (its first value); whether it matched.
+    #[inline]
     pub(crate) fn seek<S: PageRead>(&mut self, s: &S, rec: &DbRecord, key: &[u8]) -> Result<bool> {
         self.settle();
         let exact = self.main.seek(s, rec, self.kcmp, key)?;

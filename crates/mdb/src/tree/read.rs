@@ -471,7 +471,10 @@ impl CursorPos {
         cmp: CmpFn,
         key: &[u8],
     ) -> Result<Seek<'a>> {
-        if s.frozen() && !self.unset && self.path.len > 0 {
+        // (The path must be of this tree: a key's sub-database position
+        // is reused in place for the next key's, whose values may fall
+        // between the first and last of the other tree's leaf.)
+        if s.frozen() && !self.unset && self.path.len > 0 && self.path.pg[0] == rec.root {
             if let Some(hit) = self.seek_in_leaf(s, cmp, key)? {
                 return Ok(hit);
             }

@@ -29,6 +29,32 @@ impl CursorState {
         Some((b, l, path.ix[l]))
     }
 
+    /// The page of the current key's values a positioned cursor of a
+    /// DUPSORT database stands on in read transaction `txn` (its sub-page,
+    /// or its sub-database's leaf), as (key, page bytes, the cursor's index
+    /// on the page): for a binding that steps along it itself
+    /// (`MDB_NEXT_DUP`) with [`page::dup_value`](crate::page::dup_value)
+    /// and reports each step with [`set_dup_index`](Self::set_dup_index).
+    /// `None` when the next step needs the general path (a plain database,
+    /// a single value, unpositioned). The bytes are the snapshot's,
+    /// unchanged while it lives.
+    #[doc(hidden)]
+    #[inline]
+    pub fn dups_of<'t>(&self, txn: &'t RoTxn<'_>) -> Option<(&'t [u8], &'t [u8], usize)> {
+        if self.pos.dcmp.is_none() || self.gen != txn.generation_of(self.db) {
+            return None;
+        }
+        self.pos.dup_leaf(txn)
+    }
+
+    /// Record that the cursor moved to value `ix` of the page
+    /// [`dups_of`](Self::dups_of) gave.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn set_dup_index(&mut self, ix: usize) {
+        self.pos.set_dup_index(ix);
+    }
+
     /// SET or SET_KEY (`exact`), else SET_RANGE, at `k` in a plain
     /// database of read transaction `txn`: the item, and the leaf as
     /// [`leaf_of`](Self::leaf_of) gives it after, from one lookup of the

@@ -16,7 +16,7 @@ mod search;
 mod tests;
 
 pub use node::{encode_branch, encode_leaf, raw_key, rekey_branch, NodeData};
-pub use search::{plain_item, search, Leaf};
+pub use search::{dup_value, plain_item, search, Leaf};
 
 /// Longest key (and DB name) accepted.
 ///

@@ -10,7 +10,7 @@ use super::*;
 pub fn search(p: &Page<'_>, key: &[u8], cmp: crate::format::cmp::CmpFn) -> Result<(usize, bool)> {
     // Dispatch once per page, not per probe: the default order inlines.
     if p.is_leaf2() {
-        bisect(p, |i| Ok(cmp.compare(p.key(i)?, key)))
+        search_leaf2(p, key, cmp)
     } else if cmp.is_lexical() {
         search_lexical(p, key)
     } else if cmp.is_integer() {
@@ -18,6 +18,62 @@ pub fn search(p: &Page<'_>, key: &[u8], cmp: crate::format::cmp::CmpFn) -> Resul
     } else {
         search_general(p, key, cmp)
     }
+}
+
+/// [`search`] of a LEAF2 page (a DUPFIXED key's values): the packed
+/// values sliced once, and for values of 4 or 8 bytes in the integer or
+/// the default order one word read a probe, not a [`Page::key`] and a
+/// comparator call (back-mdb's index ids: a put of an id into a key's
+/// sub-database spent 600 instructions here of its 5,300, `mdb-bench`'s
+/// put_sub_value probe in docs/benchmarks.md).
+#[inline]
+fn search_leaf2(p: &Page<'_>, key: &[u8], cmp: crate::format::cmp::CmpFn) -> Result<(usize, bool)> {
+    let (ks, n) = (p.pad(), p.len());
+    let vals = n
+        .checked_mul(ks)
+        .and_then(|len| p.b.get(HDR..HDR + len))
+        .ok_or(ErrorKind::Corrupted)?;
+    let word8 = |i: usize| -> [u8; 8] { vals[i * 8..i * 8 + 8].try_into().unwrap() };
+    let word4 = |i: usize| -> [u8; 4] { vals[i * 4..i * 4 + 4].try_into().unwrap() };
+    Ok(
+        match (ks, <&[u8; 8]>::try_from(key), <&[u8; 4]>::try_from(key)) {
+            (8, Ok(k), _) if cmp.is_integer() => {
+                let k = u64::from_le_bytes(*k);
+                bisect_leaf(n, |i| u64::from_le_bytes(word8(i)).cmp(&k))
+            }
+            (8, Ok(k), _) if cmp.is_lexical() => {
+                let k = u64::from_be_bytes(*k);
+                bisect_leaf(n, |i| u64::from_be_bytes(word8(i)).cmp(&k))
+            }
+            (4, _, Ok(k)) if cmp.is_integer() => {
+                let k = u32::from_le_bytes(*k);
+                bisect_leaf(n, |i| u32::from_le_bytes(word4(i)).cmp(&k))
+            }
+            (4, _, Ok(k)) if cmp.is_lexical() => {
+                let k = u32::from_be_bytes(*k);
+                bisect_leaf(n, |i| u32::from_be_bytes(word4(i)).cmp(&k))
+            }
+            _ => bisect_leaf(n, |i| cmp.compare(&vals[i * ks..i * ks + ks], key)),
+        },
+    )
+}
+
+/// Binary search of a leaf's `n` entries, `probe(i)` ordering entry `i`
+/// against the search key: the first entry >= the key, and whether it
+/// is equal.
+#[inline(always)]
+fn bisect_leaf(n: usize, probe: impl Fn(usize) -> std::cmp::Ordering) -> (usize, bool) {
+    use std::cmp::Ordering::*;
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        match probe(mid) {
+            Less => lo = mid + 1,
+            Greater => hi = mid,
+            Equal => return (mid, true),
+        }
+    }
+    (lo, false)
 }
 
 /// A plain leaf page (not LEAF2) with its pointer array sliced once: the
@@ -98,6 +154,36 @@ pub fn plain_item(b: &[u8], i: usize) -> Option<(&[u8], &[u8])> {
     Leaf::of_bytes(b)?.item(i)
 }
 
+/// Value `i` of a page of a key's values (its sub-page, or a leaf of its
+/// sub-database; LEAF2 or not), read from the raw bytes when it lies
+/// within them: the `MDB_NEXT_DUP` step, with no [`Page::new`]. `None`
+/// past the last value and for anything else ([`Page::key`] then says why).
+#[inline(always)]
+pub fn dup_value(b: &[u8], i: usize) -> Option<&[u8]> {
+    let h = b.first_chunk::<HDR>()?;
+    let flags = u16::from_le_bytes([h[10], h[11]]);
+    let lower = u16::from_le_bytes([h[12], h[13]]) as usize;
+    if i >= lower.checked_sub(HDR)? / 2 {
+        return None;
+    }
+    if flags & P_LEAF2 != 0 {
+        let ks = u16::from_le_bytes([h[8], h[9]]) as usize;
+        let off = HDR + i * ks;
+        return b.get(off..off + ks);
+    }
+    if flags & (P_LEAF | P_BRANCH) != P_LEAF {
+        return None;
+    }
+    let at = HDR + 2 * i;
+    let off = u16::from_le_bytes(*b.get(at..)?.first_chunk::<2>()?) as usize;
+    if off < lower {
+        return None;
+    }
+    let n = b.get(off..)?.first_chunk::<NODE_HDR>()?;
+    let k = off + NODE_HDR;
+    b.get(k..k + u16::from_le_bytes([n[6], n[7]]) as usize)
+}
+
 /// [`search`] of a node page in the default order: the hottest loop of
 /// the engine. The pointer array is sliced once (`Page::new` checked that
 /// it lies within the page), so a probe costs one bounds check for its
@@ -106,7 +192,7 @@ pub fn plain_item(b: &[u8], i: usize) -> Option<(&[u8], &[u8])> {
 /// search key's converted once), and only the others check and compare
 /// the whole key ([`probe_whole`]). A search key shorter than a word
 /// takes a loop of its own, so the long-key loop tests nothing per probe
-/// about the search key. It runs its own loop rather than [`bisect`]'s:
+/// about the search key. It runs its own loop rather than a generic binary search's:
 /// the same probe as a closure returning an `Ordering` cost a get 1541
 /// instructions against 1476 through the C ABI, a random put 3578 against
 /// 3519 (`mdb-bench instr`).
@@ -266,7 +352,7 @@ fn integer_loop<const N: usize>(p: &Page<'_>, key: &[u8], kv: u64) -> Result<(us
 /// [`search`] of a node page with any other comparator (REVERSEKEY, a
 /// Rust or C function: back-mdb's dn2id): each probe's key taken with the
 /// checks of [`Page::node_key`], then the comparator. Through
-/// `Page::node_key` and [`bisect`] a probe cost about 84 instructions
+/// `Page::node_key` and a generic binary search a probe cost about 84 instructions
 /// besides the comparator, against LMDB's 13 (`slapd_instr.py`, a subtree
 /// search: 1,424 comparator calls).
 #[inline(never)]
@@ -359,30 +445,6 @@ fn words_then_bytes(mut a: &[u8], mut b: &[u8]) -> std::cmp::Ordering {
         return a.len().cmp(&b.len());
     }
     a.cmp(b)
-}
-
-/// Binary search of `p` with `probe(i)` = entry `i` compared to the key.
-#[inline(always)]
-fn bisect(
-    p: &Page<'_>,
-    mut probe: impl FnMut(usize) -> Result<std::cmp::Ordering>,
-) -> Result<(usize, bool)> {
-    use std::cmp::Ordering::*;
-    let n = p.len();
-    let branch = p.is_branch();
-    // Branch node 0 has the "minus infinity" key; search among 1..n.
-    let mut lo = usize::from(branch);
-    let mut hi = n;
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        match probe(mid)? {
-            Less => lo = mid + 1,
-            Greater => hi = mid,
-            Equal => return Ok((mid, true)),
-        }
-    }
-    // Branch: the last child whose separator <= key.
-    Ok((if branch { lo - 1 } else { lo }, false))
 }
 
 #[cfg(test)]
