@@ -65,7 +65,7 @@ const MAX_PAYLOAD_ENTRIES: u64 = 32;
 
 /// How long a snapshot chunk may take to be sent and, for the last one,
 /// installed (the follower copies the file and reopens its environment).
-pub(crate) const INSTALL_SNAPSHOT_TIMEOUT_MS: u64 = 60_000;
+const INSTALL_SNAPSHOT_TIMEOUT_MS: u64 = 60_000;
 
 /// How to open one node of a cluster.
 #[derive(Debug, Clone)]
@@ -195,8 +195,8 @@ impl ReplicatedEnv {
             SnapshotStore::open(&config.dir, config.max_dbs)
                 .map_err(|e| Error::Engine(e.into()))?,
         );
-        let sm = StateMachine::open(data.clone(), snapshots.clone())?;
-        let mut log = LogStore::open(&config.dir.join("raft"), snapshots, data.clone())?;
+        let sm = StateMachine::open(data.clone(), snapshots)?;
+        let mut log = LogStore::open(&config.dir.join("raft"))?;
         stats::spawn_printer(config.id);
         let log_reader = log.clone();
         let rt = tokio::runtime::Builder::new_multi_thread()

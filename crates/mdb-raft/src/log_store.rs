@@ -13,8 +13,6 @@
 //! commits a blank entry of its term), and its data file holds a
 //! consistent prefix of what it applied.
 
-use crate::data::DataEnv;
-use crate::snapshot::SnapshotStore;
 use crate::stats::{self, Phase};
 use crate::types::{Entry, LogId, NodeId, TypeConfig};
 use mdb::{Database, DbFlags, Env, EnvOptions, Txn, WalOptions, WriteFlags};
@@ -44,10 +42,6 @@ const POSTCARD_TAG: u8 = 0;
 /// 390 us per append on a loaded 2-core machine).
 pub(crate) const WRITER_GRACE: Duration = Duration::from_secs(1);
 
-/// How long a purge waits for a snapshot that covers it (see
-/// [`LogStore::purge`]): as long as openraft gives a snapshot's install.
-const COVER_WAIT: Duration = Duration::from_millis(crate::INSTALL_SNAPSHOT_TIMEOUT_MS);
-
 /// The log store: entries keyed by big-endian index in `log`; the vote,
 /// and the last purged id in `meta`.
 #[derive(Clone)]
@@ -55,12 +49,6 @@ pub struct LogStore {
     env: Arc<Env>,
     log: Database,
     meta: Database,
-    /// The node's snapshots and data: the log is purged only as far as
-    /// they keep what it held ([`SnapshotStore::covers`]).
-    snapshots: Arc<SnapshotStore>,
-    data: Arc<DataEnv>,
-    /// How long a purge waits for a snapshot that covers it.
-    cover_wait: Duration,
 }
 
 fn read_err(e: impl std::error::Error + 'static) -> StorageError<NodeId> {
@@ -71,13 +59,8 @@ fn write_err(e: impl std::error::Error + 'static) -> StorageError<NodeId> {
 }
 
 impl LogStore {
-    /// Open (or create) the log environment in `dir`, for a node whose
-    /// snapshots and data environment are `snapshots` and `data`.
-    pub fn open(
-        dir: &Path,
-        snapshots: Arc<SnapshotStore>,
-        data: Arc<DataEnv>,
-    ) -> mdb::Result<LogStore> {
+    /// Open (or create) the log environment in `dir`.
+    pub fn open(dir: &Path) -> mdb::Result<LogStore> {
         std::fs::create_dir_all(dir).map_err(mdb::Error::from)?;
         // Durable commits (no `sync_every`): each commit syncs the log.
         let mut wal = WalOptions::default();
@@ -91,33 +74,7 @@ impl LogStore {
         let meta = w.create_db(META_DB, DbFlags::EMPTY)?;
         w.commit()?;
         env.sync(false)?;
-        Ok(LogStore {
-            env,
-            log,
-            meta,
-            snapshots,
-            data,
-            cover_wait: COVER_WAIT,
-        })
-    }
-
-    /// Wait (up to `cover_wait`) until the snapshots (or, with none, the
-    /// data environment) durably hold the entries up to `upto`. openraft
-    /// 0.9 purges the log up to a snapshot received from the leader while
-    /// its state machine task is still installing it (the purge waits for
-    /// nothing): a crash in between left the log purged past every
-    /// snapshot and the data environment, and openraft refused to start
-    /// (`purge_upto <= snapshot_last_log_id`), the node down for good.
-    async fn wait_covered(&self, upto: LogId) -> StorageResult<()> {
-        let start = std::time::Instant::now();
-        while !self.snapshots.covers(&self.data, upto).map_err(write_err)? {
-            if start.elapsed() > self.cover_wait {
-                let msg = format!("purging the log up to {upto}: no snapshot holds it");
-                return Err(write_err(std::io::Error::other(msg)));
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        Ok(())
+        Ok(LogStore { env, log, meta })
     }
 
     /// Make everything committed so far durable.
@@ -302,9 +259,6 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn purge(&mut self, log_id: LogId) -> StorageResult<()> {
-        // Only up to a snapshot on disk: what is purged must be found
-        // again after a crash (see `wait_covered`).
-        self.wait_covered(log_id).await?;
         // Record the purge point first: a crash between the two leaves
         // entries below it, which are never read.
         self.put_meta(PURGED_KEY, &log_id)?;
@@ -330,92 +284,13 @@ mod tests {
         }
     }
 
-    /// A log store in `<dir>/raft` with the node's snapshots and data.
-    fn open(dir: &Path) -> (LogStore, Arc<SnapshotStore>, Arc<DataEnv>) {
-        let data = Arc::new(DataEnv::open(dir, 4).unwrap());
-        let snapshots = Arc::new(SnapshotStore::open(dir, 4).unwrap());
-        let store = LogStore::open(&dir.join("raft"), snapshots.clone(), data.clone()).unwrap();
-        (store, snapshots, data)
-    }
-
-    /// Record `index` as applied in `data` (as an apply of it would).
-    fn set_applied(data: &DataEnv, index: u64) {
-        let id = entry(index).log_id;
-        data.with(|d| {
-            let mut w = d.env.write_txn()?;
-            let bytes = serde_json::to_vec(&id).unwrap();
-            w.put(
-                d.reserved,
-                crate::data::APPLIED_KEY,
-                &bytes,
-                WriteFlags::EMPTY,
-            )?;
-            w.commit()
-        })
-        .unwrap();
-    }
-
-    /// The log is purged only as far as a snapshot on disk holds (or,
-    /// with none yet, the data environment): openraft purges up to a
-    /// snapshot from the leader while it is still being installed, and a
-    /// crash in between left a node that could not start (the majority
-    /// power cuts of `tests/faults.rs`). Before, every purge went ahead.
-    #[tokio::test]
-    async fn the_log_is_purged_only_up_to_what_a_snapshot_holds() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut store, snapshots, data) = open(dir.path());
-        store.cover_wait = Duration::from_millis(50);
-        let mut w = store.env.write_txn().unwrap();
-        for i in 1..=20u64 {
-            let bytes = encode_entry(&entry(i)).unwrap();
-            w.put(store.log, &i.to_be_bytes(), &bytes, WriteFlags::EMPTY)
-                .unwrap();
-        }
-        w.commit().unwrap();
-        let purged = |store: &mut LogStore| {
-            let s = log_state_of(store);
-            (
-                s.last_purged_log_id.map(|l| l.index),
-                store.log_id_at(1).unwrap().is_some(),
-            )
-        };
-
-        // No snapshot, the data behind: a snapshot being installed, say.
-        set_applied(&data, 3);
-        assert!(store.purge(entry(5).log_id).await.is_err());
-        assert_eq!(purged(&mut store), (None, true), "purged past what is kept");
-
-        // No snapshot, the data holds it (a seeded node's first start).
-        set_applied(&data, 10);
-        store.purge(entry(5).log_id).await.unwrap();
-        assert_eq!(purged(&mut store), (Some(5), false));
-
-        // A snapshot older than the purge point, the data ahead of it.
-        snapshots.build(&data).unwrap();
-        set_applied(&data, 15);
-        assert!(store.purge(entry(12).log_id).await.is_err());
-        assert_eq!(purged(&mut store).0, Some(5));
-        snapshots.build(&data).unwrap();
-        store.purge(entry(12).log_id).await.unwrap();
-        assert_eq!(purged(&mut store).0, Some(12));
-    }
-
-    /// The log's state, read as openraft reads it.
-    fn log_state_of(store: &mut LogStore) -> LogState<TypeConfig> {
-        let purged: Option<LogId> = store.get_meta(PURGED_KEY).unwrap();
-        LogState {
-            last_purged_log_id: purged,
-            last_log_id: store.last_entry_id().unwrap().or(purged),
-        }
-    }
-
     /// Entries are stored in postcard behind a tag byte (a 100-byte value
     /// costs about 100 bytes, not the ~400 of JSON's number arrays), and
     /// a log written by an older version, in JSON, still reads.
     #[tokio::test]
     async fn entries_are_stored_compact_and_json_entries_still_read() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut store, ..) = open(dir.path());
+        let mut store = LogStore::open(dir.path()).unwrap();
         let (old, new) = (entry(1), entry(2));
         let json = serde_json::to_vec(&old).unwrap();
         let compact = encode_entry(&new).unwrap();

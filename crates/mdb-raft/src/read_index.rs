@@ -189,8 +189,8 @@ mod tests {
     async fn start(mesh: &Mesh, id: NodeId, dir: &Path) -> (Raft, Arc<DataEnv>, Option<Resumed>) {
         let data = Arc::new(DataEnv::open(dir, 4).unwrap());
         let snapshots = Arc::new(SnapshotStore::open(dir, 4).unwrap());
-        let sm = StateMachine::open(data.clone(), snapshots.clone()).unwrap();
-        let mut log = LogStore::open(&dir.join("raft"), snapshots, data.clone()).unwrap();
+        let sm = StateMachine::open(data.clone(), snapshots).unwrap();
+        let mut log = LogStore::open(&dir.join("raft")).unwrap();
         let resumed = Resumed::read(&mut log, id).await.unwrap();
         let config = openraft::Config {
             heartbeat_interval: 50,

@@ -151,25 +151,6 @@ impl SnapshotStore {
         Ok((meta, file))
     }
 
-    /// Whether the Raft log may be purged up to `upto`: after a crash
-    /// the node must find those entries again. The current snapshot must
-    /// include them (openraft refuses to start with a snapshot older than
-    /// the purge point); with no snapshot, the data environment, synced,
-    /// will do (openraft builds a snapshot from it at the next start: a
-    /// node seeded from a backup, whose log begins past the seed).
-    pub fn covers(&self, data: &DataEnv, upto: LogId) -> mdb::Result<bool> {
-        if let Some((meta, _)) = self.current()? {
-            return Ok(meta.last_log_id >= Some(upto));
-        }
-        data.with(|d| {
-            if applied_in(&d.env.read_txn()?, d.reserved)? < Some(upto) {
-                return Ok(false);
-            }
-            d.env.sync(true)?;
-            Ok(true)
-        })
-    }
-
     /// A new file for a snapshot the leader sends.
     pub fn incoming(&self) -> std::io::Result<PathBuf> {
         let tmp = self.dir.join(format!("incoming-{}.tmp", self.next_seq()));
