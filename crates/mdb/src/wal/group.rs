@@ -45,8 +45,8 @@ const GATHER: Duration = Duration::from_micros(200);
 const SPIN: Duration = Duration::from_micros(100);
 
 /// The longest the holder sleeps while this process's writers are at work
-/// before it looks again (see [`hold`]).
-const BUSY_NAP_MAX: Duration = Duration::from_millis(8);
+/// before it looks again (they wake it when they are done: see [`hold`]).
+const BUSY_WATCH: Duration = Duration::from_millis(100);
 
 /// This process's writers in WAL mode (see the module documentation).
 pub(crate) struct Group {
@@ -93,6 +93,9 @@ struct State {
     want: bool,
     /// Times the token was taken (the holder unlocks after a quiet spell).
     entries: u64,
+    /// The holder sleeps until this process's writers are idle: the one
+    /// that makes them idle wakes it (see [`hold`]).
+    idle_watch: bool,
     /// Times the holder woke while it held the mutex (tests).
     holder_wakes: u64,
     /// It does.
@@ -142,6 +145,15 @@ impl State {
     /// commit is in the pipeline: the holder's grace period may run.
     fn idle(&self) -> bool {
         self.owner.is_none() && self.waiting == 0 && self.pending.is_empty()
+    }
+
+    /// Wake the holder if it waits for this process's writers to be idle
+    /// and they now are (one system call per busy spell, not per commit).
+    fn wake_holder_if_idle(&mut self, holder_cv: &Condvar) {
+        if self.idle_watch && self.idle() {
+            self.idle_watch = false;
+            holder_cv.notify_one();
+        }
     }
 
     /// The group a leader gathers is complete: no writer of this process
@@ -267,6 +279,7 @@ impl Group {
         let mut g = sh.state();
         g.owner = None;
         sh.free.store(true, Ordering::Release);
+        g.wake_holder_if_idle(&sh.holder_cv);
         // A spinning waiter sees `free` without a wake-up.
         if g.waiting > 0 && !g.spinner {
             sh.token_cv.notify_one();
@@ -335,6 +348,7 @@ impl Group {
                     sh.durable_cv.notify_all();
                     sh.token_cv.notify_all();
                 }
+                g.wake_holder_if_idle(&sh.holder_cv);
                 continue;
             }
             let gathered = g.gathered();
@@ -404,6 +418,7 @@ impl Group {
                 if let Err(e) = publish(&mut g.pending, through, df, &sh.lock) {
                     g.failed = Some(e);
                 }
+                g.wake_holder_if_idle(&sh.holder_cv);
             }
             Err(e) => g.failed = Some(e),
         }
@@ -528,13 +543,8 @@ fn publish_metas(
 /// The holder thread: lock the writer mutex when a writer wants it; unlock
 /// it once this process's writers were idle for a grace period (no
 /// token holder or waiter, no commit in the pipeline, no new entry).
-/// While they work it looks every grace period at first, then at twice
-/// the interval each time, up to [`BUSY_NAP_MAX`]: the mutex may then be
-/// kept that much longer after a long spell of work.
 fn hold(sh: &Shared) {
     let mut g = sh.state();
-    // How long to sleep before looking at the writers again.
-    let mut nap = sh.grace;
     loop {
         if g.stop {
             if g.held {
@@ -558,11 +568,25 @@ fn hold(sh: &Shared) {
                     g.held = true;
                     g.gen += 1;
                     g.recovered |= recovered;
-                    nap = sh.grace;
                 }
                 Err(e) => g.lock_err = Some(e),
             }
             sh.token_cv.notify_all();
+            continue;
+        }
+        if !g.idle() {
+            // Writers at work: sleep until the one that makes them idle
+            // wakes this thread, rather than wake every grace period
+            // through a commit (a 1,000-key commit spans tens of them).
+            // The timeout only bounds what a missed wake-up would cost.
+            g.idle_watch = true;
+            g = sh
+                .holder_cv
+                .wait_timeout(g, BUSY_WATCH)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+            g.idle_watch = false;
+            g.holder_wakes += 1;
             continue;
         }
         // A writer of this process usually comes back at once: keeping the
@@ -571,23 +595,10 @@ fn hold(sh: &Shared) {
         let entries = g.entries;
         g = sh
             .holder_cv
-            .wait_timeout(g, nap)
+            .wait_timeout(g, sh.grace)
             .unwrap_or_else(|p| p.into_inner())
             .0;
         g.holder_wakes += 1;
-        if !g.idle() {
-            // Writers at work: look again later, the less often the longer
-            // they work (a 1,000-key commit spans tens of grace periods).
-            // They never wake this thread: on a busy machine its wake-up
-            // would take the CPU from a commit on its way.
-            nap = (nap * 2).min(BUSY_NAP_MAX.max(sh.grace));
-            continue;
-        }
-        if nap > sh.grace {
-            // Idle since some time within the nap: a whole grace from now.
-            nap = sh.grace;
-            continue;
-        }
         if g.idle() && g.entries == entries && !g.stop {
             // Not held for this process from here on, even while unlocking.
             g.held = false;
@@ -638,25 +649,24 @@ mod tests {
     }
 
     /// While a writer of this process holds the token, the holder thread
-    /// looks at it less and less often, not every grace period (a
-    /// 1,000-key commit spans tens of them); once the writers are idle it
-    /// still lets the writer mutex go after the grace.
+    /// sleeps until the writers are idle rather than wake every grace
+    /// period (a 1,000-key commit spans tens of them); then it still lets
+    /// the writer mutex go after the grace.
     #[test]
-    fn the_holder_naps_longer_through_a_long_transaction_then_unlocks() {
+    fn the_holder_sleeps_through_a_long_transaction_then_unlocks() {
         let dir = tempfile::tempdir().unwrap();
         let g = group(dir.path(), Duration::from_millis(1));
         assert!(g.enter().unwrap().fresh);
         let before = g.shared.state().holder_wakes;
-        let t = Instant::now();
-        std::thread::sleep(Duration::from_millis(40));
+        std::thread::sleep(Duration::from_millis(60));
         let woke = g.shared.state().holder_wakes - before;
-        let ms = t.elapsed().as_millis() as u64;
         g.leave();
-        // Naps of 1, 2, 4, then 8 ms: 3 wake-ups in the first 7 ms, one in
-        // each 8 after. Before: one a grace period, about 40 here.
-        let most = 4 + ms / 8;
-        assert!(woke <= most, "the holder woke {woke} times in {ms} ms");
-        // Idle now: at its next look the holder waits out the
+        // Before: one wake-up a grace period, about 60 here.
+        assert!(
+            woke <= 2,
+            "the holder woke {woke} times during the transaction"
+        );
+        // Idle now: the holder wakes (the leave told it), waits out the
         // grace and unlocks; the next entry takes the mutex anew.
         while g.shared.state().held {
             std::thread::sleep(Duration::from_millis(1));
