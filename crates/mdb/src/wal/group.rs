@@ -44,10 +44,6 @@ const GATHER: Duration = Duration::from_micros(200);
 /// wakes the next to spin in its place.
 const SPIN: Duration = Duration::from_micros(100);
 
-/// The longest the holder sleeps while this process's writers are at work
-/// before it looks again (they wake it when they are done: see [`hold`]).
-const BUSY_WATCH: Duration = Duration::from_millis(100);
-
 /// This process's writers in WAL mode (see the module documentation).
 pub(crate) struct Group {
     shared: Arc<Shared>,
@@ -93,11 +89,6 @@ struct State {
     want: bool,
     /// Times the token was taken (the holder unlocks after a quiet spell).
     entries: u64,
-    /// The holder sleeps until this process's writers are idle: the one
-    /// that makes them idle wakes it (see [`hold`]).
-    idle_watch: bool,
-    /// Times the holder woke while it held the mutex (tests).
-    holder_wakes: u64,
     /// It does.
     held: bool,
     /// Times it locked the mutex; `seen` is the last one a writer saw.
@@ -141,21 +132,6 @@ pub(crate) struct Entry {
 }
 
 impl State {
-    /// No writer of this process holds the token or waits for it, and no
-    /// commit is in the pipeline: the holder's grace period may run.
-    fn idle(&self) -> bool {
-        self.owner.is_none() && self.waiting == 0 && self.pending.is_empty()
-    }
-
-    /// Wake the holder if it waits for this process's writers to be idle
-    /// and they now are (one system call per busy spell, not per commit).
-    fn wake_holder_if_idle(&mut self, holder_cv: &Condvar) {
-        if self.idle_watch && self.idle() {
-            self.idle_watch = false;
-            holder_cv.notify_one();
-        }
-    }
-
     /// The group a leader gathers is complete: no writer of this process
     /// is at work or queued, and it is as large as the last one.
     fn gathered(&self) -> bool {
@@ -279,7 +255,6 @@ impl Group {
         let mut g = sh.state();
         g.owner = None;
         sh.free.store(true, Ordering::Release);
-        g.wake_holder_if_idle(&sh.holder_cv);
         // A spinning waiter sees `free` without a wake-up.
         if g.waiting > 0 && !g.spinner {
             sh.token_cv.notify_one();
@@ -348,7 +323,6 @@ impl Group {
                     sh.durable_cv.notify_all();
                     sh.token_cv.notify_all();
                 }
-                g.wake_holder_if_idle(&sh.holder_cv);
                 continue;
             }
             let gathered = g.gathered();
@@ -418,7 +392,6 @@ impl Group {
                 if let Err(e) = publish(&mut g.pending, through, df, &sh.lock) {
                     g.failed = Some(e);
                 }
-                g.wake_holder_if_idle(&sh.holder_cv);
             }
             Err(e) => g.failed = Some(e),
         }
@@ -574,21 +547,6 @@ fn hold(sh: &Shared) {
             sh.token_cv.notify_all();
             continue;
         }
-        if !g.idle() {
-            // Writers at work: sleep until the one that makes them idle
-            // wakes this thread, rather than wake every grace period
-            // through a commit (a 1,000-key commit spans tens of them).
-            // The timeout only bounds what a missed wake-up would cost.
-            g.idle_watch = true;
-            g = sh
-                .holder_cv
-                .wait_timeout(g, BUSY_WATCH)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-            g.idle_watch = false;
-            g.holder_wakes += 1;
-            continue;
-        }
         // A writer of this process usually comes back at once: keeping the
         // mutex a little longer spares it a handoff to this thread and a
         // look at the log.
@@ -598,8 +556,8 @@ fn hold(sh: &Shared) {
             .wait_timeout(g, sh.grace)
             .unwrap_or_else(|p| p.into_inner())
             .0;
-        g.holder_wakes += 1;
-        if g.idle() && g.entries == entries && !g.stop {
+        let idle = g.owner.is_none() && g.waiting == 0 && g.pending.is_empty();
+        if idle && g.entries == entries && !g.stop {
             // Not held for this process from here on, even while unlocking.
             g.held = false;
             g.head = None;
@@ -645,33 +603,6 @@ mod tests {
         g.leave();
         std::thread::sleep(Duration::from_millis(50));
         assert!(!g.enter().unwrap().fresh);
-        g.leave();
-    }
-
-    /// While a writer of this process holds the token, the holder thread
-    /// sleeps until the writers are idle rather than wake every grace
-    /// period (a 1,000-key commit spans tens of them); then it still lets
-    /// the writer mutex go after the grace.
-    #[test]
-    fn the_holder_sleeps_through_a_long_transaction_then_unlocks() {
-        let dir = tempfile::tempdir().unwrap();
-        let g = group(dir.path(), Duration::from_millis(1));
-        assert!(g.enter().unwrap().fresh);
-        let before = g.shared.state().holder_wakes;
-        std::thread::sleep(Duration::from_millis(60));
-        let woke = g.shared.state().holder_wakes - before;
-        g.leave();
-        // Before: one wake-up a grace period, about 60 here.
-        assert!(
-            woke <= 2,
-            "the holder woke {woke} times during the transaction"
-        );
-        // Idle now: the holder wakes (the leave told it), waits out the
-        // grace and unlocks; the next entry takes the mutex anew.
-        while g.shared.state().held {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        assert!(g.enter().unwrap().fresh);
         g.leave();
     }
 }
